@@ -1,0 +1,10 @@
+import type { Command } from 'commander';
+import type { CliIO } from '../io.ts';
+
+/** A command module adds its commands to the program. */
+export type RegisterCommand = (program: Command, io: CliIO) => void;
+
+/**
+ * Every command module, in help order. Each owner adds one import and one entry here.
+ */
+export const COMMANDS: RegisterCommand[] = [];
