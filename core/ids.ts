@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+
+const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
+
+/** Lowercase RFC 4648 base32 (no padding) of `bytes`, truncated to `length` characters. */
+function base32(bytes: Buffer, length: number): string {
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5 && out.length < length) {
+      out += BASE32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0 && out.length < length) out += BASE32[(value << (5 - bits)) & 31];
+  return out;
+}
+
+/** `<prefix>_` + 26 lowercase base32 characters (130 bits from a CSPRNG; SPEC 2). */
+export function newId(prefix: 'wh' | 'run' | 'key' | 'dlv' | 'evt'): string {
+  return `${prefix}_${base32(randomBytes(17), 26)}`;
+}
+
+export const WEBHOOK_UID_PATTERN = /^wh_[a-z2-7]{26}$/;
+export const RESOURCE_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** 32 random bytes, base64url: generated token and url_token secrets (SPEC 7.6). */
+export function newTokenSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes (provider-signatures.md). */
+export function newStandardWebhooksSecret(): string {
+  return 'whsec_' + randomBytes(32).toString('base64');
+}
+
+/** An API key: `fk_` + 43 base64url characters (32 random bytes; SPEC 5). */
+export function newApiKey(): string {
+  return 'fk_' + randomBytes(32).toString('base64url');
+}
