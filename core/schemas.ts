@@ -1,0 +1,75 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import factorySchema from '../schemas/factory.schema.json' with { type: 'json' };
+import webhookSchema from '../schemas/webhook.schema.json' with { type: 'json' };
+import automationSchema from '../schemas/automation.schema.json' with { type: 'json' };
+import environmentSchema from '../schemas/environment.schema.json' with { type: 'json' };
+import snapshotSchema from '../schemas/snapshot.schema.json' with { type: 'json' };
+import type { Snapshot } from './snapshot.ts';
+
+/**
+ * The one Ajv instance (STYLE 6): every schema under schemas/ is compiled here, once, at import.
+ * allErrors so that validate reports every problem at once (SPEC 4); strict so that a typo in a
+ * schema fails loudly instead of silently allowing anything. strictRequired is off only because the
+ * draft-07 idiom `then: {required: [x]}` names a key that the parent's `properties` defines, and
+ * Ajv's strictRequired does not look at the parent. Union types serve the filter grammar's scalars.
+ */
+const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+
+/** What each definitions file kind is validated against. */
+export type DefinitionKind = 'factory' | 'webhook' | 'automation' | 'environment';
+
+const validators: Record<DefinitionKind | 'snapshot', ValidateFunction> = {
+  factory: ajv.compile(factorySchema),
+  webhook: ajv.compile(webhookSchema),
+  automation: ajv.compile(automationSchema),
+  environment: ajv.compile(environmentSchema),
+  snapshot: ajv.compile(snapshotSchema),
+};
+
+export type SchemaError = ErrorObject;
+
+/** Raw Ajv errors of a definitions file (an automation's front matter); [] when valid. */
+export function schemaErrors(kind: DefinitionKind, value: unknown): SchemaError[] {
+  const validate = validators[kind];
+  return validate(value) ? [] : [...(validate.errors ?? [])];
+}
+
+/** One schema problem as a JSON pointer into the value and a sentence. */
+export interface SchemaProblem {
+  pointer: string;
+  message: string;
+}
+
+/**
+ * Turns Ajv errors into `{pointer, message}`. For a missing or an unknown key the pointer names
+ * that key (under its parent), so callers can say exactly which one.
+ */
+export function toProblems(errors: SchemaError[]): SchemaProblem[] {
+  return errors.map((e) => {
+    if (e.keyword === 'required') {
+      const key = (e.params as { missingProperty: string }).missingProperty;
+      return { pointer: `${e.instancePath}/${escapePointer(key)}`, message: `missing required key '${key}'` };
+    }
+    if (e.keyword === 'additionalProperties') {
+      const key = (e.params as { additionalProperty: string }).additionalProperty;
+      return { pointer: `${e.instancePath}/${escapePointer(key)}`, message: `unknown key '${key}'` };
+    }
+    return { pointer: e.instancePath, message: e.message ?? 'is invalid' };
+  });
+}
+
+export function escapePointer(segment: string): string {
+  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/**
+ * Validates a snapshot against schemas/snapshot.schema.json. The runtime calls this before it
+ * looks at anything else in a plan or apply request (SPEC 4: it never trusts the CLI).
+ */
+export function validateSnapshot(
+  value: unknown,
+): { ok: true; value: Snapshot } | { ok: false; errors: { pointer: string; message: string }[] } {
+  const validate = validators.snapshot;
+  if (validate(value)) return { ok: true, value: value as Snapshot };
+  return { ok: false, errors: toProblems([...(validate.errors ?? [])]) };
+}
