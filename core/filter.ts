@@ -329,21 +329,214 @@ function checkScalarList(list: unknown[], path: string[], problems: FilterProble
 // Evaluation (runtime)
 // ---------------------------------------------------------------------------------------------
 
+/*
+ * matchFilter is the hot path: no closures, no path arrays, no per-call allocation beyond the
+ * recursion itself. explainFilter is a separate, allocating walk with the same rules; a property
+ * test (test/core/filter.test.ts) keeps the two in agreement.
+ *
+ * Both assume a filter that checkFilter accepted. On an unchecked filter they still agree and
+ * never throw: a non-list `in` matches nothing, a non-list `not_in` and a non-boolean `exists`
+ * place no condition, and non-scalar list items equal nothing.
+ */
+
 /** Hot path (runs on every accepted delivery): true when the payload matches. */
 export function matchFilter(filter: PayloadFilter, payload: unknown): boolean {
-  void filter;
-  void payload;
-  throw new Error('matchFilter: not implemented yet');
+  // No filter: every delivery matches (SPEC 3).
+  if (!isPlainObject(filter)) return true;
+  return matchObject(filter, payload);
 }
+
+/** Every key of a filter object against a body; a body that is not an object has no fields. */
+function matchObject(filter: { [key: string]: unknown }, body: unknown): boolean {
+  const bodyIsObject = isPlainObject(body);
+  for (const key in filter) {
+    if (!hasOwn(filter, key)) continue;
+    const present = bodyIsObject && hasOwn(body, key);
+    if (!matchCondition(filter[key], present, present ? (body as { [key: string]: unknown })[key] : undefined)) return false;
+  }
+  return true;
+}
+
+function matchCondition(cond: unknown, present: boolean, value: unknown): boolean {
+  if (Array.isArray(cond)) return present && holdsOneOf(value, cond);
+  if (isPlainObject(cond)) {
+    if (hasOperatorKey(cond)) return matchOperators(cond, present, value);
+    return present && matchNested(cond, value);
+  }
+  return present && holdsOneOf(value, cond);
+}
+
+/** `{in, not_in, exists}` combine with AND (SPEC 3). */
+function matchOperators(cond: { [key: string]: unknown }, present: boolean, value: unknown): boolean {
+  if (hasOwn(cond, 'exists')) {
+    if (cond.exists === true && !present) return false;
+    if (cond.exists === false && present) return false;
+  }
+  if (hasOwn(cond, 'in')) {
+    if (!present || !Array.isArray(cond.in) || !holdsOneOf(value, cond.in)) return false;
+  }
+  // A missing field holds none of the values, so not_in matches it (SPEC 3).
+  if (hasOwn(cond, 'not_in') && present && Array.isArray(cond.not_in) && holdsOneOf(value, cond.not_in)) return false;
+  return true;
+}
+
+/** A nested filter matches an object, or an array with at least one object element that matches. */
+function matchNested(cond: { [key: string]: unknown }, value: unknown): boolean {
+  if (isPlainObject(value)) return matchObject(cond, value);
+  if (!Array.isArray(value)) return false;
+  for (let i = 0; i < value.length; i++) {
+    const element = value[i];
+    if (isPlainObject(element) && matchObject(cond, element)) return true;
+  }
+  return false;
+}
+
+/**
+ * The field holds one of the values: a scalar equal to an item, or an array with such an element.
+ * `list` is an array of items, or one scalar (the shorthand `a` = `[a]`).
+ */
+function holdsOneOf(value: unknown, list: unknown): boolean {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (listHas(list, value[i])) return true;
+    return false;
+  }
+  return listHas(list, value);
+}
+
+/** Strict JSON equality of scalars: same type and value; `1` and `1.0` are the same number. */
+function listHas(list: unknown, value: unknown): boolean {
+  if (value !== null && typeof value === 'object') return false;
+  if (!Array.isArray(list)) return list === value;
+  for (let i = 0; i < list.length; i++) if (list[i] === value) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Explanation (Test filter, SPEC 8)
+// ---------------------------------------------------------------------------------------------
+
+type Failure = { path: string[]; reason: string };
 
 /** Same decision as matchFilter, plus the first failing key path and why (Test filter, SPEC 8). */
 export function explainFilter(filter: PayloadFilter, payload: unknown): Explanation {
-  void filter;
-  void payload;
-  throw new Error('explainFilter: not implemented yet');
+  if (!isPlainObject(filter)) return { matches: true };
+  const failure = explainObject(filter, payload, []);
+  return failure ? { matches: false, path: failure.path, reason: failure.reason } : { matches: true };
 }
 
-/** Human form of a key path, e.g. `pull_request.labels[].name`; keys with dots or odd characters are quoted. */
+function explainObject(filter: { [key: string]: unknown }, body: unknown, path: string[]): Failure | null {
+  const bodyIsObject = isPlainObject(body);
+  // At the root only: a body that is not an object has no fields (SPEC 3).
+  const absentWhy = bodyIsObject ? undefined : `the body is ${kindOf(body)}, not an object`;
+  for (const key of Object.keys(filter)) {
+    const present = bodyIsObject && hasOwn(body, key);
+    const value = present ? body[key] : undefined;
+    const failure = explainCondition(filter[key], present, value, [...path, key], absentWhy);
+    if (failure) return failure;
+  }
+  return null;
+}
+
+function missing(path: string[], expected: string, absentWhy: string | undefined): Failure {
+  return { path, reason: absentWhy ? `missing: ${absentWhy}` : `missing (expected ${expected})` };
+}
+
+function explainCondition(cond: unknown, present: boolean, value: unknown, path: string[], absentWhy: string | undefined): Failure | null {
+  if (isPlainObject(cond)) {
+    if (hasOperatorKey(cond)) return explainOperators(cond, present, value, path, absentWhy);
+    if (!present) return missing(path, 'an object', absentWhy);
+    return explainNested(cond, value, path);
+  }
+  if (!present) return missing(path, listText(cond), absentWhy);
+  return holdsOneOf(value, cond) ? null : { path, reason: notOneOf(value, cond) };
+}
+
+function explainOperators(cond: { [key: string]: unknown }, present: boolean, value: unknown, path: string[], absentWhy: string | undefined): Failure | null {
+  if (hasOwn(cond, 'exists')) {
+    if (cond.exists === true && !present) return missing(path, 'it to exist', absentWhy);
+    if (cond.exists === false && present) return { path, reason: 'present, but exists: false' };
+  }
+  if (hasOwn(cond, 'in')) {
+    const list = cond.in;
+    if (!Array.isArray(list)) return { path, reason: 'in is not a list, so nothing matches' };
+    if (!present) return missing(path, listText(list), absentWhy);
+    if (!holdsOneOf(value, list)) return { path, reason: notOneOf(value, list) };
+  }
+  const notIn = cond.not_in;
+  if (hasOwn(cond, 'not_in') && present && Array.isArray(notIn) && holdsOneOf(value, notIn)) {
+    if (!Array.isArray(value)) return { path, reason: `${describeValue(value)} is listed in not_in` };
+    const hit = value.find((element) => listHas(notIn, element));
+    return { path, reason: `holds ${describeValue(hit)}, which is listed in not_in` };
+  }
+  return null;
+}
+
+function explainNested(cond: { [key: string]: unknown }, value: unknown, path: string[]): Failure | null {
+  if (isPlainObject(value)) return explainObject(cond, value, path);
+  if (!Array.isArray(value)) return { path, reason: `is ${kindOf(value)}, not an object` };
+  if (value.length === 0) return { path, reason: 'is an empty array, not an object' };
+  // Any element that is an object may match; on a miss, show the element that got furthest.
+  let best: Failure | null = null;
+  let bestIndex = -1;
+  let objects = 0;
+  for (let i = 0; i < value.length; i++) {
+    const element = value[i];
+    if (!isPlainObject(element)) continue;
+    objects++;
+    const failure = explainObject(cond, element, [...path, ARRAY_ELEMENT]);
+    if (!failure) return null;
+    if (!best || failure.path.length > best.path.length) {
+      best = failure;
+      bestIndex = i;
+    }
+  }
+  if (!best) return { path, reason: 'is an array with no object elements, not an object' };
+  if (objects === 1) return best;
+  return { path: best.path, reason: `${best.reason} (no element matches; element ${bestIndex} shown)` };
+}
+
+const LIST_SHOWN = 5;
+
+/** `"a"` for one value, `one of "a", "b"` for several. */
+function listText(list: unknown): string {
+  if (!Array.isArray(list)) return describeValue(list);
+  if (list.length === 1) return describeValue(list[0]);
+  const shown = list.slice(0, LIST_SHOWN).map(describeValue).join(', ');
+  return `one of ${shown}${list.length > LIST_SHOWN ? ` and ${list.length - LIST_SHOWN} more` : ''}`;
+}
+
+function notOneOf(value: unknown, list: unknown): string {
+  const expected = listText(list);
+  if (Array.isArray(value)) {
+    if (value.length === 0) return `is an empty array (expected ${expected})`;
+    return `no element of ${describeValue(value)} is ${expected}`;
+  }
+  if (value !== null && typeof value === 'object') return `is an object, not ${expected}`;
+  return `${describeValue(value)} is not ${expected}${typeHint(value, list)}`;
+}
+
+/** `1` against `"1"`: say that the comparison is strict, since the two look alike. */
+function typeHint(value: unknown, list: unknown): string {
+  const items = Array.isArray(list) ? list : [list];
+  const twin = items.find((item) => item !== value && typeof item !== typeof value && isScalar(item) && String(item) === String(value));
+  return twin === undefined ? '' : ` (${kindOf(value).replace(/^an? /, '')} ${describeValue(value)} never equals ${kindOf(twin).replace(/^an? /, '')} ${describeValue(twin)})`;
+}
+
+const PLAIN_KEY = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Human form of a key path, e.g. `pull_request.labels[].name`: keys joined with dots, `[]` for
+ * "an element of this array", and keys with dots or other characters quoted as JSON strings.
+ */
 export function formatPath(path: string[]): string {
-  return path.join('.');
+  let out = '';
+  for (const segment of path) {
+    if (segment === ARRAY_ELEMENT) {
+      out += '[]';
+      continue;
+    }
+    const shown = PLAIN_KEY.test(segment) ? segment : JSON.stringify(segment);
+    out += out === '' ? shown : '.' + shown;
+  }
+  return out;
 }
