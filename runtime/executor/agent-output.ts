@@ -1,0 +1,103 @@
+/**
+ * Agent stdout/stderr into transcript events (SPEC 9): split into lines, read by the format's
+ * reader (claude-stream-json, codex-json) or kept as `output`, batched so a chatty agent does not
+ * write one event per short line, and capped per run with one "truncated" marker.
+ */
+
+import { StringDecoder } from 'node:string_decoder';
+import type { LineReader } from './readers.ts';
+import { truncateUtf8, type TranscriptCaps, type TranscriptEventInput } from './transcript.ts';
+
+type Stream = 'stdout' | 'stderr';
+
+/** Output batches are flushed at this size, when the stream changes, or after FLUSH_MS. */
+const BATCH_BYTES = 8 * 1024;
+const FLUSH_MS = 100;
+
+export class AgentOutput {
+  private readonly decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+  private readonly partial = { stdout: '', stderr: '' };
+  private pending: { stream: Stream; text: string } | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private used = 0;
+  private truncated = false;
+
+  constructor(
+    private readonly reader: LineReader | null,
+    private readonly caps: TranscriptCaps,
+    private readonly emit: (e: TranscriptEventInput) => void,
+  ) {}
+
+  write(stream: Stream, chunk: Buffer): void {
+    let text = this.partial[stream] + this.decoders[stream].write(chunk);
+    let nl: number;
+    while ((nl = text.indexOf('\n')) !== -1) {
+      this.line(stream, text.slice(0, nl + 1));
+      text = text.slice(nl + 1);
+    }
+    // A line longer than the cap is cut into pieces rather than held in memory.
+    while (Buffer.byteLength(text) > this.caps.lineBytes) {
+      const cut = truncateUtf8(text, this.caps.lineBytes);
+      this.line(stream, cut.text);
+      text = text.slice(cut.text.length);
+    }
+    this.partial[stream] = text;
+  }
+
+  /** Flushes partial lines and pending output; call once after the process has exited. */
+  end(): void {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const rest = this.partial[stream] + this.decoders[stream].end();
+      this.partial[stream] = '';
+      if (rest) this.line(stream, rest);
+    }
+    this.flush();
+  }
+
+  private line(stream: Stream, line: string): void {
+    if (this.reader && stream === 'stdout') {
+      const events = this.reader(line.replace(/\r?\n$/, ''));
+      if (events) {
+        if (events.length) this.flush();
+        for (const e of events) if (this.charge(stream, JSON.stringify(e.data).length)) this.emit(e);
+        return;
+      }
+    }
+    if (!this.charge(stream, Buffer.byteLength(line))) return;
+    if (this.pending && this.pending.stream !== stream) this.flush();
+    if (!this.pending) this.pending = { stream, text: '' };
+    this.pending.text += line;
+    if (Buffer.byteLength(this.pending.text) >= BATCH_BYTES) this.flush();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), FLUSH_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** Takes `bytes` from the run's budget; false (and one marker event) once it is spent. */
+  private charge(stream: Stream, bytes: number): boolean {
+    if (this.truncated) return false;
+    if (this.used + bytes <= this.caps.agentOutputBytes) {
+      this.used += bytes;
+      return true;
+    }
+    this.truncated = true;
+    this.flush();
+    this.emit({
+      type: 'output',
+      data: { stream, text: `[output truncated: the agent printed more than ${this.caps.agentOutputBytes} bytes]\n`, truncated: true },
+    });
+    return false;
+  }
+
+  private flush(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    if (!this.pending) return;
+    const { stream, text } = this.pending;
+    this.pending = null;
+    this.emit({ type: 'output', data: { stream, text } });
+  }
+}

@@ -1,0 +1,206 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { AGENTS, isGone, makeRepo, run, scratch, spec, waitFor } from './helpers.ts';
+
+test('a run clones, writes inputs, runs setup and the agent, and reports the changed file', async (t) => {
+  const dir = scratch(t);
+  const repo = makeRepo(dir);
+  const payload = Buffer.from('{"action":"opened","number":7}');
+  const s = spec(dir, {
+    repos: [{ url: repo, path: 'app' }],
+    setup: ['echo preparing', 'test -f prompt.md && test -f event-payload.json'],
+    attachments: [{ name: 'event-payload.json', bytes: payload }],
+  });
+  const { result, events, output } = await run(s);
+  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+  assert.equal(result.agentStarted, true);
+
+  const commands = events.filter((e) => e.type === 'command');
+  assert.deepEqual(
+    commands.map((c) => [c.data.phase, c.data.exit_code]),
+    [['repo', 0], ['setup', 0], ['setup', 0], ['agent', 0]],
+  );
+  assert.equal(commands[1].data.text, 'echo preparing');
+  assert.equal(commands[1].data.output, 'preparing\n');
+  assert.equal(typeof commands[1].data.duration_ms, 'number');
+
+  assert.match(output, /event payload keys: action, number/);
+  assert.match(output, /event action: opened/);
+  assert.match(output, /appended a line to app\/AGENT_NOTES\.md/);
+
+  const changes = events.filter((e) => e.type === 'file_change');
+  assert.equal(changes.length, 1);
+  assert.equal(changes[0].data.repo, 'app');
+  assert.equal(changes[0].data.path, 'AGENT_NOTES.md');
+  assert.equal(changes[0].data.kind, 'added');
+  assert.match(String(changes[0].data.diff), /\+- run_test: Fix the bug\./);
+
+  assert.deepEqual(readFileSync(path.join(s.workspaceDir, 'event-payload.json')), payload);
+  assert.equal(readFileSync(path.join(s.workspaceDir, 'prompt.md'), 'utf8'), s.prompt);
+  assert.equal(events.some((e) => e.type === 'state'), false, 'state events belong to the pool');
+});
+
+test('file:// URLs with a ref, default directory names and modified/deleted files', async (t) => {
+  const dir = scratch(t);
+  const repo = makeRepo(dir);
+  const s = spec(dir, {
+    repos: [{ url: pathToFileURL(repo).href, ref: 'feature' }],
+    agent: { command: ['/bin/sh', '-c', 'cd origin-app && test -f FEATURE.md && echo two >> src/a.txt && rm README.md'] },
+  });
+  const { result, events } = await run(s);
+  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+  const changes = events.filter((e) => e.type === 'file_change').map((e) => [e.data.repo, e.data.path, e.data.kind]);
+  assert.deepEqual(changes.sort(), [
+    ['origin-app', 'README.md', 'deleted'],
+    ['origin-app', 'src/a.txt', 'modified'],
+  ]);
+});
+
+test('a local directory that is not a git repository is copied', async (t) => {
+  const dir = scratch(t);
+  const plain = path.join(dir, 'fixtures');
+  mkdirSync(plain);
+  writeFileSync(path.join(plain, 'data.txt'), 'x');
+  const s = spec(dir, { repos: [{ url: plain }], agent: { command: ['/bin/sh', '-c', 'cat fixtures/data.txt'] } });
+  const { result, output } = await run(s);
+  assert.equal(result.state, 'SUCCEEDED');
+  assert.equal(output, 'x');
+});
+
+test('a clone that fails ends FAILED naming the repo', async (t) => {
+  const dir = scratch(t);
+  const { result, events } = await run(spec(dir, { repos: [{ url: path.join(dir, 'missing.git') }] }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'repo_failed');
+  assert.match(result.statusMessage!, /cloning .*missing\.git failed with exit code \d+/);
+  assert.equal(events.some((e) => e.data.phase === 'agent'), false);
+});
+
+test('a repo path outside the workspace is refused', async (t) => {
+  const dir = scratch(t);
+  const repo = makeRepo(dir);
+  const { result } = await run(spec(dir, { repos: [{ url: repo, path: '../escape' }] }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'repo_failed');
+  assert.match(result.statusMessage!, /inside the workspace/);
+});
+
+test('a failing setup command ends FAILED naming it, and the agent never starts', async (t) => {
+  const dir = scratch(t);
+  const { result, events } = await run(spec(dir, { setup: ['true', 'echo broken >&2; exit 7', 'echo never'] }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'setup_failed');
+  assert.equal(result.statusMessage, 'setup command "echo broken >&2; exit 7" failed with exit code 7');
+  assert.equal(result.agentStarted, false);
+  const commands = events.filter((e) => e.type === 'command');
+  assert.deepEqual(commands.map((c) => c.data.exit_code), [0, 7]);
+  assert.equal(commands[1].data.output, 'broken\n');
+});
+
+test('a failing agent ends FAILED with its exit code', async (t) => {
+  const dir = scratch(t);
+  const { result, output } = await run(spec(dir, { agent: { command: ['node', path.join(AGENTS, 'failing-agent.mjs')] } }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'agent_failed');
+  assert.equal(result.statusMessage, 'agent exited with exit code 3');
+  assert.equal(result.agentStarted, true);
+  assert.match(output, /giving up on purpose/);
+});
+
+test('a missing agent program ends FAILED naming the program', async (t) => {
+  const dir = scratch(t);
+  const { result } = await run(spec(dir, { agent: { command: ['factory-no-such-agent-xyz', '--flag'] } }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'agent_not_found');
+  assert.equal(result.statusMessage, 'agent program "factory-no-such-agent-xyz" was not found');
+  assert.equal(result.agentStarted, false);
+});
+
+test('an agent past its timeout is killed and the run ends FAILED', async (t) => {
+  const dir = scratch(t);
+  const { result } = await run(spec(dir, { agent: { command: ['/bin/sh', '-c', 'echo started; sleep 30'], timeoutMs: 1_000 } }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'agent_timeout');
+  assert.equal(result.statusMessage, 'agent timed out after 1s');
+});
+
+test('cancel kills the whole process group, grandchildren included', async (t) => {
+  const dir = scratch(t);
+  const pidFile = path.join(dir, 'grandchild.pid');
+  const ac = new AbortController();
+  const job = run(
+    spec(dir, { agent: { command: ['/bin/sh', '-c', `sleep 300 & echo $! > '${pidFile}'; wait`] } }),
+    { signal: ac.signal },
+  );
+  await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 'the grandchild pid');
+  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  assert.equal(isGone(pid), false);
+  ac.abort();
+  const { result } = await job;
+  assert.equal(result.state, 'CANCELLED');
+  assert.equal(result.errorCode, 'cancelled');
+  await waitFor(() => isGone(pid), `the grandchild ${pid} to be gone`);
+});
+
+test('cancel during setup stops it and never starts the agent', async (t) => {
+  const dir = scratch(t);
+  const marker = path.join(dir, 'setup-started');
+  const ac = new AbortController();
+  const job = run(spec(dir, { setup: [`touch '${marker}'; sleep 300`] }), { signal: ac.signal });
+  await waitFor(() => existsSync(marker), 'setup to start');
+  ac.abort();
+  const { result, events } = await job;
+  assert.equal(result.state, 'CANCELLED');
+  assert.equal(events.some((e) => e.data.phase === 'agent'), false);
+});
+
+test('the agent sees a minimal environment: no master key, no API keys of the runtime', async (t) => {
+  const dir = scratch(t);
+  process.env.FACTORY_MASTER_KEY = 'bWFzdGVyLWtleS1vZi10aGUtcnVudGltZQ==';
+  t.after(() => delete process.env.FACTORY_MASTER_KEY);
+  const s = spec(dir, { env: { TOKEN: 'resolved-secret', MODE: 'test' }, agent: { command: ['env'] } });
+  const { result, output } = await run(s);
+  assert.equal(result.state, 'SUCCEEDED');
+  const env = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  assert.equal(env.FACTORY_MASTER_KEY, undefined);
+  assert.equal(env.TOKEN, 'resolved-secret');
+  assert.equal(env.MODE, 'test');
+  assert.equal(env.FACTORY_RUN_ID, 'run_test');
+  assert.equal(env.FACTORY_WORKSPACE, s.workspaceDir);
+  assert.equal(env.FACTORY_PROMPT_FILE, path.join(s.workspaceDir, 'prompt.md'));
+  const allowed = new Set(['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'TOKEN', 'MODE', 'FACTORY_RUN_ID', 'FACTORY_WORKSPACE', 'FACTORY_PROMPT_FILE', 'PWD', 'SHLVL', '_']);
+  assert.deepEqual(Object.keys(env).filter((k) => !allowed.has(k)), []);
+});
+
+test('the prompt arrives on stdin', async (t) => {
+  const dir = scratch(t);
+  const { output } = await run(spec(dir, { prompt: 'hello agent\n', agent: { command: ['cat'] } }));
+  assert.equal(output, 'hello agent\n');
+});
+
+test('agent output is capped per run with one truncation marker', async (t) => {
+  const dir = scratch(t);
+  const { result, events } = await run(
+    spec(dir, { agent: { command: ['node', '-e', 'for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "x".repeat(40))'] } }),
+    { caps: { agentOutputBytes: 10_000 } },
+  );
+  assert.equal(result.state, 'SUCCEEDED');
+  const outputs = events.filter((e) => e.type === 'output');
+  const markers = outputs.filter((e) => e.data.truncated === true);
+  assert.equal(markers.length, 1);
+  assert.equal(outputs.at(-1), markers[0]);
+  const kept = outputs.filter((e) => !e.data.truncated).reduce((n, e) => n + Buffer.byteLength(String(e.data.text)), 0);
+  assert.ok(kept <= 10_000 && kept > 9_000, `kept ${kept} bytes`);
+});
+
+test('claude-stream-json output becomes message events; other lines stay output', async (t) => {
+  const dir = scratch(t);
+  const { result, events } = await run(spec(dir, { agent: { command: ['node', path.join(AGENTS, 'claude-stream-agent.mjs')], format: 'claude-stream-json' } }));
+  assert.equal(result.state, 'SUCCEEDED');
+  const messages = events.filter((e) => e.type === 'message').map((e) => e.data.kind);
+  assert.deepEqual(messages, ['system', 'text', 'tool_use', 'tool_result', 'result']);
+  assert.deepEqual(events.filter((e) => e.type === 'output').map((e) => e.data.text), ['this line is not JSON\n']);
+});
