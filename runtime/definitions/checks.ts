@@ -1,0 +1,155 @@
+import { canonicalJson, sha256Digest } from '../../core/canonical-json.ts';
+import { validateSnapshot } from '../../core/schemas.ts';
+import type { Snapshot } from '../../core/snapshot.ts';
+import type { PlanInput } from './state.ts';
+
+/**
+ * The runtime's checks of a snapshot (SPEC 4): first the snapshot itself (schema, digest, the
+ * factory named in the URL), then the facts only the runtime knows (secrets, environment
+ * ownership, UIDs, limits). Pure: the route gathers the facts, these rules judge them, and every
+ * problem is reported at once, each naming the file and the key (a pointer into that file).
+ */
+
+/** SPEC 7.6 and 11. */
+export const MAX_WEBHOOKS_PER_FACTORY = 20;
+
+/** RFC 3986 section 2.3 unreserved characters; SPEC 4 asks for at least 32 of them. */
+const URL_SAFE_TOKEN = /^[A-Za-z0-9._~-]{32,}$/;
+
+export interface CheckError {
+  file: string;
+  pointer: string;
+  code: string;
+  message: string;
+  /** A conflict with other state (409) rather than a bad request (400). */
+  conflict?: boolean;
+}
+
+/** True when a url_token secret may be the last URL path segment as it is (SPEC 4). */
+export function isUrlSafeToken(value: string): boolean {
+  return URL_SAFE_TOKEN.test(value);
+}
+
+/** `sha256:` + hex of the canonical JSON of the snapshot without its digest (core/snapshot.ts). */
+export function snapshotDigest(snapshot: Snapshot): string {
+  const { digest: _digest, ...rest } = snapshot;
+  return sha256Digest(canonicalJson(rest));
+}
+
+/**
+ * Validates a request's snapshot: the schema, its digest, and that it is the factory in the URL.
+ * The runtime never trusts the CLI's own validation (SPEC 4).
+ */
+export function checkSnapshot(
+  value: unknown,
+  factoryName: string,
+): { ok: true; snapshot: Snapshot } | { ok: false; errors: CheckError[] } {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, errors: [{ file: '', pointer: '/snapshot', code: 'snapshot.invalid', message: 'snapshot must be an object (the output of factory build)' }] };
+  }
+  const result = validateSnapshot(value);
+  if (!result.ok) {
+    return {
+      ok: false,
+      errors: result.errors.map((e) => ({ ...locateInSources(value, e.pointer), code: 'snapshot.invalid', message: e.message })),
+    };
+  }
+  const snapshot = result.value;
+  const errors: CheckError[] = [];
+  const digest = snapshotDigest(snapshot);
+  if (digest !== snapshot.digest) {
+    errors.push({ file: '', pointer: '/digest', code: 'snapshot.digest_mismatch', message: `digest ${snapshot.digest} does not match the content (expected ${digest}); rebuild the snapshot instead of editing it` });
+  }
+  if (snapshot.factory.name !== factoryName) {
+    errors.push({ file: snapshot.factory.source.file, pointer: '/name', code: 'factory.name_mismatch', message: `the snapshot is factory '${snapshot.factory.name}', but the request is for factory '${factoryName}'` });
+  }
+  const seen = new Set<string>();
+  for (const [i, w] of snapshot.webhooks.entries()) {
+    if (w.uid && seen.has(w.uid)) errors.push({ file: w.source.file, pointer: '/uid', code: 'webhook.uid_duplicate', message: `uid ${w.uid} is pinned by two webhooks of this snapshot` });
+    if (w.uid) seen.add(w.uid);
+    if (snapshot.webhooks.findIndex((o) => o.name === w.name) !== i) errors.push({ file: w.source.file, pointer: '', code: 'webhook.duplicate_name', message: `webhook '${w.name}' appears twice in the snapshot` });
+  }
+  return errors.length ? { ok: false, errors } : { ok: true, snapshot };
+}
+
+/**
+ * Maps a pointer into the snapshot (e.g. `/webhooks/2/secretName`) to the resource's file and a
+ * pointer into that file (`/secretName`). An automation's `prompt` is its body, not a key.
+ */
+export function locateInSources(value: unknown, pointer: string): { file: string; pointer: string } {
+  const parts = pointer.split('/').slice(1);
+  const snap = value as { factory?: { source?: { file?: unknown } }; [k: string]: unknown };
+  const fileOf = (node: unknown): string | undefined => {
+    const file = (node as { source?: { file?: unknown } } | undefined)?.source?.file;
+    return typeof file === 'string' ? file : undefined;
+  };
+  if (parts[0] === 'factory') {
+    return { file: fileOf(snap.factory) ?? 'factory.yaml', pointer: '/' + parts.slice(1).join('/') };
+  }
+  if (['webhooks', 'automations', 'environments'].includes(parts[0] ?? '') && parts.length >= 2) {
+    const list = snap[parts[0]];
+    const item = Array.isArray(list) ? list[Number(parts[1])] : undefined;
+    const file = fileOf(item);
+    if (file) {
+      const rest = parts.slice(2);
+      return { file, pointer: rest.length ? '/' + rest.join('/') : '' };
+    }
+  }
+  return { file: '', pointer };
+}
+
+/**
+ * The runtime checks of SPEC 4 and 7.6 against the facts in `input`. Returns every problem.
+ */
+export function checkAgainstRuntime(snapshot: Snapshot, input: PlanInput): CheckError[] {
+  const errors: CheckError[] = [];
+  const factoryFile = snapshot.factory.source.file;
+  if (input.factory?.managedBy === 'api') {
+    errors.push({ file: factoryFile, pointer: '/name', code: 'factory.managed_by_api', conflict: true, message: `factory '${snapshot.factory.name}' was created through the API or the dashboard; its webhooks cannot be managed by definitions (SPEC 7.6)` });
+  }
+  if (snapshot.webhooks.length > MAX_WEBHOOKS_PER_FACTORY) {
+    for (const w of snapshot.webhooks.slice(MAX_WEBHOOKS_PER_FACTORY)) {
+      errors.push({ file: w.source.file, pointer: '', code: 'webhook.limit_exceeded', message: `factory '${snapshot.factory.name}' defines ${snapshot.webhooks.length} webhooks; at most ${MAX_WEBHOOKS_PER_FACTORY} are allowed` });
+    }
+  }
+  const live = new Map(input.webhooks.map((w) => [w.name, w]));
+  for (const w of snapshot.webhooks) {
+    const file = w.source.file;
+    const secret = input.secrets.get(w.secretName);
+    if (!secret) {
+      errors.push({ file, pointer: '/secretName', code: 'secret.not_found', message: `team secret '${w.secretName}' does not exist; create it with: factory secret create ${w.secretName}` });
+    } else if (secret.version === null && w.authMode !== 'signature') {
+      errors.push({ file, pointer: '/secretName', code: 'secret.pending', message: `team secret '${w.secretName}' has no value yet (pending); a ${w.authMode} webhook needs one: factory secret update ${w.secretName}` });
+    } else if (secret.version !== null && w.authMode === 'url_token' && secret.urlSafe === false) {
+      errors.push({ file, pointer: '/secretName', code: 'secret.not_url_safe', message: `team secret '${w.secretName}' cannot be a url_token: it must be at least 32 characters from A-Z a-z 0-9 - . _ ~ (RFC 3986 unreserved)` });
+    }
+    const existing = live.get(w.name);
+    if (w.uid && existing && existing.uid !== w.uid) {
+      errors.push({ file, pointer: '/uid', code: 'webhook.uid_changed', conflict: true, message: `webhook '${w.name}' already has UID ${existing.uid}; a UID cannot change once the webhook exists` });
+    } else if (w.uid && !(existing && existing.uid === w.uid)) {
+      const holder = input.pinnedUidHolders.get(w.uid);
+      if (holder) {
+        const where = holder.factory === snapshot.factory.name ? `webhook '${holder.name}'` : `webhook '${holder.name}' of factory '${holder.factory}'`;
+        errors.push({ file, pointer: '/uid', code: 'webhook.uid_taken', conflict: true, message: `uid ${w.uid} belongs to ${holder.deletedAt ? 'deleted ' : ''}${where}; a UID is never reused` });
+      }
+    }
+  }
+  const defined = new Set(snapshot.environments.map((e) => e.name));
+  for (const env of snapshot.environments) {
+    const owner = input.environmentOwners.get(env.name);
+    if (owner && owner !== snapshot.factory.name) {
+      errors.push({ file: env.source.file, pointer: '', code: 'environment.owned', conflict: true, message: `environment '${env.name}' belongs to factory '${owner}'; environment ids are unique across the runtime` });
+    }
+    for (const [key, value] of Object.entries(env.env)) {
+      if (typeof value === 'object' && !input.secrets.has(value.secret)) {
+        errors.push({ file: env.source.file, pointer: `/env/${key}/secret`, code: 'secret.not_found', message: `team secret '${value.secret}' does not exist; create it with: factory secret create ${value.secret}` });
+      }
+    }
+  }
+  for (const a of snapshot.automations) {
+    if (!defined.has(a.environment) && !input.environmentOwners.has(a.environment)) {
+      errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_found', message: `environment '${a.environment}' is defined neither in this factory nor in the runtime` });
+    }
+  }
+  return errors;
+}

@@ -1,0 +1,131 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { checkAgainstRuntime, checkSnapshot, isUrlSafeToken } from '../../../runtime/definitions/checks.ts';
+import { emptyInput, environment, snapshot, webhook, UID_A, UID_B } from './fixture.ts';
+import type { WebhookRecord } from '../../../runtime/definitions/state.ts';
+
+const codes = (errors: { code: string }[]) => errors.map((e) => e.code);
+
+function record(extra: Partial<WebhookRecord> = {}): WebhookRecord {
+  return {
+    uid: UID_A, factory: 'demo', name: 'ci', authMode: 'token', signatureScheme: null, secretName: 'ci-secret', secretVersion: 1,
+    deliveryIdHeader: null, description: null, enabled: true, managedBy: 'definitions', sourceFile: 'webhooks/ci.yaml',
+    createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', deletedAt: null, ...extra,
+  };
+}
+
+test('isUrlSafeToken: RFC 3986 unreserved characters, at least 32', () => {
+  assert.equal(isUrlSafeToken('a'.repeat(32)), true);
+  assert.equal(isUrlSafeToken('A-z0_9.~'.repeat(4)), true);
+  assert.equal(isUrlSafeToken('a'.repeat(31)), false);
+  assert.equal(isUrlSafeToken('a'.repeat(31) + '/'), false);
+  assert.equal(isUrlSafeToken('a'.repeat(31) + '+'), false);
+  assert.equal(isUrlSafeToken('a'.repeat(31) + '='), false);
+  assert.equal(isUrlSafeToken('a'.repeat(40) + ' '), false);
+});
+
+test('checkSnapshot accepts a valid snapshot for the factory in the URL', () => {
+  const result = checkSnapshot(snapshot(), 'demo');
+  assert.equal(result.ok, true);
+});
+
+test('checkSnapshot maps schema errors to the resource file and key', () => {
+  const s = snapshot();
+  (s.webhooks[0] as unknown as Record<string, unknown>).secretName = 'bad name!';
+  const result = checkSnapshot(s, 'demo');
+  assert.equal(result.ok, false);
+  if (result.ok) return;
+  assert.deepEqual(result.errors.map((e) => [e.file, e.pointer, e.code]), [['webhooks/ci.yaml', '/secretName', 'snapshot.invalid']]);
+});
+
+test('checkSnapshot refuses a wrong digest and a factory name that is not the URL one', () => {
+  const s = snapshot();
+  s.webhooks[0].description = 'edited after build';
+  const result = checkSnapshot(s, 'other');
+  assert.equal(result.ok, false);
+  if (result.ok) return;
+  assert.deepEqual(codes(result.errors), ['snapshot.digest_mismatch', 'factory.name_mismatch']);
+  assert.equal(result.errors[1].file, 'factory.yaml');
+});
+
+test('checkSnapshot refuses a non-object', () => {
+  assert.equal(checkSnapshot(null, 'demo').ok, false);
+  assert.equal(checkSnapshot([], 'demo').ok, false);
+});
+
+test('runtime checks pass on a fresh runtime with the secret present', () => {
+  assert.deepEqual(checkAgainstRuntime(snapshot(), emptyInput()), []);
+});
+
+test('a missing secret names the webhook file and /secretName', () => {
+  const errors = checkAgainstRuntime(snapshot(), emptyInput({}));
+  assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code]), [['webhooks/ci.yaml', '/secretName', 'secret.not_found']]);
+});
+
+test('a pending secret is an error for token and url_token, allowed for signature', () => {
+  const pending = emptyInput({ 'ci-secret': { version: null } });
+  assert.deepEqual(codes(checkAgainstRuntime(snapshot(), pending)), ['secret.pending']);
+  const url = snapshot({ webhooks: [webhook('ci', { authMode: 'url_token', uid: UID_A })] });
+  assert.deepEqual(codes(checkAgainstRuntime(url, pending)), ['secret.pending']);
+  const sig = snapshot({ webhooks: [webhook('ci', { authMode: 'signature', signatureScheme: 'github', uid: UID_A })] });
+  assert.deepEqual(checkAgainstRuntime(sig, pending), []);
+});
+
+test('a url_token secret that is not URL-safe is an error; token mode does not care', () => {
+  const input = emptyInput({ 'ci-secret': { version: 2, urlSafe: false } });
+  const url = snapshot({ webhooks: [webhook('ci', { authMode: 'url_token', uid: UID_A })] });
+  assert.deepEqual(codes(checkAgainstRuntime(url, input)), ['secret.not_url_safe']);
+  assert.deepEqual(checkAgainstRuntime(snapshot(), input), []);
+});
+
+test('a pinned UID held by another webhook, live or deleted, is a conflict', () => {
+  for (const holder of [record({ factory: 'other', name: 'x' }), record({ name: 'old', deletedAt: '2026-01-02T00:00:00.000Z' })]) {
+    const input = emptyInput();
+    input.pinnedUidHolders.set(UID_A, holder);
+    const errors = checkAgainstRuntime(snapshot(), input);
+    assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code, e.conflict]), [['webhooks/ci.yaml', '/uid', 'webhook.uid_taken', true]]);
+  }
+});
+
+test('the same webhook keeping its pinned UID is fine; changing it is a conflict', () => {
+  const input = emptyInput();
+  input.webhooks = [record()];
+  input.pinnedUidHolders.set(UID_A, record());
+  assert.deepEqual(checkAgainstRuntime(snapshot(), input), []);
+  const moved = snapshot({ webhooks: [webhook('ci', { uid: UID_B })] });
+  assert.deepEqual(codes(checkAgainstRuntime(moved, input)), ['webhook.uid_changed']);
+});
+
+test('an environment owned by another factory is a conflict naming the owner', () => {
+  const input = emptyInput();
+  input.environmentOwners.set('sandbox', 'payments');
+  const errors = checkAgainstRuntime(snapshot(), input);
+  assert.deepEqual(errors.map((e) => [e.file, e.code]), [['environments/sandbox.yaml', 'environment.owned']]);
+  assert.match(errors[0].message, /payments/);
+});
+
+test('an environment {secret} that does not exist names /env/KEY/secret', () => {
+  const s = snapshot({ environments: [environment('sandbox', { env: { TOKEN: { secret: 'gh-token' }, PLAIN: 'x' } })] });
+  const errors = checkAgainstRuntime(s, emptyInput());
+  assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code]), [['environments/sandbox.yaml', '/env/TOKEN/secret', 'secret.not_found']]);
+});
+
+test('more than 20 webhooks is an error naming each extra file', () => {
+  const hooks = Array.from({ length: 21 }, (_, i) => webhook(`h${String(i).padStart(2, '0')}`, { secretName: 'ci-secret' }));
+  const errors = checkAgainstRuntime(snapshot({ webhooks: hooks, automations: [] }), emptyInput());
+  assert.deepEqual(errors.map((e) => [e.file, e.code]), [['webhooks/h20.yaml', 'webhook.limit_exceeded']]);
+});
+
+test('a factory created through the API cannot be applied', () => {
+  const input = emptyInput();
+  input.factory = { name: 'demo', managedBy: 'api', description: null, revision: null, generation: 0, digest: null, appliedAt: null, createdAt: 'x' };
+  assert.deepEqual(codes(checkAgainstRuntime(snapshot(), input)), ['factory.managed_by_api']);
+});
+
+test('an automation naming an unknown environment is an error; one owned elsewhere is fine', () => {
+  const s = snapshot({ environments: [] });
+  assert.deepEqual(codes(checkAgainstRuntime(s, emptyInput())), ['environment.not_found']);
+  const input = emptyInput();
+  input.environmentOwners.set('sandbox', 'shared');
+  assert.deepEqual(checkAgainstRuntime(s, input), []);
+});
