@@ -12,8 +12,9 @@ import type { Snapshot } from './snapshot.ts';
  * schema fails loudly instead of silently allowing anything. strictRequired is off only because the
  * draft-07 idiom `then: {required: [x]}` names a key that the parent's `properties` defines, and
  * Ajv's strictRequired does not look at the parent. Union types serve the filter grammar's scalars.
+ * verbose puts the failing schema on each error, which the compiler reads for "did you mean".
  */
-const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
 
 /** What each definitions file kind is validated against. */
 export type DefinitionKind = 'factory' | 'webhook' | 'automation' | 'environment';

@@ -1,0 +1,56 @@
+import type { Snapshot } from '../../core/snapshot.ts';
+import { buildSnapshot } from './build-snapshot.ts';
+import { sortDiagnostics, type Diagnostic } from './diagnostics.ts';
+import { parseFile, type ParsedFile } from './parse-file.ts';
+import { classifyPath, isValidName } from './paths.ts';
+import { crossFileRules } from './rules.ts';
+import { schemaDiagnostics } from './schema-diagnostics.ts';
+
+/** One file of a factory repo: its repo-relative path (with `/`) and its text. */
+export interface SourceFile {
+  path: string;
+  text: string;
+}
+
+export interface CompileResult {
+  snapshot?: Snapshot;
+  diagnostics: Diagnostic[];
+}
+
+/**
+ * Compiles a factory repo (SPEC 2, 3, 4). Pure: the files come in, the snapshot and every
+ * diagnostic come out; the snapshot only when there is no error (warnings are allowed).
+ * `root` (the repo's absolute directory) only resolves relative local repo URLs.
+ */
+export function compile(files: SourceFile[], options: { root?: string } = {}): CompileResult {
+  const diagnostics: Diagnostic[] = [];
+  const parsed: ParsedFile[] = [];
+  const sources: SourceFile[] = [];
+  const at1 = (file: string, code: string, message: string, severity: 'error' | 'warning' = 'error') =>
+    diagnostics.push({ file, line: 1, column: 1, code, message, pointer: '', severity });
+
+  for (const source of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+    const c = classifyPath(source.path);
+    if (c.kind === 'ignored') continue;
+    if (c.kind === 'unexpected') {
+      at1(source.path, 'file.unexpected', `not read: ${c.hint}`, 'warning');
+      continue;
+    }
+    sources.push(source);
+    if (c.kind !== 'factory' && !isValidName(c.name)) {
+      at1(source.path, 'file.invalid_name', `'${c.name}' is not a valid ${c.kind} name: lowercase letters, digits and -, starting with a letter or digit, at most 63 characters`);
+    }
+    const r = parseFile(source.path, source.text, c.kind, c.name);
+    diagnostics.push(...r.diagnostics);
+    parsed.push(r.file);
+    if (r.file.value !== undefined) diagnostics.push(...schemaDiagnostics(c.kind, source.path, r.file.value, r.file.at));
+  }
+  if (!parsed.some((f) => f.kind === 'factory')) {
+    at1('factory.yaml', 'repo.missing_factory_yaml', 'factory.yaml is missing; it is the root of a factory repo (name: <factory name>)');
+  }
+  diagnostics.push(...crossFileRules(parsed));
+
+  const sorted = sortDiagnostics(diagnostics);
+  if (sorted.some((d) => d.severity === 'error')) return { diagnostics: sorted };
+  return { snapshot: buildSnapshot(parsed, sources, options.root), diagnostics: sorted };
+}

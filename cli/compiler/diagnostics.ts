@@ -1,0 +1,110 @@
+/**
+ * Diagnostics are data (STYLE 3): the compiler returns them all at once, sorted by file, line and
+ * column (SPEC 4). Codes are public API, named `<area>.<rule>`; DIAGNOSTIC_CODES lists every code
+ * the compiler can emit and docs/diagnostics.md documents the same list (a test compares them).
+ */
+
+export interface Diagnostic {
+  file: string;
+  line: number;
+  column: number;
+  code: string;
+  message: string;
+  pointer: string;
+  severity: 'error' | 'warning';
+}
+
+export const DIAGNOSTIC_CODES = [
+  'file.invalid_utf8',
+  'file.too_large',
+  'file.unexpected',
+  'file.invalid_name',
+  'yaml.syntax',
+  'yaml.multiple_documents',
+  'yaml.duplicate_key',
+  'yaml.anchor',
+  'yaml.alias',
+  'yaml.tag',
+  'yaml.merge_key',
+  'yaml.not_a_mapping',
+  'factory.unknown_key',
+  'factory.missing_key',
+  'factory.invalid_value',
+  'webhook.unknown_key',
+  'webhook.missing_key',
+  'webhook.invalid_value',
+  'webhook.signature_scheme_required',
+  'webhook.signature_scheme_not_allowed',
+  'webhook.duplicate_uid',
+  'automation.unknown_key',
+  'automation.missing_key',
+  'automation.invalid_value',
+  'automation.no_front_matter',
+  'automation.unclosed_front_matter',
+  'automation.front_matter_language',
+  'automation.empty_prompt',
+  'automation.unknown_provider',
+  'automation.webhook_ids_count',
+  'automation.webhook_ids_not_uid',
+  'automation.webhook_ids_file_name',
+  'automation.unknown_webhook_uid',
+  'automation.duplicate_trigger',
+  'automation.unknown_environment',
+  'environment.unknown_key',
+  'environment.missing_key',
+  'environment.invalid_value',
+  'repo.missing_factory_yaml',
+  'repo.duplicate_name',
+  'repo.too_many_webhooks',
+  'filter.mixed_operators',
+  'filter.unknown_operator',
+  'filter.empty_in',
+  'filter.in_and_not_in',
+  'filter.invalid_value',
+  'filter.invalid_exists',
+  'filter.not_object',
+] as const;
+
+export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)[number];
+
+/** Sorted by file, then line, then column, then code, so output is stable (SPEC 4). */
+export function sortDiagnostics(diags: Diagnostic[]): Diagnostic[] {
+  return [...diags].sort(
+    (a, b) =>
+      cmp(a.file, b.file) || a.line - b.line || a.column - b.column || cmp(a.code, b.code) || cmp(a.message, b.message),
+  );
+}
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Renders diagnostics: `text` is `path:line:col: severity code: message` (SPEC 4), `json` an
+ * array of objects, `github` workflow commands that annotate the file in a pull request.
+ */
+export function formatDiagnostics(diags: Diagnostic[], format: 'text' | 'json' | 'github'): string {
+  if (format === 'json') {
+    const rows = diags.map((d) => ({
+      file: d.file,
+      line: d.line,
+      column: d.column,
+      code: d.code,
+      pointer: d.pointer,
+      severity: d.severity,
+      message: d.message,
+    }));
+    return JSON.stringify(rows, null, 2) + '\n';
+  }
+  if (format === 'github') {
+    // https://docs.github.com/actions/reference/workflow-commands-for-github-actions
+    return diags
+      .map(
+        (d) =>
+          `::${d.severity} file=${ghProperty(d.file)},line=${d.line},col=${d.column},title=${ghProperty(d.code)}::${ghData(d.message)}\n`,
+      )
+      .join('');
+  }
+  return diags.map((d) => `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}\n`).join('');
+}
+
+const ghData = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+const ghProperty = (s: string) => ghData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');

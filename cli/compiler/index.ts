@@ -1,0 +1,38 @@
+/**
+ * The definitions compiler (SPEC 2, 3, 4): the public API that commands and the runtime client
+ * use. compile() is pure; loadRepo() and compileDir() are the thin disk edge.
+ */
+import { resolve } from 'node:path';
+import { compile, type CompileResult, type SourceFile } from './compile.ts';
+import { classifyPath } from './paths.ts';
+import { splitFrontMatter } from './front-matter.ts';
+import { parseYaml, positionOf } from './yaml.ts';
+import { loadRepo } from './loader.ts';
+
+export { compile, type CompileResult, type SourceFile } from './compile.ts';
+export { formatDiagnostics, sortDiagnostics, DIAGNOSTIC_CODES, type Diagnostic } from './diagnostics.ts';
+export { writeSnapshot, resolveRepoUrl } from './build-snapshot.ts';
+export { loadRepo } from './loader.ts';
+
+/** loadRepo + compile, with the repo's absolute directory as root. */
+export async function compileDir(dir: string): Promise<CompileResult> {
+  return compile(await loadRepo(dir), { root: resolve(dir) });
+}
+
+/**
+ * The 1-based position of a JSON pointer in one file, for errors that plan/apply return as
+ * `{file, pointer}`. For an automation the pointer is into the front matter, and `/prompt` is
+ * the body. An unknown file or an unreadable one gives 1:1; a missing key gives its parent.
+ */
+export function locate(files: SourceFile[], file: string, pointer: string): { line: number; column: number } {
+  const source = files.find((f) => f.path === file);
+  if (!source) return { line: 1, column: 1 };
+  const c = classifyPath(file);
+  if (c.kind === 'automation') {
+    const fm = splitFrontMatter(source.text);
+    if (fm.problem) return { line: fm.problem.line, column: 1 };
+    if (pointer === '/prompt') return { line: fm.bodyLine, column: 1 };
+    return positionOf(parseYaml(fm.yaml), pointer);
+  }
+  return positionOf(parseYaml(source.text), pointer);
+}

@@ -1,0 +1,90 @@
+import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CliError } from '../../core/errors.ts';
+import type { SourceFile } from './compile.ts';
+import { MAX_FILE_BYTES } from './parse-file.ts';
+import { DEFINITION_DIRS, classifyPath } from './paths.ts';
+
+/**
+ * Reads a factory repo from disk: factory.yaml and the files under webhooks/, automations/ and
+ * environments/ that the compiler looks at (dotfiles and other files are not read). Anything that
+ * stops a file from being read is a CliError with one sentence naming the file.
+ */
+export async function loadRepo(dir: string): Promise<SourceFile[]> {
+  const dirStat = await stat(dir).catch(() => undefined);
+  if (!dirStat) throw new CliError(`${dir} does not exist`);
+  if (!dirStat.isDirectory()) throw new CliError(`${dir} is not a directory`);
+  const factoryStat = await stat(join(dir, 'factory.yaml')).catch(() => undefined);
+  if (!factoryStat) throw new CliError(`${dir} has no factory.yaml, so it is not a factory repo`);
+
+  const paths = ['factory.yaml'];
+  for (const top of DEFINITION_DIRS) paths.push(...(await listFiles(dir, top, 0)));
+  const files: SourceFile[] = [];
+  for (const path of paths.sort()) {
+    const c = classifyPath(path);
+    if (c.kind === 'ignored') continue;
+    // Unexpected files are only named in a warning; their content is not needed.
+    files.push({ path, text: c.kind === 'unexpected' ? '' : await readText(dir, path) });
+  }
+  return files;
+}
+
+async function listFiles(root: string, rel: string, depth: number): Promise<string[]> {
+  const entries = await readdir(join(root, rel), { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
+    throw new CliError(`cannot read directory ${rel}: ${err.code ?? err.message}`);
+  });
+  const out: string[] = [];
+  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    if (e.name.startsWith('.')) continue;
+    const path = `${rel}/${e.name}`;
+    // Deeper trees are never definitions (SPEC 2); do not wander into them.
+    // A directory named like a definitions file is reported by readText; other directories are
+    // only entered one level deep (automations/<name>/), since deeper ones hold no definitions.
+    if (e.isDirectory() && !/\.(ya?ml|md)$/.test(e.name)) {
+      if (depth === 0) out.push(...(await listFiles(root, path, depth + 1)));
+    } else out.push(path);
+  }
+  return out;
+}
+
+async function readText(root: string, path: string): Promise<string> {
+  const full = join(root, path);
+  const info = await stat(full).catch(async (err: NodeJS.ErrnoException) => {
+    const link = await lstat(full).catch(() => undefined);
+    if (link?.isSymbolicLink()) throw new CliError(`cannot read ${path}: it is a symbolic link to a file that does not exist`);
+    throw new CliError(`cannot read ${path}: ${err.code ?? err.message}`);
+  });
+  if (info.isDirectory()) throw new CliError(`cannot read ${path}: it is a directory, but a file is expected there`);
+  if (info.size > MAX_FILE_BYTES) {
+    throw new CliError(`${path} is ${info.size} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
+  }
+  const bytes = await readFile(full).catch((err: NodeJS.ErrnoException) => {
+    throw new CliError(`cannot read ${path}: ${err.code === 'EACCES' ? 'permission denied' : (err.code ?? err.message)}`);
+  });
+  try {
+    // ignoreBOM keeps a BOM in the text, so the source hash is the hash of the file's bytes.
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new CliError(`${path} is not valid UTF-8 (at byte ${firstInvalidUtf8(bytes)}); save it as UTF-8`);
+  }
+}
+
+function firstInvalidUtf8(bytes: Uint8Array): number {
+  let lo = 0;
+  let hi = bytes.length;
+  const ok = (n: number) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, n), { stream: true });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ok(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}

@@ -1,0 +1,67 @@
+import type { Diagnostic } from './diagnostics.ts';
+import { splitFrontMatter, type FrontMatter } from './front-matter.ts';
+import type { DefinitionKind } from './paths.ts';
+import type { Locate } from './schema-diagnostics.ts';
+import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
+
+/** SPEC 2 does not size files; definitions are small, and this bounds parse time and memory. */
+export const MAX_FILE_BYTES = 1024 * 1024;
+
+/** One definitions file, parsed with positions. */
+export interface ParsedFile {
+  path: string;
+  text: string;
+  kind: DefinitionKind;
+  name: string;
+  /** The YAML value (front matter for an automation); undefined when it could not be read. */
+  value: unknown;
+  frontMatter?: FrontMatter;
+  at: Locate;
+}
+
+/** Parses one file; problems that stop it from being read come back as diagnostics. */
+export function parseFile(path: string, text: string, kind: DefinitionKind, name: string): { file: ParsedFile; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const error = (line: number, column: number, code: string, message: string, pointer = '') =>
+    diagnostics.push({ file: path, line, column, code, message, pointer, severity: 'error' });
+  const unread = (at: Locate) => ({ file: { path, text, kind, name, value: undefined, at }, diagnostics });
+
+  if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
+    error(1, 1, 'file.too_large', `file is ${Buffer.byteLength(text)} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
+    return unread(() => ({ line: 1, column: 1 }));
+  }
+
+  let yamlText = text;
+  let frontMatter: FrontMatter | undefined;
+  if (kind === 'automation') {
+    frontMatter = splitFrontMatter(text);
+    if (frontMatter.problem) {
+      const { line, code, message } = frontMatter.problem;
+      error(line, 1, code, message);
+      return unread(() => ({ line, column: 1 }));
+    }
+    yamlText = frontMatter.yaml;
+  }
+
+  const parsed: ParsedYaml = parseYaml(yamlText);
+  const at: Locate = (pointer, mode) => {
+    if (kind === 'automation' && pointer === '/prompt' && frontMatter) return { line: frontMatter.bodyLine, column: 1 };
+    return positionOf(parsed, pointer, mode);
+  };
+  for (const p of parsed.problems) {
+    const pos = toPosition(parsed, p.offset);
+    error(pos.line, pos.column, p.code, p.message);
+  }
+  if (parsed.problems.length) return unread(at);
+
+  // An empty front matter is an empty mapping (the schema then names the missing keys).
+  let value = parsed.value;
+  if (kind === 'automation' && (value === null || value === undefined)) value = {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    const what = value === null || value === undefined ? 'empty' : Array.isArray(value) ? 'a list' : `a ${typeof value}`;
+    const pos = at('');
+    error(pos.line, pos.column, 'yaml.not_a_mapping', `expected a mapping of keys (key: value), but the ${kind === 'automation' ? 'front matter' : 'file'} is ${what}`);
+    return unread(at);
+  }
+  return { file: { path, text, kind, name, value, frontMatter, at }, diagnostics };
+}

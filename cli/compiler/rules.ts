@@ -1,0 +1,162 @@
+import { checkFilter } from '../../core/filter.ts';
+import { WEBHOOK_UID_PATTERN, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
+import type { Diagnostic } from './diagnostics.ts';
+import { promptOf } from './front-matter.ts';
+import type { ParsedFile } from './parse-file.ts';
+
+/** SPEC 7.6 and 11: at most 20 webhooks per factory. */
+export const MAX_WEBHOOKS = 20;
+
+/** Trigger providers that exist; others are reserved for later (SPEC 2). */
+export const PROVIDERS = ['webhook'] as const;
+
+type Report = (f: ParsedFile, pointer: string, code: string, message: string, severity?: 'error' | 'warning', mode?: 'value' | 'key') => void;
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * The rules that look across files or that a schema cannot say well (SPEC 2, 3, issue 2). Each
+ * rule is a small function over the parsed files; values may be schema-invalid here, so every
+ * rule checks the shape it reads.
+ */
+export function crossFileRules(files: ParsedFile[]): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  const report: Report = (f, pointer, code, message, severity = 'error', mode = 'value') => {
+    const pos = f.at(pointer, mode);
+    out.push({ file: f.path, line: pos.line, column: pos.column, code, message, pointer, severity });
+  };
+  duplicateNames(files, report);
+  tooManyWebhooks(files, report);
+  signatureSchemes(files, report);
+  const pinned = pinnedUids(files, report);
+  const environments = new Set(files.filter((f) => f.kind === 'environment').map((f) => f.name));
+  for (const f of files) if (f.kind === 'automation') automationRules(f, pinned, environments, report);
+  return out;
+}
+
+function duplicateNames(files: ParsedFile[], report: Report): void {
+  const seen = new Map<string, ParsedFile[]>();
+  for (const f of files) {
+    if (f.kind === 'factory') continue;
+    const key = `${f.kind}:${f.name}`;
+    seen.set(key, [...(seen.get(key) ?? []), f]);
+  }
+  for (const group of seen.values()) {
+    if (group.length < 2) continue;
+    const paths = group.map((g) => g.path).sort();
+    for (const f of group) {
+      report(f, '', 'repo.duplicate_name', `${f.kind} '${f.name}' is defined more than once (${paths.join(' and ')}); keep one`);
+    }
+  }
+}
+
+function tooManyWebhooks(files: ParsedFile[], report: Report): void {
+  const webhooks = files.filter((f) => f.kind === 'webhook').sort((a, b) => (a.name < b.name ? -1 : 1));
+  if (webhooks.length <= MAX_WEBHOOKS) return;
+  report(webhooks[MAX_WEBHOOKS], '', 'repo.too_many_webhooks', `this repo defines ${webhooks.length} webhooks; a factory has at most ${MAX_WEBHOOKS}`);
+}
+
+function signatureSchemes(files: ParsedFile[], report: Report): void {
+  for (const f of files) {
+    if (f.kind !== 'webhook' || !isObject(f.value)) continue;
+    const mode = f.value.authMode ?? 'token';
+    const hasScheme = f.value.signatureScheme !== undefined;
+    if (mode === 'signature' && !hasScheme) {
+      report(f, '/authMode', 'webhook.signature_scheme_required', "authMode 'signature' needs a signatureScheme (for example github, stripe, standard-webhooks)");
+    } else if (mode !== 'signature' && hasScheme && typeof mode === 'string') {
+      report(f, '/signatureScheme', 'webhook.signature_scheme_not_allowed', `signatureScheme is only for authMode 'signature'; this webhook uses '${mode}'`, 'error', 'key');
+    }
+  }
+}
+
+/** Pinned UIDs by UID → webhook name; a UID pinned twice is an error (SPEC 2). */
+function pinnedUids(files: ParsedFile[], report: Report): Map<string, string> {
+  const pinned = new Map<string, string>();
+  for (const f of [...files].sort((a, b) => (a.path < b.path ? -1 : 1))) {
+    if (f.kind !== 'webhook' || !isObject(f.value) || typeof f.value.uid !== 'string') continue;
+    const other = pinned.get(f.value.uid);
+    if (other !== undefined) {
+      report(f, '/uid', 'webhook.duplicate_uid', `uid ${f.value.uid} is already pinned by webhook '${other}'; a UID belongs to one webhook`);
+    } else pinned.set(f.value.uid, f.name);
+  }
+  return pinned;
+}
+
+function automationRules(f: ParsedFile, pinned: Map<string, string>, environments: Set<string>, report: Report): void {
+  if (f.frontMatter && promptOf(f.frontMatter.body) === '') {
+    report(f, '/prompt', 'automation.empty_prompt', 'the prompt (the text after the front matter) is empty');
+  }
+  const v = f.value;
+  if (!isObject(v)) return;
+  if (typeof v.environment === 'string' && RESOURCE_NAME_PATTERN.test(v.environment) && !environments.has(v.environment)) {
+    report(
+      f,
+      '/environment',
+      'automation.unknown_environment',
+      `environment '${v.environment}' is not defined in this repo (environments/${v.environment}.yaml); plan checks that it exists on the runtime`,
+      'warning',
+    );
+  }
+  if (!Array.isArray(v.triggers)) return;
+  const byUid = new Map<string, number>();
+  v.triggers.forEach((t, i) => {
+    if (!isObject(t)) return;
+    const base = `/triggers/${i}`;
+    if (t.provider !== undefined && !(PROVIDERS as readonly unknown[]).includes(t.provider)) {
+      report(f, `${base}/provider`, 'automation.unknown_provider', `unknown trigger provider ${JSON.stringify(t.provider)}; the providers that exist are: ${PROVIDERS.join(', ')}`);
+    }
+    const filter = t.filter;
+    if (!isObject(filter)) return;
+    const ids = filter.webhook_ids;
+    if (Array.isArray(ids)) {
+      if (ids.length !== 1) {
+        report(
+          f,
+          `${base}/filter/webhook_ids`,
+          'automation.webhook_ids_count',
+          `webhook_ids must hold exactly one webhook UID, not ${ids.length}; add one trigger per webhook`,
+        );
+      }
+      ids.forEach((id, j) => {
+        if (typeof id !== 'string') return;
+        const pointer = `${base}/filter/webhook_ids/${j}`;
+        if (WEBHOOK_UID_PATTERN.test(id)) {
+          const seenAt = byUid.get(id);
+          if (seenAt !== undefined) {
+            report(f, pointer, 'automation.duplicate_trigger', `trigger ${i} selects webhook ${id} again (trigger ${seenAt} already does); use one trigger per webhook and combine the filters`);
+          } else byUid.set(id, i);
+          if (!pinned.has(id)) {
+            report(
+              f,
+              pointer,
+              'automation.unknown_webhook_uid',
+              `no webhook in this repo pins uid ${id}; plan checks the runtime's webhooks (a trigger whose webhook does not exist never fires)`,
+              'warning',
+            );
+          }
+          return;
+        }
+        const asName = id.replace(/^(\.\/)?webhooks\//, '').replace(/\.ya?ml$/, '');
+        if (RESOURCE_NAME_PATTERN.test(asName)) {
+          const uid = [...pinned].find(([, name]) => name === asName)?.[0];
+          const hint = uid
+            ? `webhook '${asName}' pins uid ${uid} in this repo: use [${uid}]`
+            : '`factory webhook list` shows the UIDs (plan gives the hint too when the runtime knows the webhook)';
+          report(f, pointer, 'automation.webhook_ids_file_name', `'${id}' looks like a webhook name, but webhook_ids takes a UID (wh_...); ${hint}`);
+        } else {
+          report(
+            f,
+            pointer,
+            'automation.webhook_ids_not_uid',
+            `'${id}' is not a webhook UID (wh_ followed by 26 lowercase base32 characters); \`factory webhook list\` shows the UIDs`,
+          );
+        }
+      });
+    }
+    if (filter.payload !== undefined) {
+      for (const p of checkFilter(filter.payload)) {
+        report(f, `${base}/filter/payload${p.pointer}`, p.code, p.message, 'error', 'key');
+      }
+    }
+  });
+}

@@ -1,0 +1,111 @@
+import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, parseDocument, visit, type Document, type Node } from 'yaml';
+import type { DiagnosticCode } from './diagnostics.ts';
+
+/** A YAML problem found while parsing, at a character offset of the parsed text. */
+export interface YamlProblem {
+  code: DiagnosticCode;
+  message: string;
+  offset: number;
+}
+
+export interface ParsedYaml {
+  doc: Document.Parsed;
+  lineCounter: LineCounter;
+  /** The plain value; undefined when the text has a YAML problem (nothing is expanded then). */
+  value: unknown;
+  problems: YamlProblem[];
+}
+
+/**
+ * Parses one YAML document with positions (SPEC 2). Anchors, aliases, explicit tags, merge keys,
+ * duplicate keys and extra documents are errors, so that every value has exactly one source
+ * position. Aliases are rejected before any conversion to plain values, so an alias bomb is never
+ * expanded; maxAliasCount 0 is a second guard.
+ */
+export function parseYaml(text: string): ParsedYaml {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, merge: false, prettyErrors: false });
+  const problems: YamlProblem[] = [];
+  for (const e of doc.errors) {
+    const code: DiagnosticCode =
+      e.code === 'MULTIPLE_DOCS' ? 'yaml.multiple_documents' : e.code === 'DUPLICATE_KEY' ? 'yaml.duplicate_key' : 'yaml.syntax';
+    const message =
+      code === 'yaml.multiple_documents'
+        ? 'a file holds exactly one YAML document; remove this `---` separator and what follows'
+        : code === 'yaml.duplicate_key'
+          ? `duplicate key ${quoteKeyAt(text, e.pos[0])}; each key may appear once`
+          : firstLine(e.message);
+    problems.push({ code, message, offset: e.pos[0] });
+  }
+  visit(doc, {
+    Pair(_, pair) {
+      if (isScalar(pair.key) && pair.key.type === 'PLAIN' && pair.key.value === '<<') {
+        problems.push({ code: 'yaml.merge_key', message: 'merge keys (<<) are not allowed; write the keys out', offset: start(pair.key) });
+      }
+    },
+    Alias(_, node) {
+      problems.push({ code: 'yaml.alias', message: `aliases (*${node.source}) are not allowed; write the value out`, offset: start(node) });
+    },
+    Node(_, node) {
+      if (isAlias(node)) return;
+      const n = node as Node & { anchor?: string; tag?: string };
+      if (n.anchor) problems.push({ code: 'yaml.anchor', message: `anchors (&${n.anchor}) are not allowed`, offset: start(n) });
+      if (n.tag) problems.push({ code: 'yaml.tag', message: `explicit tags (${n.tag}) are not allowed; write a plain value`, offset: start(n) });
+    },
+  });
+  const value = problems.length === 0 ? doc.toJS({ maxAliasCount: 0 }) : undefined;
+  return { doc, lineCounter, value, problems };
+}
+
+const start = (node: { range?: [number, number, number] | null }) => node.range?.[0] ?? 0;
+const firstLine = (s: string) => s.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
+
+function quoteKeyAt(text: string, offset: number): string {
+  const m = /^("[^"\n]*"|'[^'\n]*'|[^:\n]+?)\s*:/.exec(text.slice(offset, offset + 200));
+  return m ? `'${m[1].replace(/^["']|["']$/g, '')}'` : '';
+}
+
+/** A 1-based position. */
+export interface Position {
+  line: number;
+  column: number;
+}
+
+/**
+ * The position of the node a JSON pointer names. `key` mode prefers the key of the last member
+ * (for an unknown key); when the pointer runs past what exists (a missing key), the deepest
+ * existing node is returned: the parent, as SPEC 4 asks.
+ */
+export function positionOf(parsed: ParsedYaml, pointer: string, mode: 'value' | 'key' = 'value'): Position {
+  const segments = pointer === '' ? [] : pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  let node: unknown = parsed.doc.contents;
+  let keyNode: unknown;
+  let complete = true;
+  for (const seg of segments) {
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === seg);
+      if (!pair) {
+        complete = false;
+        break;
+      }
+      keyNode = pair.key;
+      node = pair.value ?? pair.key;
+    } else if (isSeq(node) && /^\d+$/.test(seg) && Number(seg) < node.items.length) {
+      keyNode = undefined;
+      node = node.items[Number(seg)];
+    } else {
+      complete = false;
+      break;
+    }
+  }
+  const target = complete && mode === 'key' && keyNode ? keyNode : node;
+  const range = (target as { range?: [number, number, number] } | null)?.range;
+  // An empty value (`key:`) sits after its key; point at the key so the column makes sense.
+  const offset = range ? (range[0] === range[1] && keyNode ? start(keyNode as Node) : range[0]) : 0;
+  return toPosition(parsed, offset);
+}
+
+export function toPosition(parsed: ParsedYaml, offset: number): Position {
+  const { line, col } = parsed.lineCounter.linePos(offset);
+  return { line, column: col };
+}
