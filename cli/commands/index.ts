@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import type { CliIO } from '../io.ts';
+import { registerValidate } from './validate.ts';
+import { registerBuild } from './build.ts';
 
 /** A command module adds its commands to the program. */
 export type RegisterCommand = (program: Command, io: CliIO) => void;
@@ -7,4 +9,7 @@ export type RegisterCommand = (program: Command, io: CliIO) => void;
 /**
  * Every command module, in help order. Each owner adds one import and one entry here.
  */
-export const COMMANDS: RegisterCommand[] = [];
+export const COMMANDS: RegisterCommand[] = [
+  registerValidate,
+  registerBuild,
+];
