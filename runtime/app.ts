@@ -1,0 +1,65 @@
+import Koa from 'koa';
+import { Router } from '@koa/router';
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import { problemMiddleware } from './http/problem.ts';
+import { redactUrl, type Logger } from './log.ts';
+import { ROUTES } from './routes/index.ts';
+import type { Services } from './services.ts';
+import type { Store } from './store/index.ts';
+
+/** What every route module and middleware may use. */
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  log: Logger;
+  /** Open bag of long-running services (runtime/services.ts), e.g. the executor pool. */
+  services: Services;
+}
+
+declare module 'koa' {
+  interface DefaultContext {
+    /** The app's dependencies, for middleware that is not built with them (e.g. requireScope). */
+    deps: AppDeps;
+  }
+}
+
+export interface CreateAppOptions extends Omit<AppDeps, 'services'> {
+  services?: Services;
+}
+
+/**
+ * Builds the Koa app without listening (STYLE 4), so tests can drive it on port 0.
+ * Middleware order: access log (sees the final status) → problem+json (the one error mapper)
+ * → routes → allowedMethods (405 with Allow on a known path).
+ */
+export function createApp(options: CreateAppOptions): Koa {
+  const deps: AppDeps = { ...options, services: options.services ?? {} };
+  const app = new Koa({ proxy: deps.config.trustProxy });
+  app.context.deps = deps;
+  // Errors are logged by problemMiddleware; this only catches what escapes it (e.g. socket errors).
+  app.silent = true;
+  app.on('error', (err: unknown) => deps.log.warn({ err }, 'koa error'));
+
+  app.use(accessLog(deps.log));
+  app.use(problemMiddleware(deps.log));
+
+  const router = new Router();
+  for (const register of ROUTES) register(router, deps);
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}
+
+function accessLog(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    const start = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const ms = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
+      log.info({ method: ctx.method, path: redactUrl(ctx.originalUrl), status: ctx.status, ms }, 'request');
+    }
+  };
+}

@@ -1,0 +1,76 @@
+import type { Context } from 'koa';
+import { FactoryError } from '../../core/errors.ts';
+
+export interface ReadJsonOptions {
+  /** Hard cap in bytes (config.limits.apiBodyBytes for the management and run APIs). */
+  limit: number;
+}
+
+/**
+ * Reads the request body as JSON for the management and run APIs (the ingress has its own
+ * raw-bytes reader). A declared Content-Length over the cap is refused before reading; without
+ * one, reading stops at the cap and the rest is discarded unbuffered (413, `Connection: close`).
+ * The bytes must be valid UTF-8 (no replacement characters) and then valid JSON (400 invalid_json).
+ */
+export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Promise<unknown> {
+  const bytes = await readCapped(ctx, options.limit);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new FactoryError('invalid_json', 'The request body is not valid UTF-8.');
+  }
+  if (text.trim() === '') throw new FactoryError('invalid_json', 'The request body is empty; expected a JSON document.');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new FactoryError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}.`);
+  }
+}
+
+function tooLarge(limit: number): FactoryError {
+  return new FactoryError('payload_too_large', `The request body is larger than ${limit} bytes.`, {
+    headers: { Connection: 'close' },
+  });
+}
+
+function readCapped(ctx: Context, limit: number): Promise<Buffer> {
+  const declared = ctx.get('Content-Length');
+  if (declared && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  const req = ctx.req;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('aborted', onAborted);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        chunks.length = 0;
+        // Keep draining without keeping anything, so the 413 can still be written.
+        req.resume();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(new FactoryError('invalid_request', 'The request body could not be read.', { cause: err }));
+    };
+    const onAborted = () => onError(new Error('aborted'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('aborted', onAborted);
+  });
+}

@@ -1,0 +1,90 @@
+import type { Context, Middleware } from 'koa';
+import { ERROR_CODES, FactoryError, type ErrorCode } from '../../core/errors.ts';
+import type { Logger } from '../log.ts';
+import { redactUrl } from '../log.ts';
+
+export const PROBLEM_TYPE_BASE = 'https://factory.dev/problems/';
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** The RFC 9457 body plus our fields (SPEC 6). */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  code: ErrorCode;
+  error: string;
+  retryable: boolean;
+  errors?: { pointer: string; message: string }[];
+}
+
+const INTERNAL_DETAIL = 'The runtime failed to handle this request; the error has been logged.';
+
+/**
+ * The one middleware that turns errors into problem+json (STYLE 3), and the one place that logs
+ * an unexpected error (once, with its stack). 4xx details are shown to the client; a 5xx from an
+ * unknown error only ever says INTERNAL_DETAIL. Also turns an unmatched route into a 404 problem
+ * and a known route called with the wrong method (left as a bare 405 with Allow by the router's
+ * allowedMethods) into a 405 problem.
+ */
+export function problemMiddleware(log: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body == null && ctx.status === 404) {
+        throw new FactoryError('resource_not_found', `Nothing is at ${redactUrl(ctx.path)}.`);
+      }
+      if (ctx.body == null && (ctx.status === 405 || ctx.status === 501)) {
+        const allow = ctx.response.get('Allow');
+        throw new FactoryError('method_not_allowed', `${ctx.method} is not allowed here; use ${allow || 'another method'}.`, {
+          headers: allow ? { Allow: allow } : undefined,
+        });
+      }
+    } catch (err) {
+      writeProblem(ctx, toFactoryError(err, ctx, log));
+    }
+  };
+}
+
+/** Maps anything thrown to a FactoryError; unknown errors are logged here and become a bare 500. */
+function toFactoryError(err: unknown, ctx: Context, log: Logger): FactoryError {
+  if (err instanceof FactoryError) {
+    if (err.status >= 500) log.error({ err, method: ctx.method, path: redactUrl(ctx.path) }, 'request failed');
+    return err;
+  }
+  // Errors from Koa and its helpers (http-errors: ctx.throw, ctx.assert) carry an exposable status.
+  const e = err as { status?: unknown; expose?: unknown; message?: unknown; headers?: Record<string, string> };
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) {
+    const code = codeForStatus(e.status);
+    const detail = e.expose && typeof e.message === 'string' && e.message ? e.message : ERROR_CODES[code].title + '.';
+    return new FactoryError(code, detail, { headers: e.headers });
+  }
+  log.error({ err, method: ctx.method, path: redactUrl(ctx.path) }, 'unhandled error');
+  return new FactoryError('internal_error', INTERNAL_DETAIL);
+}
+
+function codeForStatus(status: number): ErrorCode {
+  for (const [code, def] of Object.entries(ERROR_CODES)) if (def.status === status) return code as ErrorCode;
+  return 'invalid_request';
+}
+
+/** Writes `err` as the response, replacing whatever headers the failed handler had set. */
+export function writeProblem(ctx: Context, err: FactoryError): void {
+  for (const name of ctx.response.headerSent ? [] : Object.keys(ctx.response.headers)) ctx.remove(name);
+  const problem: Problem = {
+    type: PROBLEM_TYPE_BASE + err.code,
+    title: err.title,
+    status: err.status,
+    detail: err.message,
+    instance: redactUrl(ctx.path),
+    code: err.code,
+    error: err.message,
+    retryable: err.retryable,
+  };
+  if (err.errors?.length) problem.errors = err.errors;
+  ctx.status = err.status;
+  for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
+  ctx.type = PROBLEM_CONTENT_TYPE;
+  ctx.body = problem;
+}

@@ -1,0 +1,143 @@
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type Koa from 'koa';
+import { createApp } from './app.ts';
+import { systemClock, type Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import { loadOrCreateMasterKey } from './crypto.ts';
+import { createLogger, type Logger } from './log.ts';
+import { SERVICES, type Service, type Services } from './services.ts';
+import { openStore, type Store } from './store/index.ts';
+
+export interface RunningServer {
+  /** The base URL actually served (with the real port when config.port was 0). */
+  url: string;
+  port: number;
+  /** The config the app runs with (baseUrl and port filled in after listening). */
+  config: Config;
+  app: Koa;
+  store: Store;
+  services: Services;
+  log: Logger;
+  /** `<dataDir>/admin.key`, and whether this start created it. */
+  adminKeyPath: string;
+  adminKeyCreated: boolean;
+  /** Stops accepting, waits for in-flight requests, stops services, closes the database. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface StartServerOptions {
+  log?: Logger;
+  clock?: Clock;
+}
+
+/** After this long, close() drops connections that are still busy. */
+const FORCE_CLOSE_MS = 10_000;
+
+/**
+ * Starts the runtime (SPEC 5): master key, store (migrations), admin key bootstrap, listen,
+ * services. Installs no signal handlers: `factory serve` does that.
+ */
+export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
+  const log = options.log ?? createLogger({ level: config.logLevel });
+  const clock = options.clock ?? systemClock;
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const masterKey = config.masterKey ?? loadOrCreateMasterKey(config.dataDir).key;
+  const store = openStore({ path: join(config.dataDir, 'factory.db'), clock, masterKey });
+
+  try {
+    const admin = bootstrapAdminKey(store, config.dataDir, log);
+
+    // Requests that arrive before the app is ready wait for it instead of being dropped.
+    let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+    let markReady!: () => void;
+    const ready = new Promise<void>((resolve) => (markReady = resolve));
+    const server = createServer((req, res) => void ready.then(() => handler!(req, res)));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const port = (server.address() as AddressInfo).port;
+    // With port 0 the default base URL names port 0; use the port actually bound.
+    const baseUrl = config.baseUrl.endsWith(':0') ? config.baseUrl.slice(0, -1) + String(port) : config.baseUrl;
+    const finalConfig: Config = Object.freeze({ ...config, port, baseUrl });
+
+    const services: Services = {};
+    const started: Service[] = [];
+    const stopServices = async () => {
+      for (const s of started.reverse()) await s.stop?.();
+    };
+    try {
+      for (const factory of SERVICES) {
+        const service = factory.create({ config: finalConfig, store, clock, log, services });
+        services[factory.name] = service;
+        await service.start?.();
+        started.push(service);
+      }
+    } catch (err) {
+      await stopServices();
+      server.close();
+      throw err;
+    }
+
+    const app = createApp({ config: finalConfig, store, clock, log, services });
+    handler = app.callback();
+    markReady();
+    log.info({ url: baseUrl, dataDir: config.dataDir }, 'factory runtime listening');
+
+    let closing: Promise<void> | undefined;
+    const close = () =>
+      (closing ??= (async () => {
+        const force = setTimeout(() => server.closeAllConnections(), FORCE_CLOSE_MS);
+        force.unref();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        clearTimeout(force);
+        await stopServices();
+        store.close();
+        log.info('factory runtime stopped');
+      })());
+
+    return {
+      url: baseUrl,
+      port,
+      config: finalConfig,
+      app,
+      store,
+      services,
+      log,
+      adminKeyPath: admin.path,
+      adminKeyCreated: admin.created,
+      close,
+    };
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+}
+
+/**
+ * On first start (no API key at all), creates an admin key named `admin` and writes it to
+ * `<dataDir>/admin.key` with mode 0600 (SPEC 5). Logs the path, never the key. A crash between
+ * writing the file and committing leaves no key, so the next start simply tries again.
+ */
+export function bootstrapAdminKey(store: Store, dataDir: string, log: Logger): { path: string; created: boolean } {
+  const path = join(dataDir, 'admin.key');
+  if (store.keys.count() > 0) return { path, created: false };
+  // The file is written inside the transaction: if writing fails, no key is stored.
+  const id = store.transaction(() => {
+    const { id, raw } = store.keys.create({ name: 'admin', kind: 'personal', scopes: ['admin'] });
+    writeFileSync(path, raw + '\n', { mode: 0o600 });
+    chmodSync(path, 0o600); // the mode applies only when the file is created; tighten an old file too
+    return id;
+  });
+  log.info({ path, keyId: id }, 'created the admin API key; it is in this file');
+  return { path, created: true };
+}

@@ -1,0 +1,151 @@
+import { conflict, invalidRequest, notFound } from '../../core/errors.ts';
+import { iso } from '../clock.ts';
+import { open, seal, secretAad } from '../crypto.ts';
+import type { StoreContext } from './index.ts';
+
+export const SECRET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+/** Values are credentials and signing secrets, not files. */
+export const SECRET_VALUE_MAX_BYTES = 65_536;
+
+/** What the API shows of a secret: never its value (SPEC 5: values are write-only). */
+export interface SecretMeta {
+  name: string;
+  /** 0 while the secret is pending (no value yet). */
+  current_version: number;
+  has_value: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+interface Row {
+  name: string;
+  current_version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * Team secrets (SPEC 5): versioned values sealed with AES-256-GCM under the master key.
+ * `reveal` is for the runtime's own use (ingress verification, executor env, definitions
+ * checks); no route may return what it gives.
+ */
+export class SecretStore {
+  private readonly ctx: StoreContext;
+  private readonly insertSecret;
+  private readonly insertVersion;
+  private readonly bumpVersion;
+  private readonly byName;
+  private readonly all;
+  private readonly remove;
+  private readonly sealedOf;
+
+  constructor(ctx: StoreContext) {
+    this.ctx = ctx;
+    const db = ctx.db;
+    this.insertSecret = db.prepare('INSERT INTO secrets (name, current_version, created_at, updated_at) VALUES (?, ?, ?, ?)');
+    this.insertVersion = db.prepare('INSERT INTO secret_versions (secret_name, version, sealed, created_at) VALUES (?, ?, ?, ?)');
+    this.bumpVersion = db.prepare('UPDATE secrets SET current_version = ?, updated_at = ? WHERE name = ?');
+    this.byName = db.prepare('SELECT name, current_version, created_at, updated_at FROM secrets WHERE name = ?');
+    this.all = db.prepare('SELECT name, current_version, created_at, updated_at FROM secrets ORDER BY name');
+    this.remove = db.prepare('DELETE FROM secrets WHERE name = ?');
+    this.sealedOf = db.prepare('SELECT sealed FROM secret_versions WHERE secret_name = ? AND version = ?');
+  }
+
+  /** Creates a secret with its first value, or pending (no value) when `value` is null. */
+  create(name: string, value: string | null): SecretMeta {
+    checkName(name);
+    if (value !== null) checkValue(value);
+    if (this.byName.get(name)) throw conflict(`A secret named "${name}" already exists; use update to set a new version.`);
+    const now = iso(this.ctx.clock.now());
+    this.ctx.db.transaction(() => {
+      this.insertSecret.run(name, value === null ? 0 : 1, now, now);
+      if (value !== null) this.insertVersion.run(name, 1, this.seal(name, 1, value), now);
+    })();
+    return this.get(name)!;
+  }
+
+  /** Sets a new value; the version goes up by one. Webhooks stay bound to the version they had. */
+  update(name: string, value: string): SecretMeta {
+    checkValue(value);
+    const now = iso(this.ctx.clock.now());
+    this.ctx.db.transaction(() => {
+      const row = this.byName.get(name) as Row | undefined;
+      if (!row) throw notFound(`No secret is named "${name}".`);
+      const version = row.current_version + 1;
+      this.insertVersion.run(name, version, this.seal(name, version, value), now);
+      this.bumpVersion.run(version, now, name);
+    })();
+    return this.get(name)!;
+  }
+
+  get(name: string): SecretMeta | undefined {
+    const row = this.byName.get(name) as Row | undefined;
+    return row && toMeta(row);
+  }
+
+  list(): SecretMeta[] {
+    return (this.all.all() as Row[]).map(toMeta);
+  }
+
+  /** Deletes a secret and all its versions. A secret still referenced elsewhere is a 409. */
+  delete(name: string): void {
+    if (!this.byName.get(name)) throw notFound(`No secret is named "${name}".`);
+    try {
+      this.remove.run(name);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+        throw conflict(`The secret "${name}" is still used by a webhook or environment; remove that first.`);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * The plaintext of `version` (default: the current one), or undefined when the secret does not
+   * exist or has no value yet. Runtime-internal: never send the result to a client.
+   */
+  reveal(name: string, version?: number): string | undefined {
+    const row = this.byName.get(name) as Row | undefined;
+    if (!row) return undefined;
+    const v = version ?? row.current_version;
+    if (v < 1) return undefined;
+    const sealed = this.sealedOf.get(name, v) as { sealed: Buffer } | undefined;
+    if (!sealed) return undefined;
+    return open(this.ctx.masterKey, sealed.sealed, secretAad(name, v)).toString('utf8');
+  }
+
+  private seal(name: string, version: number, value: string): Buffer {
+    return seal(this.ctx.masterKey, Buffer.from(value, 'utf8'), secretAad(name, version));
+  }
+}
+
+function checkName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || !SECRET_NAME_PATTERN.test(name)) {
+    throw invalidRequest('The secret name is not valid.', [
+      { pointer: '/name', message: `secret names match ${SECRET_NAME_PATTERN.source}, got ${JSON.stringify(name)}` },
+    ]);
+  }
+}
+
+function checkValue(value: unknown): asserts value is string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw invalidRequest('The secret value must be a non-empty string.', [
+      { pointer: '/value', message: 'must be a non-empty string (create the secret as pending to give it a value later)' },
+    ]);
+  }
+  if (Buffer.byteLength(value, 'utf8') > SECRET_VALUE_MAX_BYTES) {
+    throw invalidRequest('The secret value is too long.', [
+      { pointer: '/value', message: `must be at most ${SECRET_VALUE_MAX_BYTES} bytes` },
+    ]);
+  }
+}
+
+function toMeta(row: Row): SecretMeta {
+  return {
+    name: row.name,
+    current_version: row.current_version,
+    has_value: row.current_version > 0,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}

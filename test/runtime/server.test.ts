@@ -1,0 +1,104 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { startTestRuntime } from './helpers.ts';
+
+test('healthz, readyz, 404 and 405 problems; the admin key is bootstrapped once', async () => {
+  const rt = await startTestRuntime();
+  try {
+    assert.match(rt.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(rt.port, 0);
+    assert.equal(rt.config.baseUrl, rt.url);
+
+    const h = await rt.fetch('/healthz', { key: null });
+    assert.equal(h.status, 200);
+    assert.deepEqual(await h.json(), { status: 'ok' });
+    const r = await rt.fetch('/readyz', { key: null });
+    assert.equal(r.status, 200);
+
+    const nf = await rt.fetch('/nothing/here?secret=abc', { key: null });
+    assert.equal(nf.status, 404);
+    assert.match(nf.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    const p = (await nf.json()) as Record<string, unknown>;
+    assert.equal(p.code, 'resource_not_found');
+    assert.equal(p.type, 'https://factory.dev/problems/resource_not_found');
+    assert.equal(p.status, 404);
+    assert.equal(p.instance, '/nothing/here');
+    assert.equal(p.error, p.detail);
+    assert.equal(p.retryable, false);
+
+    const m = await rt.fetch('/healthz', { method: 'POST', key: null });
+    assert.equal(m.status, 405);
+    assert.match(m.headers.get('allow') ?? '', /GET/);
+    assert.equal(((await m.json()) as { code: string }).code, 'method_not_allowed');
+
+    // Admin key: file mode 0600, the key works, and the log names the path but never the key.
+    assert.equal(rt.adminKeyCreated, true);
+    assert.equal(statSync(rt.adminKeyPath).mode & 0o777, 0o600);
+    assert.match(rt.adminKey, /^fk_[A-Za-z0-9_-]{43}$/);
+    assert.ok(rt.logs.text.includes(rt.adminKeyPath));
+    assert.ok(!rt.logs.text.includes(rt.adminKey));
+    assert.equal(statSync(join(rt.dataDir, 'master.key')).mode & 0o777, 0o600);
+  } finally {
+    await rt.close();
+  }
+
+  // Restart on the same data dir: no new admin key, the old one still works.
+  const again = await startTestRuntime({ dataDir: rt.dataDir });
+  try {
+    assert.equal(again.adminKeyCreated, false);
+    assert.equal(readFileSync(again.adminKeyPath, 'utf8').trim(), rt.adminKey);
+    assert.equal(again.store.keys.count(), 1);
+    const keys = await again.fetch('/api/v1/keys', { key: rt.adminKey });
+    assert.notEqual(keys.status, 401);
+  } finally {
+    await again.close();
+    rmSync(rt.dataDir, { recursive: true, force: true });
+  }
+});
+
+test('access log: method, redacted path, status; readyz fails when the database is closed', async () => {
+  const rt = await startTestRuntime();
+  try {
+    await rt.fetch('/webhooks/w/wh_aaaaaaaaaaaaaaaaaaaaaaaaaa/super-secret-token?x=leak', { key: null, method: 'POST', body: '{}' });
+    assert.ok(!rt.logs.text.includes('super-secret-token'));
+    assert.ok(!rt.logs.text.includes('leak'));
+    const line = rt.logs.records().find((r) => r.msg === 'request' && String(r.path).startsWith('/webhooks/'));
+    assert.equal(line?.path, '/webhooks/w/wh_aaaaaaaaaaaaaaaaaaaaaaaaaa/[REDACTED]');
+    assert.equal(line?.method, 'POST');
+    assert.equal(typeof line?.status, 'number');
+
+    rt.store.db.close();
+    const r = await rt.fetch('/readyz', { key: null });
+    assert.equal(r.status, 503);
+    const p = (await r.json()) as { code: string; retryable: boolean };
+    assert.equal(p.code, 'service_unavailable');
+    assert.equal(p.retryable, true);
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('close() waits for an in-flight request and is idempotent', async () => {
+  const rt = await startTestRuntime();
+  // A request whose body is still being sent when close() starts.
+  const { request } = await import('node:http');
+  const url = new URL(rt.url + '/healthz');
+  const req = request({ hostname: url.hostname, port: url.port, path: '/healthz', method: 'GET', headers: { 'Transfer-Encoding': 'chunked' } });
+  const response = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+  });
+  req.write('x');
+  await new Promise((r) => setTimeout(r, 50));
+  const closing = rt.stop();
+  req.end();
+  assert.equal(await response, 200);
+  await closing;
+  await rt.close();
+  assert.equal(rt.store.ping(), false);
+});
