@@ -1,0 +1,28 @@
+import { DIGEST_BYTES, decodeHex, digestEquals, hmac } from './hmac.ts';
+import { checkWindowSeconds, parseInteger } from './timestamp.ts';
+import { type SignatureSchemeImpl, OK, fail, headerValue } from './types.ts';
+
+/**
+ * Slack: `X-Slack-Signature: v0=<hex>` over `v0:{ts}:{body}` with `X-Slack-Request-Timestamp`.
+ * https://api.slack.com/authentication/verifying-requests-from-slack
+ */
+export const slack: SignatureSchemeImpl = {
+  id: 'slack',
+  verify(headers, body, secret, now) {
+    if (typeof secret !== 'string' || secret === '') return fail('invalid_secret');
+    const value = headerValue(headers, 'x-slack-signature');
+    if (value === undefined) return fail('missing_signature');
+    const stamp = headerValue(headers, 'x-slack-request-timestamp');
+    if (stamp === undefined) return fail('missing_timestamp');
+    const ts = parseInteger(stamp);
+    if (ts === undefined) return fail('malformed_timestamp');
+    if (!value.startsWith('v0=')) return fail('malformed_signature');
+    const presented = decodeHex(value.slice(3), DIGEST_BYTES.sha256);
+    if (presented === undefined) return fail('malformed_signature');
+    if (!digestEquals(presented, hmac('sha256', secret, `v0:${stamp}:`, body))) return fail('signature_mismatch');
+    const late = checkWindowSeconds(ts, now);
+    return late === undefined ? OK : fail(late);
+  },
+  deliveryIdHeaders: [],
+  signsTimestamp: true,
+};

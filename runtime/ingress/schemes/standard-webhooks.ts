@@ -1,0 +1,66 @@
+import { anyDigestEquals, decodeBase64, hmac } from './hmac.ts';
+import { checkWindowSeconds, parseInteger } from './timestamp.ts';
+import { type Headers, type SignatureSchemeImpl, OK, fail, headerValue } from './types.ts';
+
+/**
+ * Standard Webhooks (and Svix, its origin): `webhook-signature` holds space-separated
+ * `v1,<base64>` entries over `{id}.{timestamp}.{body}`; any `v1` entry passes, other versions
+ * (`v1a`) are ignored. The `svix-*` header set is accepted too (SPEC 7.3).
+ * https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
+ */
+
+const PREFIX = 'whsec_';
+
+/**
+ * The HMAC key: the base64-decoded secret after stripping `whsec_` (the whole string when there
+ * is no prefix). Not Stripe's rule, which keys with the whole string (reference: secrets).
+ */
+export function standardWebhooksKey(secret: string): Buffer | undefined {
+  if (typeof secret !== 'string') return undefined;
+  const encoded = secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret;
+  const key = decodeBase64(encoded);
+  return key === undefined || key.length === 0 ? undefined : key;
+}
+
+/** The `webhook-*` set when its signature header is present, else the `svix-*` set. */
+function headerSet(headers: Headers): { id?: string; timestamp?: string; signature?: string } {
+  for (const prefix of ['webhook', 'svix']) {
+    const signature = headerValue(headers, `${prefix}-signature`);
+    if (signature !== undefined) {
+      return {
+        id: headerValue(headers, `${prefix}-id`),
+        timestamp: headerValue(headers, `${prefix}-timestamp`),
+        signature,
+      };
+    }
+  }
+  return {};
+}
+
+export const standardWebhooks: SignatureSchemeImpl = {
+  id: 'standard-webhooks',
+  verify(headers, body, secret, now) {
+    const key = standardWebhooksKey(secret);
+    if (key === undefined) return fail('invalid_secret');
+    const { id, timestamp, signature } = headerSet(headers);
+    if (signature === undefined) return fail('missing_signature');
+    // The id is part of the signed content; without it there is nothing to check against.
+    if (id === undefined) return fail('malformed_signature');
+    if (timestamp === undefined) return fail('missing_timestamp');
+    const seconds = parseInteger(timestamp);
+    if (seconds === undefined) return fail('malformed_timestamp');
+    const presented: Buffer[] = [];
+    for (const entry of signature.split(/\s+/)) {
+      const comma = entry.indexOf(',');
+      if (comma < 0 || entry.slice(0, comma) !== 'v1') continue;
+      const digest = decodeBase64(entry.slice(comma + 1));
+      if (digest !== undefined && digest.length === 32) presented.push(digest);
+    }
+    if (presented.length === 0) return fail('malformed_signature');
+    if (!anyDigestEquals(presented, hmac('sha256', key, `${id}.${timestamp}.`, body))) return fail('signature_mismatch');
+    const late = checkWindowSeconds(seconds, now);
+    return late === undefined ? OK : fail(late);
+  },
+  deliveryIdHeaders: ['webhook-id', 'svix-id'],
+  signsTimestamp: true,
+};

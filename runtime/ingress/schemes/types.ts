@@ -1,0 +1,60 @@
+import type { SignatureScheme } from '../../../core/snapshot.ts';
+
+/** Case-insensitive header lookup; the only view of a request a scheme gets (STYLE: pure core). */
+export type Headers = { get(name: string): string | undefined };
+
+/** Why a signature was refused. Stable codes: the ingress logs them, tests assert them. */
+export type SchemeFailure =
+  | 'missing_signature'
+  | 'malformed_signature'
+  | 'signature_mismatch'
+  | 'missing_timestamp'
+  | 'malformed_timestamp'
+  | 'timestamp_too_old'
+  | 'timestamp_in_future'
+  | 'invalid_secret';
+
+export type VerifyResult = { ok: true } | { ok: false; reason: SchemeFailure };
+
+/** One provider scheme of SPEC 7.3. `verify` is pure and never throws. */
+export interface SignatureSchemeImpl {
+  id: SignatureScheme;
+  /** Checks the raw body bytes against the headers with the provider secret at `now`. */
+  verify(headers: Headers, body: Buffer, secret: string, now: Date): VerifyResult;
+  /** The scheme's own delivery-id headers (SPEC 7.4), lowercase, in order of preference. */
+  deliveryIdHeaders: readonly string[];
+  /** True when the scheme signs a timestamp, so the five-minute window applies (SPEC 7.3). */
+  signsTimestamp: boolean;
+}
+
+export const OK: VerifyResult = Object.freeze({ ok: true });
+
+/** A failure result. */
+export function fail(reason: SchemeFailure): VerifyResult {
+  return { ok: false, reason };
+}
+
+/**
+ * Adapts Node's IncomingHttpHeaders (lowercase keys, `string | string[]`) to `Headers`.
+ * Repeated values are joined with `, ` as Node does for unknown headers, so a duplicated
+ * signature header reaches a scheme as one value (which then usually fails to parse: refused).
+ */
+export function headersFrom(record: Readonly<Record<string, string | readonly string[] | undefined>>): Headers {
+  const map = new Map<string, string>();
+  for (const [key, value] of Object.entries(record)) {
+    if (value === undefined) continue;
+    const text = typeof value === 'string' ? value : value.join(', ');
+    const name = key.toLowerCase();
+    const before = map.get(name);
+    map.set(name, before === undefined ? text : `${before}, ${text}`);
+  }
+  return { get: (name) => map.get(name.toLowerCase()) };
+}
+
+/** The trimmed value of a header, or undefined when absent or blank. */
+export function headerValue(headers: Headers, name: string): string | undefined {
+  const value = headers.get(name);
+  if (typeof value !== 'string') return undefined;
+  const trimmed = value.trim();
+  return trimmed === '' ? undefined : trimmed;
+}
