@@ -415,7 +415,8 @@ function listHas(list: unknown, value: unknown): boolean {
 // Explanation (Test filter, SPEC 8)
 // ---------------------------------------------------------------------------------------------
 
-type Failure = { path: string[]; reason: string };
+/** `progress`: the index of the failing key at each level, to compare how far elements got. */
+type Failure = { path: string[]; reason: string; progress: number[] };
 
 /** Same decision as matchFilter, plus the first failing key path and why (Test filter, SPEC 8). */
 export function explainFilter(filter: PayloadFilter, payload: unknown): Explanation {
@@ -428,17 +429,19 @@ function explainObject(filter: { [key: string]: unknown }, body: unknown, path: 
   const bodyIsObject = isPlainObject(body);
   // At the root only: a body that is not an object has no fields (SPEC 3).
   const absentWhy = bodyIsObject ? undefined : `the body is ${kindOf(body)}, not an object`;
-  for (const key of Object.keys(filter)) {
+  const keys = Object.keys(filter);
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]!;
     const present = bodyIsObject && hasOwn(body, key);
     const value = present ? body[key] : undefined;
     const failure = explainCondition(filter[key], present, value, [...path, key], absentWhy);
-    if (failure) return failure;
+    if (failure) return { ...failure, progress: [k, ...failure.progress] };
   }
   return null;
 }
 
 function missing(path: string[], expected: string, absentWhy: string | undefined): Failure {
-  return { path, reason: absentWhy ? `missing: ${absentWhy}` : `missing (expected ${expected})` };
+  return fail(path, absentWhy ? `missing: ${absentWhy}` : `missing (expected ${expected})`);
 }
 
 function explainCondition(cond: unknown, present: boolean, value: unknown, path: string[], absentWhy: string | undefined): Failure | null {
@@ -448,33 +451,33 @@ function explainCondition(cond: unknown, present: boolean, value: unknown, path:
     return explainNested(cond, value, path);
   }
   if (!present) return missing(path, listText(cond), absentWhy);
-  return holdsOneOf(value, cond) ? null : { path, reason: notOneOf(value, cond) };
+  return holdsOneOf(value, cond) ? null : fail(path, notOneOf(value, cond));
 }
 
 function explainOperators(cond: { [key: string]: unknown }, present: boolean, value: unknown, path: string[], absentWhy: string | undefined): Failure | null {
   if (hasOwn(cond, 'exists')) {
     if (cond.exists === true && !present) return missing(path, 'it to exist', absentWhy);
-    if (cond.exists === false && present) return { path, reason: 'present, but exists: false' };
+    if (cond.exists === false && present) return fail(path, 'present, but exists: false');
   }
   if (hasOwn(cond, 'in')) {
     const list = cond.in;
-    if (!Array.isArray(list)) return { path, reason: 'in is not a list, so nothing matches' };
+    if (!Array.isArray(list)) return fail(path, 'in is not a list, so nothing matches');
     if (!present) return missing(path, listText(list), absentWhy);
-    if (!holdsOneOf(value, list)) return { path, reason: notOneOf(value, list) };
+    if (!holdsOneOf(value, list)) return fail(path, notOneOf(value, list));
   }
   const notIn = cond.not_in;
   if (hasOwn(cond, 'not_in') && present && Array.isArray(notIn) && holdsOneOf(value, notIn)) {
-    if (!Array.isArray(value)) return { path, reason: `${describeValue(value)} is listed in not_in` };
+    if (!Array.isArray(value)) return fail(path, `${describeValue(value)} is listed in not_in`);
     const hit = value.find((element) => listHas(notIn, element));
-    return { path, reason: `holds ${describeValue(hit)}, which is listed in not_in` };
+    return fail(path, `holds ${describeValue(hit)}, which is listed in not_in`);
   }
   return null;
 }
 
 function explainNested(cond: { [key: string]: unknown }, value: unknown, path: string[]): Failure | null {
   if (isPlainObject(value)) return explainObject(cond, value, path);
-  if (!Array.isArray(value)) return { path, reason: `is ${kindOf(value)}, not an object` };
-  if (value.length === 0) return { path, reason: 'is an empty array, not an object' };
+  if (!Array.isArray(value)) return fail(path, `is ${kindOf(value)}, not an object`);
+  if (value.length === 0) return fail(path, 'is an empty array, not an object');
   // Any element that is an object may match; on a miss, show the element that got furthest.
   let best: Failure | null = null;
   let bestIndex = -1;
@@ -485,14 +488,24 @@ function explainNested(cond: { [key: string]: unknown }, value: unknown, path: s
     objects++;
     const failure = explainObject(cond, element, [...path, ARRAY_ELEMENT]);
     if (!failure) return null;
-    if (!best || failure.path.length > best.path.length) {
+    if (!best || furtherThan(failure.progress, best.progress)) {
       best = failure;
       bestIndex = i;
     }
   }
-  if (!best) return { path, reason: 'is an array with no object elements, not an object' };
+  if (!best) return fail(path, 'is an array with no object elements, not an object');
   if (objects === 1) return best;
-  return { path: best.path, reason: `${best.reason} (no element matches; element ${bestIndex} shown)` };
+  return { ...best, reason: `${best.reason} (no element matches; element ${bestIndex} shown)` };
+}
+
+function fail(path: string[], reason: string): Failure {
+  return { path, reason, progress: [] };
+}
+
+/** Lexicographic: a later failing key at the first differing level, or a deeper failure, got further. */
+function furtherThan(a: number[], b: number[]): boolean {
+  for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
+  return a.length > b.length;
 }
 
 const LIST_SHOWN = 5;
