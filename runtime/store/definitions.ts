@@ -1,6 +1,5 @@
-import type { DB } from './db.ts';
-import type { Clock } from '../clock.ts';
 import { iso } from '../clock.ts';
+import type { StoreContext } from './index.ts';
 import { newId } from '../../core/ids.ts';
 import { conflict, notFound } from '../../core/errors.ts';
 import type { AuthMode, EnvironmentDef, WebhookTrigger } from '../../core/snapshot.ts';
@@ -81,7 +80,8 @@ const toEnvironment = (r: EnvironmentRow): EnvironmentRecord => ({
 
 const isConstraint = (err: unknown) => (err as { code?: string })?.code?.startsWith('SQLITE_CONSTRAINT') ?? false;
 
-export function createDefinitionsStore(db: DB, clock: Clock): DefinitionsStore {
+/** Built once per store (`store.defs`); prepares its statements once. */
+export function createDefinitionsStore({ db, clock }: StoreContext): DefinitionsStore {
   const q = {
     factory: db.prepare('SELECT * FROM factories WHERE name = ?'),
     factories: db.prepare('SELECT * FROM factories ORDER BY name'),

@@ -1,0 +1,166 @@
+import type { Context } from 'koa';
+import { FactoryError, notFound, type FieldError } from '../../core/errors.ts';
+import type { Snapshot } from '../../core/snapshot.ts';
+import { checkAgainstRuntime, checkSnapshot, isUrlSafeToken, type CheckError } from '../definitions/checks.ts';
+import { baseRevision, computePlan, type Change } from '../definitions/plan.ts';
+import type { PlanInput, SecretFacts, WebhookRecord } from '../definitions/state.ts';
+import { webhookView } from '../definitions/views.ts';
+import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
+import { readJsonBody } from '../http/body.ts';
+import type { Store } from '../store/index.ts';
+import type { RouteModule } from './index.ts';
+
+/**
+ * Plan and apply (SPEC 4) and the read side of webhooks (SPEC 10 `webhook list|show`).
+ *
+ * Between reading the runtime's state and writing the apply there is no `await`: the checks, the
+ * plan and the transaction run in one synchronous stretch, so no other request can change the
+ * state in between (better-sqlite3 is synchronous and Node runs one stretch at a time).
+ */
+export const definitionsRoutes: RouteModule = (router, deps) => {
+  const { store, config } = deps;
+  const factoryParam = { factory: (ctx: Context) => String(ctx.params.name) };
+
+  router.post('/api/v1/factories/:name/plan', requireScope('manage', factoryParam), async (ctx) => {
+    const req = parseRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
+    const { snapshot, input } = prepare(store, String(ctx.params.name), req.snapshot);
+    const plan = computePlan(snapshot, input);
+    ctx.body = {
+      factory: snapshot.factory.name,
+      base_revision: baseRevision(input),
+      revision: input.factory?.revision ?? null,
+      digest: snapshot.digest,
+      changed: plan.changed,
+      summary: summarize(plan.changes),
+      changes: plan.changes,
+      notes: plan.notes,
+    };
+  });
+
+  router.post('/api/v1/factories/:name/apply', requireScope('manage', factoryParam), async (ctx) => {
+    const req = parseRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
+    const name = String(ctx.params.name);
+    const { snapshot, input } = prepare(store, name, req.snapshot);
+    const before = baseRevision(input);
+    if (req.baseRevision !== undefined && req.baseRevision !== before) {
+      throw new FactoryError('conflict', 'The runtime changed since this plan was made; nothing was applied. Plan again.', {
+        errors: [{ file: '', pointer: '/base_revision', code: 'plan.stale', message: `the plan was made against ${req.baseRevision}; the runtime is now at ${before}` }],
+      });
+    }
+    const plan = computePlan(snapshot, input);
+    if (plan.changed) store.defs.applySnapshot(plan.ops, { revision: req.revision ?? null, digest: snapshot.digest });
+    const after = plan.changed ? baseRevision(gather(store, snapshot)) : before;
+    ctx.body = {
+      factory: name,
+      applied: plan.changed,
+      previous_base_revision: before,
+      base_revision: after,
+      revision: store.defs.getFactory(name)?.revision ?? null,
+      digest: snapshot.digest,
+      summary: summarize(plan.changes),
+      changes: plan.changes,
+      notes: plan.notes,
+      webhooks: store.defs.listWebhooks(name).map((w) => webhookView(w, config.baseUrl)),
+    };
+  });
+
+  router.get('/api/v1/webhooks', requireScope('manage'), (ctx) => {
+    const principal = principalOf(ctx);
+    const factory = typeof ctx.query.factory === 'string' ? ctx.query.factory : undefined;
+    const includeDeleted = ctx.query.include_deleted === 'true';
+    const hooks = store.defs.listWebhooks(factory, { includeDeleted }).filter((w) => canManageFactory(principal, w.factory));
+    ctx.body = { webhooks: hooks.map((w) => webhookView(w, config.baseUrl)) };
+  });
+
+  router.get('/api/v1/webhooks/:uid', requireScope('manage'), (ctx) => {
+    const w = store.defs.getWebhookByUid(String(ctx.params.uid));
+    // A webhook of a factory this key may not manage looks exactly like an unknown one.
+    if (!w || !canManageFactory(principalOf(ctx), w.factory)) throw notFound(`No webhook has UID ${String(ctx.params.uid)}.`);
+    ctx.body = webhookView(w, config.baseUrl);
+  });
+};
+
+interface PlanRequest {
+  snapshot: unknown;
+  baseRevision?: string;
+  revision?: string;
+}
+
+function parseRequest(body: unknown): PlanRequest {
+  const errors: FieldError[] = [];
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new FactoryError('invalid_request', 'The body must be a JSON object {snapshot, base_revision?, revision?}.');
+  }
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) {
+    if (!['snapshot', 'base_revision', 'revision'].includes(key)) errors.push({ pointer: `/${key}`, message: `unknown key '${key}'` });
+  }
+  if (!('snapshot' in b)) errors.push({ pointer: '/snapshot', message: "missing required key 'snapshot'" });
+  if (b.base_revision !== undefined && typeof b.base_revision !== 'string') errors.push({ pointer: '/base_revision', message: 'must be a string' });
+  if (b.revision !== undefined && (typeof b.revision !== 'string' || b.revision.length === 0 || b.revision.length > 200)) {
+    errors.push({ pointer: '/revision', message: 'must be a string of 1 to 200 characters' });
+  }
+  if (errors.length) throw new FactoryError('invalid_request', 'The request body is not valid.', { errors });
+  return { snapshot: b.snapshot, baseRevision: b.base_revision as string | undefined, revision: b.revision as string | undefined };
+}
+
+/** Validates the snapshot and checks it against the runtime; throws a problem naming every file and key. */
+function prepare(store: Store, name: string, value: unknown): { snapshot: Snapshot; input: PlanInput } {
+  const checked = checkSnapshot(value, name);
+  if (!checked.ok) throw checkFailure('The snapshot is not valid; nothing was changed.', checked.errors);
+  const input = gather(store, checked.snapshot);
+  const errors = checkAgainstRuntime(checked.snapshot, input);
+  if (errors.length) {
+    throw checkFailure(`The snapshot failed ${errors.length} runtime check${errors.length > 1 ? 's' : ''}; nothing was changed.`, errors);
+  }
+  return { snapshot: checked.snapshot, input };
+}
+
+function checkFailure(detail: string, errors: CheckError[]): FactoryError {
+  const code = errors.some((e) => e.conflict) ? 'conflict' : 'invalid_request';
+  return new FactoryError(code, detail, { errors: errors.map(({ file, pointer, code, message }) => ({ file, pointer, code, message })) });
+}
+
+/** Reads every fact the checks and the planner need (runtime/definitions/state.ts PlanInput). */
+function gather(store: Store, snapshot: Snapshot): PlanInput {
+  const name = snapshot.factory.name;
+  const urlTokenSecrets = new Set(snapshot.webhooks.filter((w) => w.authMode === 'url_token').map((w) => w.secretName));
+  const secretNames = new Set<string>(snapshot.webhooks.map((w) => w.secretName));
+  for (const env of snapshot.environments) {
+    for (const v of Object.values(env.env)) if (typeof v === 'object') secretNames.add(v.secret);
+  }
+  const secrets = new Map<string, SecretFacts>();
+  for (const s of [...secretNames].sort()) {
+    const meta = store.secrets.get(s);
+    if (!meta) continue;
+    const facts: SecretFacts = { version: meta.has_value ? meta.current_version : null };
+    // The value is read here only to judge it; it goes no further than this boolean.
+    if (meta.has_value && urlTokenSecrets.has(s)) facts.urlSafe = isUrlSafeToken(store.secrets.reveal(s) ?? '');
+    secrets.set(s, facts);
+  }
+  const environmentOwners = new Map<string, string>();
+  for (const id of new Set([...snapshot.environments.map((e) => e.name), ...snapshot.automations.map((a) => a.environment)])) {
+    const rec = store.defs.getEnvironmentRecord(id);
+    if (rec) environmentOwners.set(id, rec.factory);
+  }
+  const pinnedUidHolders = new Map<string, WebhookRecord>();
+  for (const w of snapshot.webhooks) {
+    const holder = w.uid ? store.defs.getWebhookByUid(w.uid) : undefined;
+    if (holder) pinnedUidHolders.set(holder.uid, holder);
+  }
+  return {
+    factory: store.defs.getFactory(name),
+    webhooks: store.defs.listWebhooks(name),
+    automations: store.defs.listAutomations(name),
+    environments: store.defs.listEnvironments(name),
+    secrets,
+    environmentOwners,
+    pinnedUidHolders,
+  };
+}
+
+function summarize(changes: Change[]): Record<'create' | 'update' | 'delete' | 'no_op', number> {
+  const out = { create: 0, update: 0, delete: 0, no_op: 0 };
+  for (const c of changes) out[c.action === 'no-op' ? 'no_op' : c.action]++;
+  return out;
+}
