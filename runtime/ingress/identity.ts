@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Delivery identity (SPEC 7.4), pure. The first of:
+ * 1. the header named by the webhook's `deliveryIdHeader`;
+ * 2. the signature scheme's own delivery headers, in the scheme's order (signature mode only);
+ * 3. `X-Service-Delivery-Id`;
+ * 4. `sha256:` + hex of the raw body.
+ * An empty header value counts as absent. Identities are per webhook; the caller scopes them.
+ */
+
+export const SERVICE_DELIVERY_ID_HEADER = 'x-service-delivery-id';
+
+/** Longest header-supplied identity kept as is; longer ones are hashed to bound the index. */
+export const MAX_IDENTITY_LENGTH = 200;
+
+export interface IdentitySources {
+  deliveryIdHeader?: string | null;
+  /** Lowercase header names from the scheme (SCHEMES[scheme].deliveryIdHeaders). */
+  schemeHeaders?: readonly string[];
+}
+
+export type HeaderGetter = (lowercaseName: string) => string | undefined;
+
+/** The identity from headers alone, or undefined when none of sources 1–3 is present. */
+export function headerIdentity(get: HeaderGetter, sources: IdentitySources): string | undefined {
+  const names: string[] = [];
+  if (sources.deliveryIdHeader) names.push(sources.deliveryIdHeader.toLowerCase());
+  for (const h of sources.schemeHeaders ?? []) names.push(h.toLowerCase());
+  names.push(SERVICE_DELIVERY_ID_HEADER);
+  for (const name of names) {
+    const v = get(name);
+    if (v !== undefined && v !== '') return bounded(v);
+  }
+  return undefined;
+}
+
+/** The body-derived identity, source 4. */
+export function bodyIdentity(body: Buffer): string {
+  return 'sha256:' + createHash('sha256').update(body).digest('hex');
+}
+
+/** The full rule: header identity if any, else the body hash. */
+export function deliveryIdentity(get: HeaderGetter, sources: IdentitySources, body: Buffer): string {
+  return headerIdentity(get, sources) ?? bodyIdentity(body);
+}
+
+function bounded(v: string): string {
+  if (v.length <= MAX_IDENTITY_LENGTH) return v;
+  return 'sha256:' + createHash('sha256').update(v).digest('hex');
+}

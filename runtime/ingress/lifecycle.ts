@@ -1,0 +1,220 @@
+import { conflict, FactoryError, invalidRequest, notFound, type FieldError } from '../../core/errors.ts';
+import { newStandardWebhooksSecret, newTokenSecret, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
+import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../core/snapshot.ts';
+import type { WebhookRecord } from '../definitions/state.ts';
+import type { Store } from '../store/index.ts';
+import { SECRET_NAME_PATTERN } from '../store/secrets.ts';
+
+/**
+ * Webhook lifecycle of SPEC 7.6 for the management API: create, enable, disable, rotate,
+ * delete, set-secret. The rules live here; the writes are store.defs / store.secrets
+ * primitives, each operation in one store transaction.
+ */
+
+export interface CreateWebhookInput {
+  name: string;
+  authMode: AuthMode;
+  signatureScheme?: SignatureScheme;
+  /** An existing team secret to bind, or the name for the new one (default `<factory>-<name>-secret`). */
+  secretName?: string;
+  /** The provider's signing secret (signature mode); blank means generate or two-step. */
+  secret?: string;
+  deliveryIdHeader?: string;
+  description?: string;
+}
+
+export interface LifecycleResult {
+  webhook: WebhookRecord;
+  /** A generated or newly set credential, shown exactly once (SPEC 7.6). */
+  secret?: string;
+  /** For the two-step provider flow: what to do next, in words. */
+  nextStep?: string;
+}
+
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
+
+/** The suggested team secret name for an API-created webhook. */
+export const defaultSecretName = (factory: string, name: string) => `${factory}-${name}-secret`;
+
+/** Validates a create request body (snake_case, as the API takes it). Throws 400 listing every problem. */
+export function parseCreateWebhook(body: unknown): CreateWebhookInput {
+  const errors: FieldError[] = [];
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object.');
+  const b = body as Record<string, unknown>;
+  const known = ['name', 'auth_mode', 'signature_scheme', 'secret_name', 'secret', 'delivery_id_header', 'description'];
+  for (const key of Object.keys(b)) if (!known.includes(key)) errors.push({ pointer: `/${key}`, message: `unknown field; expected one of ${known.join(', ')}` });
+  const str = (key: string) => {
+    const v = b[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'string') errors.push({ pointer: `/${key}`, message: 'must be a string' });
+    return typeof v === 'string' ? v : undefined;
+  };
+  const name = str('name');
+  if (name === undefined) errors.push({ pointer: '/name', message: 'is required' });
+  else if (!RESOURCE_NAME_PATTERN.test(name)) errors.push({ pointer: '/name', message: `must match ${RESOURCE_NAME_PATTERN.source}` });
+  const authMode = (str('auth_mode') ?? 'token') as AuthMode;
+  if (!['token', 'url_token', 'signature'].includes(authMode)) errors.push({ pointer: '/auth_mode', message: 'must be token, url_token or signature' });
+  const scheme = str('signature_scheme') as SignatureScheme | undefined;
+  if (authMode === 'signature' && scheme === undefined) errors.push({ pointer: '/signature_scheme', message: 'is required with auth_mode signature' });
+  if (scheme !== undefined && authMode !== 'signature') errors.push({ pointer: '/signature_scheme', message: 'is only allowed with auth_mode signature' });
+  if (scheme !== undefined && !SIGNATURE_SCHEMES.includes(scheme)) errors.push({ pointer: '/signature_scheme', message: `must be one of ${SIGNATURE_SCHEMES.join(', ')}` });
+  const secretName = str('secret_name');
+  if (secretName !== undefined && !SECRET_NAME_PATTERN.test(secretName)) errors.push({ pointer: '/secret_name', message: `must match ${SECRET_NAME_PATTERN.source}` });
+  const secret = str('secret');
+  if (secret !== undefined && secret !== '' && authMode !== 'signature') {
+    errors.push({ pointer: '/secret', message: 'token and url_token secrets are generated; give a secret only with auth_mode signature' });
+  }
+  const deliveryIdHeader = str('delivery_id_header');
+  if (deliveryIdHeader !== undefined && !HEADER_NAME.test(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: 'must be an HTTP header name' });
+  const description = str('description');
+  if (errors.length) throw invalidRequest('The webhook cannot be created as asked.', errors);
+  return { name: name!, authMode, signatureScheme: scheme, secretName, secret: secret || undefined, deliveryIdHeader, description };
+}
+
+/**
+ * Creates an API-managed webhook (SPEC 7.6). The factory is created as API-managed when absent;
+ * a definitions-managed factory refuses with 409.
+ */
+export function createWebhook(store: Store, factory: string, input: CreateWebhookInput, maxPerFactory: number): LifecycleResult {
+  if (!RESOURCE_NAME_PATTERN.test(factory)) throw invalidRequest(`"${factory}" is not a valid factory name.`);
+  return store.transaction(() => {
+    const f = store.defs.getFactory(factory) ?? store.defs.createFactory(factory, 'api');
+    if (f.managedBy === 'definitions') {
+      throw conflict(`The factory "${factory}" is managed by definitions: add webhooks/${input.name}.yaml to its repo and run factory apply.`);
+    }
+    if (store.defs.getWebhookByName(factory, input.name)) throw conflict(`The factory "${factory}" already has a webhook named "${input.name}".`);
+    if (store.defs.listWebhooks(factory).length >= maxPerFactory) {
+      throw conflict(`The factory "${factory}" already has ${maxPerFactory} webhooks, the most it may have.`);
+    }
+    const secretName = input.secretName ?? defaultSecretName(factory, input.name);
+    const existing = store.secrets.get(secretName);
+    let shown: string | undefined;
+    let version: number | null;
+    if (input.authMode !== 'signature') {
+      // A named existing secret with a value is bound as it is; otherwise one is generated.
+      if (existing?.has_value && input.secretName !== undefined) version = existing.current_version;
+      else version = setSecret(store, secretName, (shown = newTokenSecret()));
+    } else if (input.secret !== undefined) {
+      version = setSecret(store, secretName, input.secret);
+    } else if (existing?.has_value && input.secretName !== undefined) {
+      version = existing.current_version;
+    } else if (input.signatureScheme === 'standard-webhooks') {
+      version = setSecret(store, secretName, (shown = newStandardWebhooksSecret()));
+    } else {
+      // Two-step provider flow: the provider generates the secret after it knows the URL.
+      if (!existing) store.secrets.create(secretName, null);
+      version = null;
+    }
+    const webhook = store.defs.insertWebhook({
+      factory,
+      name: input.name,
+      authMode: input.authMode,
+      signatureScheme: input.signatureScheme ?? null,
+      secretName,
+      secretVersion: version,
+      deliveryIdHeader: input.deliveryIdHeader ?? null,
+      description: input.description ?? null,
+      enabled: version !== null,
+      managedBy: 'api',
+    });
+    const nextStep =
+      version === null
+        ? `Give the provider this webhook's URL, then pass the signing secret it shows to \`factory webhook set-secret ${webhook.uid}\`; that enables the webhook.`
+        : undefined;
+    return { webhook, secret: shown, nextStep };
+  });
+}
+
+/** Enable: deliveries resume, bound to the secret's current version (SPEC 7.6). */
+export function enableWebhook(store: Store, uid: string): LifecycleResult {
+  return store.transaction(() => {
+    const w = live(store, uid);
+    const meta = store.secrets.get(w.secretName);
+    if (!meta?.has_value) {
+      const how =
+        w.managedBy === 'definitions'
+          ? `give it one with \`factory secret update ${w.secretName}\``
+          : `give it one with \`factory webhook set-secret ${w.uid}\``;
+      throw conflict(`The webhook's secret "${w.secretName}" has no value yet; ${how}, then enable the webhook.`);
+    }
+    return { webhook: store.defs.updateWebhook(uid, { enabled: true, secretVersion: meta.current_version }) };
+  });
+}
+
+/** Disable: 404 at once; the log and automations stay (SPEC 7.6). */
+export function disableWebhook(store: Store, uid: string): LifecycleResult {
+  return store.transaction(() => {
+    live(store, uid);
+    return { webhook: store.defs.updateWebhook(uid, { enabled: false }) };
+  });
+}
+
+/** Delete an API-managed webhook: 404 at once, UID never reused. */
+export function deleteWebhook(store: Store, uid: string): LifecycleResult {
+  return store.transaction(() => {
+    const w = live(store, uid);
+    if (w.managedBy === 'definitions') {
+      throw conflict(`The webhook "${w.name}" is managed by definitions: remove ${w.sourceFile ?? `webhooks/${w.name}.yaml`} from the factory repo and run factory apply.`);
+    }
+    return { webhook: store.defs.deleteWebhook(uid) };
+  });
+}
+
+/**
+ * Rotate: a new secret version, bound at once, so the old one is refused on the very next
+ * request. Generated for token, url_token and standard-webhooks; other schemes take the
+ * provider's new secret (`secret`).
+ */
+export function rotateWebhook(store: Store, uid: string, secret?: string): LifecycleResult {
+  return store.transaction(() => {
+    const w = live(store, uid);
+    refuseDefinitions(w);
+    let value = secret || undefined;
+    let shown: string | undefined;
+    if (w.authMode !== 'signature') {
+      if (value !== undefined) throw invalidRequest('token and url_token secrets are generated; rotate takes no secret.');
+      value = shown = newTokenSecret();
+    } else if (value === undefined) {
+      if (w.signatureScheme !== 'standard-webhooks') {
+        throw invalidRequest(`The ${w.signatureScheme} provider generates this secret: rotate it there, then pass the new one to \`factory webhook set-secret ${w.uid}\`.`);
+      }
+      value = shown = newStandardWebhooksSecret();
+    }
+    const version = setSecret(store, w.secretName, value);
+    return { webhook: store.defs.updateWebhook(uid, { secretVersion: version, enabled: w.enabled }), secret: shown };
+  });
+}
+
+/** The second step of the provider flow (and a provider-side rotation): sets the secret and enables. */
+export function setWebhookSecret(store: Store, uid: string, secret: unknown): LifecycleResult {
+  if (typeof secret !== 'string' || secret === '') {
+    throw invalidRequest('The secret must be a non-empty string.', [{ pointer: '/secret', message: 'is required' }]);
+  }
+  return store.transaction(() => {
+    const w = live(store, uid);
+    refuseDefinitions(w);
+    if (w.authMode !== 'signature') throw invalidRequest('Only signature webhooks take a provider secret; token and url_token secrets are generated (use rotate).');
+    const version = setSecret(store, w.secretName, secret);
+    return { webhook: store.defs.updateWebhook(uid, { secretVersion: version, enabled: true }) };
+  });
+}
+
+/** Sets `value` as the secret's newest version (creating the secret if needed); returns the version. */
+function setSecret(store: Store, name: string, value: string): number {
+  const meta = store.secrets.get(name) ? store.secrets.update(name, value) : store.secrets.create(name, value);
+  return meta.current_version;
+}
+
+function live(store: Store, uid: string): WebhookRecord {
+  const w = store.defs.getWebhookByUid(uid);
+  if (!w || w.deletedAt) throw notFound(`No webhook has the UID ${uid}.`);
+  return w;
+}
+
+function refuseDefinitions(w: WebhookRecord): void {
+  if (w.managedBy !== 'definitions') return;
+  throw new FactoryError(
+    'conflict',
+    `The webhook "${w.name}" is managed by definitions: use \`factory secret update ${w.secretName}\`, then re-apply or disable and enable the webhook to bind the new value.`,
+  );
+}

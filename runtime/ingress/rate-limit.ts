@@ -1,0 +1,92 @@
+import type { Clock } from '../clock.ts';
+
+/**
+ * Ingress rate limits (SPEC 7.5), per webhook and sender address:
+ * - a delivery budget (default 60 per minute): every request that passes this check counts;
+ * - a separate failed-authentication budget (default 20 per minute): once it is spent, every
+ *   request from that sender to that webhook is 429, even with the right secret, until the
+ *   window passes.
+ *
+ * Fixed windows: a key's window opens at its first request and lasts 60 seconds; both budgets
+ * share it. O(1) memory per active key, cheap enough for a benchmark that raises the limits to
+ * millions, at the price of allowing up to twice the budget across a window boundary. That
+ * burst is bounded and acceptable for an abuse guard; a sliding log would cost a timestamp per
+ * request.
+ *
+ * In memory, one process. A multi-replica deployment would need shared counters (an UPSERT on
+ * a `rate_windows(key, window_start, deliveries, failed_auth)` table in the shared database, or
+ * Redis INCR + EXPIRE per key and window), otherwise each replica grants the full budget.
+ */
+
+export const RATE_WINDOW_MS = 60_000;
+
+export interface RateLimits {
+  deliveriesPerMinute: number;
+  failedAuthPerMinute: number;
+}
+
+export type RateDecision = { ok: true } | { ok: false; retryAfterSeconds: number; budget: 'deliveries' | 'failed_auth' };
+
+interface Window {
+  start: number;
+  deliveries: number;
+  failedAuth: number;
+}
+
+/** How often stale windows are swept out of the map (clock time). */
+const SWEEP_EVERY_MS = RATE_WINDOW_MS;
+
+export class RateLimiter {
+  private readonly windows = new Map<string, Window>();
+  private lastSweep = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly limits: RateLimits,
+  ) {}
+
+  /**
+   * Step 3 of the pipeline: answers whether this request may go on, and if so counts it
+   * against the delivery budget.
+   */
+  take(webhookUid: string, sender: string): RateDecision {
+    const now = this.clock.now().getTime();
+    this.sweep(now);
+    const w = this.window(webhookUid, sender, now);
+    const retryAfterSeconds = Math.max(1, Math.ceil((w.start + RATE_WINDOW_MS - now) / 1000));
+    if (w.failedAuth >= this.limits.failedAuthPerMinute) return { ok: false, retryAfterSeconds, budget: 'failed_auth' };
+    if (w.deliveries >= this.limits.deliveriesPerMinute) return { ok: false, retryAfterSeconds, budget: 'deliveries' };
+    w.deliveries += 1;
+    return { ok: true };
+  }
+
+  /** Counts a failed authentication (a 401 at step 4 or 6). */
+  failedAuth(webhookUid: string, sender: string): void {
+    const now = this.clock.now().getTime();
+    this.window(webhookUid, sender, now).failedAuth += 1;
+  }
+
+  /** Number of live windows; for metrics and tests. */
+  get size(): number {
+    return this.windows.size;
+  }
+
+  private window(webhookUid: string, sender: string, now: number): Window {
+    const key = `${webhookUid} ${sender}`;
+    let w = this.windows.get(key);
+    // now < start: the clock moved back (a fake clock in a test, or NTP); start over.
+    if (!w || now >= w.start + RATE_WINDOW_MS || now < w.start) {
+      w = { start: now, deliveries: 0, failedAuth: 0 };
+      this.windows.set(key, w);
+    }
+    return w;
+  }
+
+  private sweep(now: number): void {
+    if (now - this.lastSweep < SWEEP_EVERY_MS && now >= this.lastSweep) return;
+    this.lastSweep = now;
+    for (const [key, w] of this.windows) {
+      if (now >= w.start + RATE_WINDOW_MS || now < w.start) this.windows.delete(key);
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Decrypted webhook secrets, cached per (name, version) so the hot path does not run AES-GCM
+ * on every delivery. A webhook is bound to one version (SPEC 7.6); rotate, update + enable and
+ * set-secret bind a new version, which is a new cache key, so nothing needs invalidating: old
+ * entries are simply never asked for again (and fall out when the cache is full).
+ */
+export class SecretCache {
+  private readonly entries = new Map<string, string | undefined>();
+
+  constructor(
+    private readonly reveal: (name: string, version: number) => string | undefined,
+    private readonly max = 1000,
+  ) {}
+
+  get(name: string, version: number): string | undefined {
+    const key = `${version}\u0000${name}`;
+    if (this.entries.has(key)) return this.entries.get(key);
+    const value = this.reveal(name, version);
+    // A missing value (pending secret) is not cached: set-secret may give it one.
+    if (value === undefined) return undefined;
+    if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(key, value);
+    return value;
+  }
+}
+
+/** Constant-time equality of two secrets of any lengths: compares their SHA-256 digests. */
+export function secretEquals(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given, 'utf8').digest();
+  const b = createHash('sha256').update(expected, 'utf8').digest();
+  return timingSafeEqual(a, b);
+}

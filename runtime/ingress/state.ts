@@ -1,0 +1,40 @@
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/index.ts';
+import type { AcceptedHook } from './types.ts';
+import { newIngressMetrics, type IngressMetrics } from './metrics.ts';
+import { RateLimiter } from './rate-limit.ts';
+import { SecretCache } from './secret-cache.ts';
+
+/**
+ * The ingress's in-memory state for one app: rate-limit windows, the decrypted-secret cache,
+ * counters, and the hooks run inside the Accepted transaction. Lives in `deps.services.ingress`
+ * so that services (the automations' run creation, SPEC 8) can reach it.
+ */
+export interface IngressState {
+  limiter: RateLimiter;
+  secrets: SecretCache;
+  metrics: IngressMetrics;
+  /**
+   * THE hook point for "matching automations → runs" (SPEC 7.1 step 9, SPEC 8): each hook is
+   * called synchronously inside the transaction that writes the Accepted delivery and its
+   * payload, with the webhook and the delivery. Push run creation here.
+   */
+  onAccepted: AcceptedHook[];
+}
+
+declare module '../services.ts' {
+  interface Services {
+    ingress?: IngressState;
+  }
+}
+
+/** Builds the state; `ingressService` does this at server start, createApp alone does it lazily. */
+export function createIngressState(config: Config, store: Store, clock: Clock): IngressState {
+  return {
+    limiter: new RateLimiter(clock, config.limits),
+    secrets: new SecretCache((name, version) => store.secrets.reveal(name, version)),
+    metrics: newIngressMetrics(),
+    onAccepted: [],
+  };
+}

@@ -1,0 +1,22 @@
+import type { AuthMode, SignatureScheme } from '../../core/snapshot.ts';
+import type { AcceptedDelivery } from '../store/deliveries.ts';
+
+/** What the pipeline needs to know of a webhook; lookups return only live, enabled ones. */
+export interface IngressWebhook {
+  uid: string;
+  factory: string;
+  name: string;
+  authMode: AuthMode;
+  signatureScheme: SignatureScheme | null;
+  secretName: string;
+  /** The bound secret version (SPEC 7.6); null while the secret is pending. */
+  secretVersion: number | null;
+  deliveryIdHeader: string | null;
+}
+
+/**
+ * Called inside the Accepted transaction (SPEC 7.1 step 9), synchronously: this is where runs of
+ * matching automations are created (SPEC 8), so that the delivery, its payload and its runs
+ * commit together. A hook that throws rolls the delivery back (the sender gets a 500 and retries).
+ */
+export type AcceptedHook = (webhook: IngressWebhook, delivery: AcceptedDelivery) => void;
