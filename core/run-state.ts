@@ -46,6 +46,7 @@ export function sourcesOf(to: RunState): RunState[] {
  * describe the run, not an HTTP request, so they are not in core/errors.ts.
  */
 export const RUN_ERROR_CODES = [
+  'environment_invalid',
   'repo_failed',
   'setup_failed',
   'agent_not_found',

@@ -7,6 +7,7 @@ import { KeyStore } from './keys.ts';
 import { SecretStore } from './secrets.ts';
 import { createDefinitionsStore, type DefinitionsStore } from './definitions.ts';
 import { createDeliveryStore, type DeliveryStore } from './deliveries.ts';
+import { RunStore } from './runs.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
 export interface StoreContext {
@@ -43,6 +44,7 @@ export class Store {
   readonly secrets: SecretStore;
   readonly defs: DefinitionsStore;
   readonly deliveries: DeliveryStore;
+  readonly runs: RunStore;
 
   constructor(ctx: StoreContext) {
     this.db = ctx.db;
@@ -50,6 +52,7 @@ export class Store {
     this.secrets = new SecretStore(ctx);
     this.defs = createDefinitionsStore(ctx);
     this.deliveries = createDeliveryStore(ctx);
+    this.runs = new RunStore(ctx);
   }
 
   /**

@@ -1,0 +1,250 @@
+/**
+ * The executor pool (SPEC 9): at most `maxConcurrentRuns` jobs at once, each a QUEUED run claimed
+ * oldest first with one conditional UPDATE (runtime/store/runs.ts), run by runJob in
+ * `<dataDir>/workspaces/<run_id>`. The store writes every state change with its `state`
+ * transcript event; this module only decides which change happens.
+ *
+ * Woken when a run is created (`wake()`), and by a slow poll as a safety net. At start, runs left
+ * INPROGRESS by a previous process become ERROR, retryable (SPEC 9). Workspaces of finished runs
+ * are removed after the retention period; transcripts stay.
+ */
+
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { EnvironmentDef } from '../../core/snapshot.ts';
+import type { Clock } from '../clock.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import type { Service, ServiceFactory } from '../services.ts';
+import type { Store } from '../store/index.ts';
+import type { RunRecord } from '../store/runs.ts';
+import { parseDuration } from './duration.ts';
+import { runJob, type JobResult } from './job.ts';
+
+declare module '../services.ts' {
+  interface Services {
+    executor?: ExecutorPool;
+  }
+}
+
+export const RUNTIME_STOPPED_MESSAGE = 'the runtime stopped while the run was in progress';
+const POLL_MS = 2_000;
+const CLEANUP_EVERY_MS = 10 * 60_000;
+
+export interface PoolDeps {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  log: Logger;
+}
+
+export interface PoolOptions {
+  /** Where agents inherit PATH, HOME, LANG, TZ and TMPDIR from; defaults to this process. */
+  inheritEnv?: NodeJS.ProcessEnv;
+  pollMs?: number;
+}
+
+/** A run that could not be turned into a job: FAILED (the environment is unusable) with a reason. */
+class RunSetupError extends Error {}
+
+export class ExecutorPool implements Service {
+  private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private paused = false;
+  private stopping = false;
+  private started = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private cleanupTimer: NodeJS.Timeout | undefined;
+  private readonly workspacesDir: string;
+
+  constructor(
+    private readonly deps: PoolDeps,
+    private readonly options: PoolOptions = {},
+  ) {
+    this.workspacesDir = path.join(deps.config.dataDir, 'workspaces');
+  }
+
+  /** Restart recovery, first clean-up, then the poll. */
+  async start(): Promise<void> {
+    this.recover();
+    this.started = true;
+    await this.cleanWorkspaces();
+    this.pollTimer = setInterval(() => this.wake(), this.options.pollMs ?? POLL_MS);
+    this.pollTimer.unref();
+    this.cleanupTimer = setInterval(() => void this.cleanWorkspaces(), CLEANUP_EVERY_MS);
+    this.cleanupTimer.unref();
+    this.wake();
+  }
+
+  /**
+   * Stops claiming and ends the runs in progress as ERROR (retryable), as a restart would: their
+   * processes are killed with their groups, so nothing outlives the runtime.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.pollTimer);
+    clearInterval(this.cleanupTimer);
+    for (const job of this.running.values()) job.abort.abort();
+    await Promise.all([...this.running.values()].map((j) => j.done));
+  }
+
+  /** Runs found INPROGRESS at start were cut off by a stop or crash of the runtime: ERROR, retryable. */
+  recover(): string[] {
+    const ids = this.deps.store.runs.inProgressIds();
+    for (const id of ids) {
+      this.deps.store.runs.finish(id, 'ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
+    }
+    if (ids.length) this.deps.log.warn({ runs: ids }, 'runs that were in progress when the runtime stopped are now ERROR');
+    return ids;
+  }
+
+  /** Holds QUEUED runs where they are (the benchmark measures creates alone). */
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.wake();
+  }
+
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  /** Claims QUEUED runs while there is room. Cheap to call often. */
+  wake(): void {
+    if (!this.started || this.paused || this.stopping) return;
+    while (this.running.size < this.deps.config.maxConcurrentRuns) {
+      const run = this.deps.store.runs.claimNext();
+      if (!run) return;
+      this.launch(run);
+    }
+  }
+
+  /**
+   * Aborts the job of an INPROGRESS run (SIGTERM to its process group, SIGKILL after a grace);
+   * the run then ends CANCELLED. False when this pool does not run it.
+   */
+  cancel(runId: string): boolean {
+    const job = this.running.get(runId);
+    if (!job) return false;
+    job.abort.abort();
+    return true;
+  }
+
+  /** Resolves once no job is running (tests, shutdown). */
+  async idle(): Promise<void> {
+    while (this.running.size) await Promise.all([...this.running.values()].map((j) => j.done));
+  }
+
+  private launch(run: RunRecord): void {
+    const abort = new AbortController();
+    const done = this.execute(run, abort.signal)
+      .catch((err) => this.deps.log.error({ err, runId: run.run_id }, 'executor failed to record a run outcome'))
+      .finally(() => {
+        this.running.delete(run.run_id);
+        this.wake();
+      });
+    this.running.set(run.run_id, { abort, done });
+  }
+
+  private async execute(run: RunRecord, signal: AbortSignal): Promise<void> {
+    const { store, log } = this.deps;
+    let result: JobResult;
+    try {
+      const env = this.environmentOf(run);
+      result = await runJob(
+        {
+          runId: run.run_id,
+          workspaceDir: path.join(this.workspacesDir, run.run_id),
+          repos: env.repos,
+          setup: env.setup,
+          agent: { command: env.agent.command, format: env.agent.format, timeoutMs: parseDuration(env.agent.timeout || '30m') },
+          env: this.resolveEnv(env),
+          prompt: run.prompt,
+          attachments: store.runs.attachmentBytes(run.run_id),
+        },
+        {
+          signal,
+          onEvent: (e) => store.runs.appendEvent(run.run_id, e.type, e.data),
+          inheritEnv: this.options.inheritEnv,
+        },
+      );
+    } catch (err) {
+      if (err instanceof RunSetupError) {
+        store.runs.finish(run.run_id, 'FAILED', { statusMessage: err.message, errorCode: 'environment_invalid', retryable: false });
+        return;
+      }
+      log.error({ err, runId: run.run_id }, 'run failed in the executor');
+      store.runs.finish(run.run_id, 'ERROR', {
+        statusMessage: 'the runtime could not prepare or run the workspace',
+        errorCode: 'platform_error',
+        retryable: true,
+      });
+      return;
+    }
+    if (result.state === 'CANCELLED' && this.stopping) {
+      store.runs.finish(run.run_id, 'ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
+      return;
+    }
+    store.runs.finish(run.run_id, result.state, {
+      statusMessage: result.statusMessage,
+      errorCode: result.errorCode,
+      retryable: false,
+    });
+    log.info({ runId: run.run_id, state: result.state }, 'run finished');
+  }
+
+  private environmentOf(run: RunRecord): EnvironmentDef {
+    const id = run.config.environment_id;
+    const env = this.deps.store.defs.getEnvironment(id);
+    if (!env) throw new RunSetupError(`the environment "${id}" no longer exists`);
+    try {
+      parseDuration(env.agent.timeout || '30m');
+    } catch {
+      throw new RunSetupError(`the environment "${id}" has an invalid agent.timeout "${env.agent.timeout}"`);
+    }
+    return env;
+  }
+
+  /** `{secret: NAME}` values are read at run start, so a rotated secret applies to the next run. */
+  private resolveEnv(env: EnvironmentDef): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [name, value] of Object.entries(env.env ?? {})) {
+      if (typeof value === 'string') {
+        out[name] = value;
+        continue;
+      }
+      const secret = this.deps.store.secrets.reveal(value.secret);
+      if (secret === undefined) {
+        throw new RunSetupError(`the team secret "${value.secret}" for ${name} of environment "${env.name}" does not exist or has no value`);
+      }
+      out[name] = secret;
+    }
+    return out;
+  }
+
+  /** Removes workspaces of runs finished longer ago than the retention period (SPEC 9). */
+  async cleanWorkspaces(): Promise<number> {
+    const { store, clock, config, log } = this.deps;
+    const before = new Date(clock.now().getTime() - config.limits.workspaceRetentionHours * 3_600_000);
+    let removed = 0;
+    for (const runId of store.runs.workspacesDue(before, 1000)) {
+      try {
+        await rm(path.join(this.workspacesDir, runId), { recursive: true, force: true });
+        store.runs.markWorkspaceRemoved(runId);
+        removed++;
+      } catch (err) {
+        log.warn({ err, runId }, 'could not remove a workspace');
+      }
+    }
+    store.runs.pruneIdempotency();
+    return removed;
+  }
+}
+
+/** The pool as a server service (runtime/services.ts). */
+export const executorService: ServiceFactory = {
+  name: 'executor',
+  create: (deps) => new ExecutorPool(deps),
+};

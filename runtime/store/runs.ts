@@ -1,0 +1,400 @@
+import { createHash } from 'node:crypto';
+import { conflict } from '../../core/errors.ts';
+import { newId } from '../../core/ids.ts';
+import { sourcesOf, type RunState } from '../../core/run-state.ts';
+import { iso } from '../clock.ts';
+import type { StoreContext } from './index.ts';
+
+export type RunSource = 'API' | 'WEBHOOK';
+export type CreatorType = 'user' | 'agent' | 'automation';
+export type FinalState = 'SUCCEEDED' | 'FAILED' | 'ERROR' | 'CANCELLED';
+
+/** A run as the API shows it (SPEC 6), except `session_link`, which needs the base URL. */
+export interface RunRecord {
+  run_id: string;
+  state: RunState;
+  title: string | null;
+  prompt: string;
+  config: { environment_id: string };
+  source: RunSource;
+  creator: { type: CreatorType; name: string };
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  status_message: string | null;
+  error_code: string | null;
+  retryable: boolean | null;
+  attachments: { name: string; size: number; sha256: string }[];
+  metadata: Record<string, unknown> | null;
+  factory: string | null;
+  automation: string | null;
+  webhook_uid: string | null;
+  delivery_id: string | null;
+}
+
+/** Inputs of a run that the caller has already validated. */
+export interface NewRun {
+  prompt: string;
+  environmentId: string;
+  title?: string | null;
+  metadata?: Record<string, unknown> | null;
+  source: RunSource;
+  creator: { type: CreatorType; name: string };
+  factory?: string | null;
+  automation?: string | null;
+  webhookUid?: string | null;
+  deliveryId?: string | null;
+  attachments?: { name: string; bytes: Buffer }[];
+}
+
+export interface TranscriptEvent {
+  seq: number;
+  time: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface RunListQuery {
+  limit: number;
+  cursor?: RunCursor;
+  states?: RunState[];
+  environmentId?: string;
+  source?: RunSource;
+  factory?: string;
+  automation?: string;
+  /** Exclusive bounds, RFC 3339 UTC as stored. */
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+/** A position in the newest-first list: the last run of a page. */
+export interface RunCursor {
+  createdAt: string;
+  seq: number;
+}
+
+export interface FinishInput {
+  statusMessage?: string;
+  errorCode?: string;
+  retryable?: boolean;
+}
+
+/** Idempotency keys are remembered this long (SPEC 6). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+interface Row {
+  seq: number;
+  run_id: string;
+  state: RunState;
+  title: string | null;
+  prompt: string;
+  environment_id: string;
+  source: RunSource;
+  creator_type: CreatorType;
+  creator_name: string;
+  factory: string | null;
+  automation: string | null;
+  webhook_uid: string | null;
+  delivery_id: string | null;
+  metadata: string | null;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  status_message: string | null;
+  error_code: string | null;
+  retryable: number | null;
+}
+
+const COLUMNS = `seq, run_id, state, title, prompt, environment_id, source, creator_type, creator_name, factory,
+  automation, webhook_uid, delivery_id, metadata, created_at, updated_at, started_at, finished_at, status_message,
+  error_code, retryable`;
+
+/** The cursor is opaque to clients: base64url of `<created_at>|<seq>`. */
+export function encodeCursor(c: RunCursor): string {
+  return Buffer.from(`${c.createdAt}|${c.seq}`, 'utf8').toString('base64url');
+}
+
+/** The cursor's position, or undefined when `text` is not a cursor this runtime made. */
+export function decodeCursor(text: string): RunCursor | undefined {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|(\d{1,15})$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
+  return m ? { createdAt: m[1], seq: Number(m[2]) } : undefined;
+}
+
+/**
+ * Runs, their attachments and transcripts (SPEC 6, 9). Every state change is one conditional
+ * UPDATE guarded by core/run-state.ts and writes its `state` transcript event in the same
+ * transaction, so the transcript's state events are written here and nowhere else.
+ */
+export class RunStore {
+  private readonly ctx: StoreContext;
+  private readonly stmts;
+
+  constructor(ctx: StoreContext) {
+    this.ctx = ctx;
+    const db = ctx.db;
+    this.stmts = {
+      insert: db.prepare(`INSERT INTO runs (run_id, state, title, prompt, environment_id, source, creator_type, creator_name,
+        factory, automation, webhook_uid, delivery_id, metadata, created_at, updated_at)
+        VALUES (@run_id, 'QUEUED', @title, @prompt, @environment_id, @source, @creator_type, @creator_name,
+        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @now, @now)`),
+      insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256) VALUES (?, ?, ?, ?, ?)'),
+      get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
+      attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
+      attachmentBytes: db.prepare('SELECT name, bytes FROM run_attachments WHERE run_id = ? ORDER BY name'),
+      // The claim: one statement, so two claimers can never both move the same run (SPEC 9).
+      claim: db.prepare(`UPDATE runs SET state = 'INPROGRESS', started_at = @now, updated_at = @now
+        WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' ORDER BY created_at, seq LIMIT 1)
+          AND state = 'QUEUED'
+        RETURNING ${COLUMNS}`),
+      nextEventSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM run_events WHERE run_id = ?'),
+      insertEvent: db.prepare('INSERT INTO run_events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)'),
+      events: db.prepare('SELECT seq, time, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
+      inProgress: db.prepare(`SELECT run_id FROM runs WHERE state = 'INPROGRESS' ORDER BY created_at, seq`),
+      idemGet: db.prepare('SELECT request_hash, run_id, created_at FROM run_idempotency WHERE key_id = ? AND idempotency_key = ?'),
+      idemDelete: db.prepare('DELETE FROM run_idempotency WHERE key_id = ? AND idempotency_key = ?'),
+      idemInsert: db.prepare('INSERT INTO run_idempotency (key_id, idempotency_key, request_hash, run_id, created_at) VALUES (?, ?, ?, ?, ?)'),
+      idemPrune: db.prepare('DELETE FROM run_idempotency WHERE created_at < ?'),
+      workspacesDue: db.prepare(`SELECT run_id FROM runs
+        WHERE finished_at IS NOT NULL AND finished_at < ? AND workspace_removed_at IS NULL AND started_at IS NOT NULL
+        ORDER BY finished_at LIMIT ?`),
+      workspaceRemoved: db.prepare('UPDATE runs SET workspace_removed_at = ? WHERE run_id = ?'),
+      countQueued: db.prepare(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`),
+    };
+  }
+
+  private now(): string {
+    return iso(this.ctx.clock.now());
+  }
+
+  private toRecord(row: Row): RunRecord {
+    return {
+      run_id: row.run_id,
+      state: row.state,
+      title: row.title,
+      prompt: row.prompt,
+      config: { environment_id: row.environment_id },
+      source: row.source,
+      creator: { type: row.creator_type, name: row.creator_name },
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      started_at: row.started_at,
+      finished_at: row.finished_at,
+      status_message: row.status_message,
+      error_code: row.error_code,
+      retryable: row.retryable === null ? null : row.retryable === 1,
+      attachments: this.stmts.attachmentMeta.all(row.run_id) as RunRecord['attachments'],
+      metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
+      factory: row.factory,
+      automation: row.automation,
+      webhook_uid: row.webhook_uid,
+      delivery_id: row.delivery_id,
+    };
+  }
+
+  /**
+   * Inserts QUEUED runs with plain INSERTs and no transaction of its own, so the ingress can
+   * create a delivery's runs inside the transaction that accepts the delivery (SPEC 8).
+   * Inputs must already be valid.
+   */
+  createInTx(inputs: NewRun[]): RunRecord[] {
+    const now = this.now();
+    const ids: string[] = [];
+    for (const input of inputs) {
+      const run_id = newId('run');
+      this.stmts.insert.run({
+        run_id,
+        title: input.title ?? null,
+        prompt: input.prompt,
+        environment_id: input.environmentId,
+        source: input.source,
+        creator_type: input.creator.type,
+        creator_name: input.creator.name,
+        factory: input.factory ?? null,
+        automation: input.automation ?? null,
+        webhook_uid: input.webhookUid ?? null,
+        delivery_id: input.deliveryId ?? null,
+        metadata: input.metadata == null ? null : JSON.stringify(input.metadata),
+        now,
+      });
+      for (const a of input.attachments ?? []) {
+        this.stmts.insertAttachment.run(run_id, a.name, a.bytes, a.bytes.length, createHash('sha256').update(a.bytes).digest('hex'));
+      }
+      ids.push(run_id);
+    }
+    return ids.map((id) => this.get(id)!);
+  }
+
+  /** Creates one run in its own transaction. */
+  create(input: NewRun): RunRecord {
+    return this.ctx.db.transaction(() => this.createInTx([input])[0])();
+  }
+
+  /**
+   * Creates a run under an Idempotency-Key (SPEC 6): the same key and request hash within 24 hours
+   * return the first run (`created: false`); the same key with another request is a 409.
+   * Keys are per API key, so two clients never see each other's runs through a shared key.
+   */
+  createIdempotent(input: NewRun, idem: { keyId: string; key: string; requestHash: string }): { run: RunRecord; created: boolean } {
+    return this.ctx.db.transaction(() => {
+      const nowDate = this.ctx.clock.now();
+      const seen = this.stmts.idemGet.get(idem.keyId, idem.key) as { request_hash: string; run_id: string; created_at: string } | undefined;
+      if (seen && Date.parse(seen.created_at) > nowDate.getTime() - IDEMPOTENCY_TTL_MS) {
+        if (seen.request_hash !== idem.requestHash) {
+          throw conflict('This Idempotency-Key was already used with a different request body within the last 24 hours.');
+        }
+        const run = this.get(seen.run_id);
+        if (run) return { run, created: false };
+      }
+      if (seen) this.stmts.idemDelete.run(idem.keyId, idem.key);
+      const run = this.createInTx([input])[0];
+      this.stmts.idemInsert.run(idem.keyId, idem.key, idem.requestHash, run.run_id, iso(nowDate));
+      return { run, created: true };
+    })();
+  }
+
+  /** Forgets idempotency keys older than 24 hours. */
+  pruneIdempotency(): number {
+    return this.stmts.idemPrune.run(iso(new Date(this.ctx.clock.now().getTime() - IDEMPOTENCY_TTL_MS))).changes;
+  }
+
+  get(runId: string): RunRecord | undefined {
+    const row = this.stmts.get.get(runId) as Row | undefined;
+    return row ? this.toRecord(row) : undefined;
+  }
+
+  /** Attachment bytes, for the executor. */
+  attachmentBytes(runId: string): { name: string; bytes: Buffer }[] {
+    return this.stmts.attachmentBytes.all(runId) as { name: string; bytes: Buffer }[];
+  }
+
+  /**
+   * A page of runs, newest first (created_at, then insertion order), after `cursor`. Keyset
+   * paging: a page never repeats or skips a run, even while new runs are created.
+   */
+  list(q: RunListQuery): { runs: RunRecord[]; nextCursor: string | null } {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.states?.length) {
+      where.push(`state IN (${q.states.map(() => '?').join(', ')})`);
+      params.push(...q.states);
+    }
+    const eq: [string, string | undefined][] = [
+      ['environment_id', q.environmentId],
+      ['source', q.source],
+      ['factory', q.factory],
+      ['automation', q.automation],
+    ];
+    for (const [col, v] of eq) {
+      if (v !== undefined) {
+        where.push(`${col} = ?`);
+        params.push(v);
+      }
+    }
+    if (q.createdAfter) {
+      where.push('created_at > ?');
+      params.push(q.createdAfter);
+    }
+    if (q.createdBefore) {
+      where.push('created_at < ?');
+      params.push(q.createdBefore);
+    }
+    if (q.cursor) {
+      where.push('(created_at < ? OR (created_at = ? AND seq < ?))');
+      params.push(q.cursor.createdAt, q.cursor.createdAt, q.cursor.seq);
+    }
+    const sql = `SELECT ${COLUMNS} FROM runs ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
+      ORDER BY created_at DESC, seq DESC LIMIT ?`;
+    // Dynamic filters make the statement vary; better-sqlite3 caches nothing here, which is fine for a list.
+    const rows = this.ctx.db.prepare(sql).all(...params, q.limit + 1) as Row[];
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      runs: page.map((r) => this.toRecord(r)),
+      nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.created_at, seq: last.seq }) : null,
+    };
+  }
+
+  queuedCount(): number {
+    return (this.stmts.countQueued.get() as { n: number }).n;
+  }
+
+  /** Moves the oldest QUEUED run to INPROGRESS and returns it, or undefined when none is queued. */
+  claimNext(): RunRecord | undefined {
+    return this.ctx.db.transaction(() => {
+      const now = this.now();
+      const row = this.stmts.claim.get({ now }) as Row | undefined;
+      if (!row) return undefined;
+      this.appendEventInTx(row.run_id, 'state', { from: 'QUEUED', to: 'INPROGRESS' }, now);
+      return this.toRecord(row);
+    })();
+  }
+
+  /**
+   * Moves a run to a finished state when core/run-state.ts allows it from the state it is in now;
+   * returns the updated run, or undefined when the run is unknown or the move is not allowed
+   * (e.g. it already finished). One conditional UPDATE, so concurrent finishers cannot both win.
+   */
+  finish(runId: string, to: FinalState, input: FinishInput = {}): RunRecord | undefined {
+    const from = sourcesOf(to);
+    return this.ctx.db.transaction(() => {
+      const now = this.now();
+      const row = this.ctx.db
+        .prepare(
+          `UPDATE runs SET state = ?, finished_at = ?, updated_at = ?, status_message = ?, error_code = ?, retryable = ?
+           WHERE run_id = ? AND state IN (${from.map(() => '?').join(', ')})
+           RETURNING ${COLUMNS}`,
+        )
+        .get(
+          to,
+          now,
+          now,
+          input.statusMessage ?? null,
+          input.errorCode ?? null,
+          input.statusMessage === undefined ? null : input.retryable ? 1 : 0,
+          runId,
+          ...from,
+        ) as Row | undefined;
+      if (!row) return undefined;
+      // `from` is not returned by RETURNING; the event names where the run ends, and why.
+      this.appendEventInTx(runId, 'state', { to, ...(input.statusMessage ? { status_message: input.statusMessage } : {}) }, now);
+      return this.toRecord(row);
+    })();
+  }
+
+  /** Run ids found INPROGRESS (for restart recovery). */
+  inProgressIds(): string[] {
+    return (this.stmts.inProgress.all() as { run_id: string }[]).map((r) => r.run_id);
+  }
+
+  private appendEventInTx(runId: string, type: string, data: Record<string, unknown>, time: string): number {
+    const seq = (this.stmts.nextEventSeq.get(runId) as { seq: number }).seq;
+    this.stmts.insertEvent.run(runId, seq, time, type, JSON.stringify(data));
+    return seq;
+  }
+
+  /** Appends one transcript event; returns its seq. */
+  appendEvent(runId: string, type: string, data: Record<string, unknown>): number {
+    return this.ctx.db.transaction(() => this.appendEventInTx(runId, type, data, this.now()))();
+  }
+
+  /** Transcript events after `after`, oldest first, at most `limit`. */
+  events(runId: string, after: number, limit: number): TranscriptEvent[] {
+    return (this.stmts.events.all(runId, after, limit) as { seq: number; time: string; type: string; data: string }[]).map((e) => ({
+      seq: e.seq,
+      time: e.time,
+      type: e.type,
+      data: JSON.parse(e.data) as Record<string, unknown>,
+    }));
+  }
+
+  /** Runs whose workspace is due for removal: finished before `before` and not yet cleaned. */
+  workspacesDue(before: Date, limit = 100): string[] {
+    return (this.stmts.workspacesDue.all(iso(before), limit) as { run_id: string }[]).map((r) => r.run_id);
+  }
+
+  markWorkspaceRemoved(runId: string): void {
+    this.stmts.workspaceRemoved.run(this.now(), runId);
+  }
+}
