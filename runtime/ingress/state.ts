@@ -33,7 +33,7 @@ declare module '../services.ts' {
 export function createIngressState(config: Config, store: Store, clock: Clock): IngressState {
   return {
     limiter: new RateLimiter(clock, config.limits),
-    secrets: new SecretCache((name, version) => store.secrets.reveal(name, version)),
+    secrets: new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime()),
     metrics: newIngressMetrics(),
     onAccepted: [],
   };

@@ -33,10 +33,10 @@ export function parseIngressPath(path: string): IngressPath | undefined {
   return { uid: parts[0], token };
 }
 
-/** The URL a sender posts to; url_token webhooks show `{token}` where their secret goes. */
-export function ingressUrl(baseUrl: string, uid: string, authMode: string, token?: string): string {
-  const base = baseUrl.replace(/\/+$/, '');
-  const url = `${base}${INGRESS_PREFIX}${uid}`;
-  if (authMode !== 'url_token') return url;
-  return `${url}/${token === undefined ? '{token}' : encodeURIComponent(token)}`;
+/**
+ * The full url_token URL with the token in it: shown once, at creation and rotation (SPEC 7.2);
+ * everywhere else the URL shows `{token}` (runtime/definitions/views.ts webhookUrl).
+ */
+export function webhookUrlWithToken(baseUrl: string, uid: string, token: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}${INGRESS_PREFIX}${uid}/${encodeURIComponent(token)}`;
 }

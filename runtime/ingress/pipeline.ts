@@ -1,0 +1,231 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
+import type { ErrorCode } from '../../core/errors.ts';
+import type { Clock } from '../clock.ts';
+import type { AcceptedDelivery, DeliveryFacts, DeliveryStore } from '../store/deliveries.ts';
+import { declaredLength, readCappedBody } from './body.ts';
+import { bodyIdentity, headerIdentity } from './identity.ts';
+import type { IngressMetrics } from './metrics.ts';
+import type { RateLimiter } from './rate-limit.ts';
+import { SCHEMES } from './schemes/index.ts';
+import { secretEquals, type SecretCache } from './secret-cache.ts';
+import type { AcceptedHook, IngressWebhook } from './types.ts';
+import { parseIngressPath } from './url.ts';
+
+/**
+ * The ingress pipeline of SPEC 7.1, framework-free: a request (method, path, headers, sender,
+ * body stream) goes in, a response description comes out. The Koa adapter
+ * (runtime/routes/ingress.ts) only copies it onto the response. Steps run in the SPEC's order;
+ * each is a guard clause that either answers or falls through to the next.
+ */
+
+export interface IngressDeps {
+  clock: Clock;
+  limits: { ingressBodyBytes: number; identityDays: number };
+  trustProxy: boolean;
+  findWebhook(uid: string): IngressWebhook | undefined;
+  secrets: SecretCache;
+  limiter: RateLimiter;
+  deliveries: Pick<DeliveryStore, 'recordRejected' | 'acceptOrDuplicate'>;
+  metrics: IngressMetrics;
+  onAccepted: readonly AcceptedHook[];
+}
+
+export interface IngressRequest {
+  method: string;
+  /** The path without its query string, as received (not decoded). */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The socket's peer address. */
+  remoteAddress: string | undefined;
+  body: Readable;
+}
+
+export interface IngressResult {
+  status: 202 | 400 | 401 | 404 | 405 | 413 | 429;
+  headers: Record<string, string>;
+  /** The 202 body. */
+  body?: { delivery_id: string };
+  /** Everything but 202 answers with problem+json built from this. */
+  problem?: { code: ErrorCode; detail: string };
+  /** Set when the request body was not read to its end: the adapter discards or cuts the rest. */
+  unread?: { read: number; declared?: number };
+}
+
+const NOT_FOUND: IngressResult = Object.freeze({
+  status: 404,
+  headers: {},
+  // One sentence for unknown, disabled and deleted webhooks alike (SPEC 7.1 step 2).
+  problem: { code: 'resource_not_found', detail: 'No webhook is at this address.' },
+}) as IngressResult;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** Runs one request through the pipeline. Never throws for anything a sender can send. */
+export async function handleIngress(req: IngressRequest, deps: IngressDeps): Promise<IngressResult> {
+  const { metrics } = deps;
+  const path = parseIngressPath(req.path);
+  if (!path) {
+    metrics.not_found += 1;
+    return NOT_FOUND;
+  }
+
+  // 1. Method.
+  if (req.method !== 'POST') {
+    metrics.method_not_allowed += 1;
+    return {
+      status: 405,
+      headers: { Allow: 'POST' },
+      problem: { code: 'method_not_allowed', detail: 'A webhook accepts POST requests only.' },
+    };
+  }
+
+  // 2. Unknown, disabled or deleted: one identical 404. A token segment on a webhook that is not
+  // url_token is a URL that does not exist either.
+  const webhook = WEBHOOK_UID_PATTERN.test(path.uid) ? deps.findWebhook(path.uid) : undefined;
+  if (!webhook || (path.token !== undefined && webhook.authMode !== 'url_token')) {
+    metrics.not_found += 1;
+    return NOT_FOUND;
+  }
+
+  // 3. Rate limits.
+  const get = headerGetter(req.headers);
+  const sender = senderAddress(req, deps.trustProxy);
+  const rate = deps.limiter.take(webhook.uid, sender);
+  if (!rate.ok) {
+    metrics.rate_limited += 1;
+    return {
+      status: 429,
+      headers: { 'Retry-After': String(rate.retryAfterSeconds) },
+      problem: {
+        code: 'rate_limited',
+        detail:
+          rate.budget === 'failed_auth'
+            ? `Too many failed authentications from this address; retry after ${rate.retryAfterSeconds} seconds.`
+            : `Too many deliveries from this address; retry after ${rate.retryAfterSeconds} seconds.`,
+      },
+    };
+  }
+
+  const receivedAt = deps.clock.now();
+  const schemeHeaders = webhook.authMode === 'signature' && webhook.signatureScheme ? SCHEMES[webhook.signatureScheme].deliveryIdHeaders : [];
+  const idSources = { deliveryIdHeader: webhook.deliveryIdHeader, schemeHeaders };
+  const facts = (deliveryId: string, size: number): DeliveryFacts => ({
+    webhookUid: webhook.uid,
+    deliveryId,
+    size,
+    receivedAt,
+    sender,
+    contentType: get('content-type'),
+    userAgent: get('user-agent'),
+  });
+  const secret = webhook.secretVersion === null ? undefined : deps.secrets.get(webhook.secretName, webhook.secretVersion);
+  const declared = declaredLength(get('content-length'));
+
+  const rejectAuth = (reason: string, body?: Buffer, unread?: IngressResult['unread']): IngressResult => {
+    deps.limiter.failedAuth(webhook.uid, sender);
+    metrics.rejected_auth += 1;
+    const id = headerIdentity(get, idSources) ?? (body ? bodyIdentity(body) : newId('dlv'));
+    deps.deliveries.recordRejected(facts(id, body?.length ?? declared ?? 0), 'rejected_auth', reason);
+    return {
+      status: 401,
+      headers: {},
+      problem: { code: 'authentication_required', detail: 'The request could not be authenticated for this webhook.' },
+      unread,
+    };
+  };
+
+  // 4. Header-only credentials, before a byte of the body is read.
+  if (webhook.authMode === 'token' || webhook.authMode === 'url_token') {
+    const given = webhook.authMode === 'token' ? bearer(get('authorization')) : path.token || undefined;
+    const unread = { read: 0, declared };
+    if (given === undefined) return rejectAuth('missing_credentials', undefined, unread);
+    if (secret === undefined) return rejectAuth('secret_unavailable', undefined, unread);
+    if (!secretEquals(given, secret)) return rejectAuth('bad_credentials', undefined, unread);
+  }
+
+  // 5. The body, capped.
+  const read = await readCappedBody(req.body, deps.limits.ingressBodyBytes, declared);
+  if (!read.ok) {
+    if (read.reason === 'aborted') {
+      metrics.aborted += 1;
+      return { status: 400, headers: {}, problem: { code: 'invalid_request', detail: 'The request body ended early.' } };
+    }
+    metrics.rejected_too_large += 1;
+    const id = headerIdentity(get, idSources) ?? newId('dlv');
+    deps.deliveries.recordRejected(facts(id, read.size), 'rejected_too_large', null);
+    return {
+      status: 413,
+      headers: {},
+      problem: { code: 'payload_too_large', detail: `The body is larger than ${deps.limits.ingressBodyBytes} bytes.` },
+      unread: { read: declared !== undefined ? 0 : read.size, declared },
+    };
+  }
+  const body = read.body;
+
+  // 6. Signatures, on the raw bytes.
+  if (webhook.authMode === 'signature') {
+    const scheme = webhook.signatureScheme ? SCHEMES[webhook.signatureScheme] : undefined;
+    if (!scheme) return rejectAuth('unknown_scheme', body);
+    if (secret === undefined) return rejectAuth('secret_unavailable', body);
+    let verdict: { ok: true } | { ok: false; reason: string };
+    try {
+      verdict = scheme.verify({ get: (name: string) => get(name.toLowerCase()) }, body, secret, receivedAt);
+    } catch {
+      // A scheme must return a verdict; a throw on hostile input is still just "not valid".
+      verdict = { ok: false, reason: 'malformed' };
+    }
+    if (!verdict.ok) return rejectAuth(verdict.reason, body);
+  }
+
+  // 7. UTF-8 JSON, any value.
+  if (!isJson(body)) {
+    metrics.rejected_invalid_json += 1;
+    const id = headerIdentity(get, idSources) ?? bodyIdentity(body);
+    deps.deliveries.recordRejected(facts(id, body.length), 'rejected_invalid_json', body.length === 0 ? 'empty' : null);
+    return { status: 400, headers: {}, problem: { code: 'invalid_json', detail: 'The body is not valid UTF-8 JSON.' } };
+  }
+
+  // 8 and 9. Identity, then Duplicate or Accepted, in one transaction under a UNIQUE key.
+  const identity = headerIdentity(get, idSources) ?? bodyIdentity(body);
+  const hooks = deps.onAccepted.map((hook) => (delivery: AcceptedDelivery) => hook(webhook, delivery));
+  const result = deps.deliveries.acceptOrDuplicate(facts(identity, body.length), body, deps.limits.identityDays, hooks);
+  metrics[result.outcome] += 1;
+  return { status: 202, headers: {}, body: { delivery_id: identity } };
+}
+
+/** Strict UTF-8 (no replacement characters, no BOM) and JSON.parse of any value. */
+export function isJson(body: Buffer): boolean {
+  try {
+    JSON.parse(utf8.decode(body));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The sender (SPEC 7.5): the socket address, or X-Forwarded-For's first hop behind a trusted proxy. */
+export function senderAddress(req: Pick<IngressRequest, 'headers' | 'remoteAddress'>, trustProxy: boolean): string {
+  if (trustProxy) {
+    const xff = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
+    if (first) return first.slice(0, 100);
+  }
+  return req.remoteAddress ?? 'unknown';
+}
+
+/** `Authorization: Bearer <secret>` → the secret, or undefined. */
+function bearer(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const m = /^Bearer +(\S.*)$/i.exec(value);
+  return m ? m[1] : undefined;
+}
+
+function headerGetter(headers: IncomingHttpHeaders): (lowercaseName: string) => string | undefined {
+  return (name) => {
+    const v = headers[name];
+    if (v === undefined) return undefined;
+    return Array.isArray(v) ? v.join(', ') : v;
+  };
+}
