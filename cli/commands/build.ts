@@ -19,7 +19,7 @@ export function registerBuild(program: Command, io: CliIO): void {
     )
     .action(async (dir: string, opts: { out?: string; format?: string }) => {
       const format = diagnosticFormat(io, opts.format);
-      const result = await compileDir(resolve(io.cwd, dir));
+      const result = await compileDir(dir, { cwd: io.cwd });
       if (result.diagnostics.length) io.stderr(formatDiagnostics(asGiven(dir, result.diagnostics), format));
       if (!result.snapshot) throw exitWith(1);
       const bytes = writeSnapshot(result.snapshot);

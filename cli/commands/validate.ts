@@ -1,4 +1,4 @@
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { exitWith, usageError } from '../../core/errors.ts';
 import { compileDir, formatDiagnostics, type Diagnostic } from '../compiler/index.ts';
@@ -35,7 +35,7 @@ export function registerValidate(program: Command, io: CliIO): void {
     )
     .action(async (dir: string, opts: { format?: string }) => {
       const format = diagnosticFormat(io, opts.format);
-      const result = await compileDir(resolve(io.cwd, dir));
+      const result = await compileDir(dir, { cwd: io.cwd });
       const diags = asGiven(dir, result.diagnostics);
       const errors = diags.filter((d) => d.severity === 'error').length;
       const warnings = diags.length - errors;

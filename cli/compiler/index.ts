@@ -14,9 +14,9 @@ export { formatDiagnostics, sortDiagnostics, DIAGNOSTIC_CODES, type Diagnostic }
 export { writeSnapshot, resolveRepoUrl } from './build-snapshot.ts';
 export { loadRepo } from './loader.ts';
 
-/** loadRepo + compile, with the repo's absolute directory as root. */
-export async function compileDir(dir: string): Promise<CompileResult> {
-  return compile(await loadRepo(dir), { root: resolve(dir) });
+/** loadRepo + compile, with the repo's absolute directory as root; `cwd` resolves a relative dir. */
+export async function compileDir(dir: string, options: { cwd?: string } = {}): Promise<CompileResult> {
+  return compile(await loadRepo(dir, options), { root: resolve(options.cwd ?? '.', dir) });
 }
 
 /**

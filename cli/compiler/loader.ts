@@ -1,5 +1,5 @@
 import { lstat, readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CliError } from '../../core/errors.ts';
 import type { SourceFile } from './compile.ts';
 import { MAX_FILE_BYTES } from './parse-file.ts';
@@ -10,12 +10,14 @@ import { DEFINITION_DIRS, classifyPath } from './paths.ts';
  * environments/ that the compiler looks at (dotfiles and other files are not read). Anything that
  * stops a file from being read is a CliError with one sentence naming the file.
  */
-export async function loadRepo(dir: string): Promise<SourceFile[]> {
+export async function loadRepo(given: string, options: { cwd?: string } = {}): Promise<SourceFile[]> {
+  // Messages name the directory as the user gave it; `cwd` resolves it (the CLI's io.cwd).
+  const dir = resolve(options.cwd ?? '.', given);
   const dirStat = await stat(dir).catch(() => undefined);
-  if (!dirStat) throw new CliError(`${dir} does not exist`);
-  if (!dirStat.isDirectory()) throw new CliError(`${dir} is not a directory`);
+  if (!dirStat) throw new CliError(`${given} does not exist`);
+  if (!dirStat.isDirectory()) throw new CliError(`${given} is not a directory`);
   const factoryStat = await stat(join(dir, 'factory.yaml')).catch(() => undefined);
-  if (!factoryStat) throw new CliError(`${dir} has no factory.yaml, so it is not a factory repo`);
+  if (!factoryStat) throw new CliError(`${given} has no factory.yaml, so it is not a factory repo`);
 
   const paths = ['factory.yaml'];
   for (const top of DEFINITION_DIRS) paths.push(...(await listFiles(dir, top, 0)));
@@ -66,7 +68,7 @@ async function readText(root: string, path: string): Promise<string> {
     // ignoreBOM keeps a BOM in the text, so the source hash is the hash of the file's bytes.
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
-    throw new CliError(`${path} is not valid UTF-8 (at byte ${firstInvalidUtf8(bytes)}); save it as UTF-8`);
+    throw new CliError(`${path} is not valid UTF-8 (at byte offset ${firstInvalidUtf8(bytes)}); save it as UTF-8`);
   }
 }
 
@@ -86,5 +88,15 @@ function firstInvalidUtf8(bytes: Uint8Array): number {
     if (ok(mid)) lo = mid;
     else hi = mid - 1;
   }
+  // The longest valid prefix may end inside a character; the bad sequence starts at its lead byte.
+  const complete = (n: number) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, n));
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  while (lo > 0 && !complete(lo)) lo--;
   return lo;
 }

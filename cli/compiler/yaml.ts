@@ -49,8 +49,17 @@ export function parseYaml(text: string): ParsedYaml {
     Node(_, node) {
       if (isAlias(node)) return;
       const n = node as Node & { anchor?: string; tag?: string };
-      if (n.anchor) problems.push({ code: 'yaml.anchor', message: `anchors (&${n.anchor}) are not allowed`, offset: start(n) });
-      if (n.tag) problems.push({ code: 'yaml.tag', message: `explicit tags (${n.tag}) are not allowed; write a plain value`, offset: start(n) });
+      // A node's range starts after its anchor and tag; point at the `&` or `!` itself.
+      if (n.anchor) {
+        const at = text.lastIndexOf(`&${n.anchor}`, start(n));
+        problems.push({ code: 'yaml.anchor', message: `anchors (&${n.anchor}) are not allowed`, offset: at < 0 ? start(n) : at });
+      }
+      if (n.tag) {
+        let at = text.lastIndexOf('!', start(n));
+        while (at > 0 && !/[\s,[{]/.test(text[at - 1])) at--;
+        const source = at < 0 ? n.tag : text.slice(at).split(/\s/)[0];
+        problems.push({ code: 'yaml.tag', message: `explicit tags (${source}) are not allowed; write a plain value`, offset: at < 0 ? start(n) : at });
+      }
     },
   });
   const value = problems.length === 0 ? doc.toJS({ maxAliasCount: 0 }) : undefined;

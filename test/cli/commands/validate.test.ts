@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { runCli } from '../../../cli/main.ts';
+import type { CliIO } from '../../../cli/io.ts';
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+
+export function bufferIO(env: Record<string, string> = {}): CliIO & { out: string; err: string } {
+  const io = {
+    out: '',
+    err: '',
+    stdout: (s: string) => void (io.out += s),
+    stderr: (s: string) => void (io.err += s),
+    env,
+    cwd: ROOT,
+    stdin: Readable.from([]),
+    stdinIsTTY: false,
+    stdoutIsTTY: false,
+  };
+  return io;
+}
+
+test('the example repo validates clean (exit 0) and says what waits for plan', async () => {
+  const io = bufferIO();
+  assert.equal(await runCli(['validate', 'examples/factory'], io), 0);
+  assert.match(io.out, /no problems found/);
+  assert.match(io.out, /Plan checks with the runtime: that secret names exist, url_token secret values, webhook UIDs and environment ownership/);
+});
+
+test('a broken tree: exit 1, every problem as path:line:col: severity code: message', async () => {
+  const io = bufferIO();
+  assert.equal(await runCli(['validate', 'test/fixtures/broken'], io), 1);
+  const lines = io.out.split('\n');
+  assert.ok(lines.includes("test/fixtures/broken/webhooks/tok.yaml:3:1: error webhook.unknown_key: unknown key 'secretname' in this file; did you mean 'secretName'?"));
+  assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:10:18: error filter.empty_in: ')));
+  assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:2:14: warning automation.unknown_environment: ')));
+  assert.match(io.out, /23 errors, 6 warnings\./);
+  assert.equal(io.err, '');
+});
+
+test('--format json is a list with file, line, column, code, pointer, severity, message', async () => {
+  const io = bufferIO();
+  assert.equal(await runCli(['validate', 'test/fixtures/broken', '--format', 'json'], io), 1);
+  const rows = JSON.parse(io.out) as Record<string, unknown>[];
+  assert.equal(rows.length, 29);
+  assert.deepEqual(rows.find((r) => r.code === 'factory.unknown_key'), {
+    file: 'test/fixtures/broken/factory.yaml',
+    line: 2,
+    column: 1,
+    code: 'factory.unknown_key',
+    pointer: '/descripton',
+    severity: 'error',
+    message: "unknown key 'descripton' in this file; did you mean 'description'?",
+  });
+});
+
+test('github format is chosen inside GitHub Actions', async () => {
+  const io = bufferIO({ GITHUB_ACTIONS: 'true' });
+  assert.equal(await runCli(['validate', 'test/fixtures/broken'], io), 1);
+  const lines = io.out.trimEnd().split('\n');
+  assert.equal(lines.length, 29);
+  assert.ok(lines.includes('::error file=test/fixtures/broken/webhooks/gh.yaml,line=3,col=19,title=webhook.invalid_value::/deliveryIdHeader \'bad header\' is not a valid HTTP header name'));
+  assert.ok(lines.some((l) => l.startsWith('::warning file=test/fixtures/broken/automations/fm.md,line=2,col=14,')));
+  const usage = bufferIO();
+  assert.equal(await runCli(['validate', '--format', 'xml'], usage), 2);
+});
+
+test('bad input: one sentence on stderr, exit 1, no stack trace', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'factory-validate-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(join(dir, 'factory.yaml'), Buffer.from([0x6e, 0x3a, 0x20, 0xff, 0x0a]));
+  for (const [args, message] of [
+    [['validate', 'test/fixtures/no-factory'], 'error: test/fixtures/no-factory has no factory.yaml, so it is not a factory repo\n'],
+    [['validate', dir], `error: factory.yaml is not valid UTF-8 (at byte offset 3); save it as UTF-8\n`],
+  ] as const) {
+    const io = bufferIO();
+    assert.equal(await runCli([...args], io), 1);
+    assert.equal(io.err, message);
+    assert.equal(io.out, '');
+  }
+});
+
+test('a real child process: node bin/factory.js validate examples/factory', async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, ['bin/factory.js', 'validate', 'examples/factory'], { cwd: ROOT, env: { ...process.env, GITHUB_ACTIONS: '' } });
+  assert.match(stdout, /examples\/factory: no problems found/);
+  const broken = await promisify(execFile)(process.execPath, ['bin/factory.js', 'validate', 'test/fixtures/yaml-features'], { cwd: ROOT }).catch((e) => e);
+  assert.equal(broken.code, 1);
+  assert.doesNotMatch(broken.stderr, /\n\s+at /);
+});

@@ -1,0 +1,171 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { compile, compileDir, DIAGNOSTIC_CODES, locate, loadRepo, writeSnapshot, type Diagnostic, type SourceFile } from '../../../cli/compiler/index.ts';
+import { validateSnapshot } from '../../../core/schemas.ts';
+
+const fixture = (name: string) => resolve(import.meta.dirname, '../../fixtures', name);
+const brief = (d: Diagnostic) => `${d.file}:${d.line}:${d.column} ${d.severity} ${d.code}`;
+
+const FACTORY = { path: 'factory.yaml', text: 'name: t\n' };
+const ENV = { path: 'environments/sandbox.yaml', text: 'agent:\n  command: [agent]\n' };
+const UID = 'wh_aaaaaaaaaaaaaaaaaaaaaaaaaa';
+const automation = (front: string, body = 'Do it.\n') => `---\n${front}---\n${body}`;
+const trigger = (ids: string, payload = '') =>
+  `triggers:\n  - provider: webhook\n    event: received\n    filter:\n      webhook_ids: ${ids}\n${payload}`;
+
+test('every error kind of the broken tree is reported at the offending node', async () => {
+  const { diagnostics, snapshot } = await compileDir(fixture('broken'));
+  assert.equal(snapshot, undefined);
+  assert.deepEqual(diagnostics.map(brief), [
+    'automations/dup.md:2:1 error repo.duplicate_name',
+    'automations/dup.md:6:28 warning automation.unknown_webhook_uid',
+    'automations/dup/automation.md:2:1 error repo.duplicate_name',
+    'automations/dup/automation.md:5:12 error automation.invalid_value',
+    'automations/dup/automation.md:6:28 warning automation.unknown_webhook_uid',
+    'automations/dup/automation.md:6:83 error filter.in_and_not_in',
+    'automations/fm.md:2:14 warning automation.unknown_environment',
+    'automations/fm.md:3:10 error automation.invalid_value',
+    'automations/fm.md:5:15 error automation.unknown_provider',
+    'automations/fm.md:8:21 error automation.webhook_ids_file_name',
+    'automations/fm.md:10:18 error filter.empty_in',
+    'automations/fm.md:11:24 error filter.mixed_operators',
+    'automations/fm.md:15:20 error automation.webhook_ids_count',
+    'automations/fm.md:15:21 warning automation.unknown_webhook_uid',
+    'automations/fm.md:15:52 warning automation.unknown_webhook_uid',
+    'automations/fm.md:17:1 error automation.empty_prompt',
+    'environments/env.yaml:2:12 error environment.invalid_value',
+    'environments/env.yaml:3:12 error environment.invalid_value',
+    'environments/env.yaml:5:3 error environment.invalid_value',
+    'environments/env.yaml:6:7 error environment.invalid_value',
+    'factory.yaml:1:7 error factory.invalid_value',
+    'factory.yaml:2:1 error factory.unknown_key',
+    'webhooks/Bad.yaml:1:1 error file.invalid_name',
+    'webhooks/README.txt:1:1 warning file.unexpected',
+    'webhooks/gh.yaml:1:11 error webhook.signature_scheme_required',
+    'webhooks/gh.yaml:3:19 error webhook.invalid_value',
+    'webhooks/tok.yaml:1:1 error webhook.missing_key',
+    'webhooks/tok.yaml:2:1 error webhook.signature_scheme_not_allowed',
+    'webhooks/tok.yaml:3:1 error webhook.unknown_key',
+  ]);
+  const byCode = (code: string) => diagnostics.find((d) => d.code === code)!;
+  assert.match(byCode('factory.unknown_key').message, /did you mean 'description'/);
+  assert.match(byCode('webhook.unknown_key').message, /did you mean 'secretName'/);
+  assert.equal(byCode('webhook.unknown_key').pointer, '/secretname');
+  assert.equal(byCode('webhook.missing_key').pointer, '/secretName');
+  assert.match(byCode('automation.unknown_provider').message, /providers that exist are: webhook/);
+  assert.match(byCode('automation.webhook_ids_file_name').message, /factory webhook list/);
+  assert.equal(byCode('filter.empty_in').pointer, '/triggers/0/filter/payload/action/in');
+  for (const d of diagnostics) assert.ok((DIAGNOSTIC_CODES as readonly string[]).includes(d.code), d.code);
+});
+
+test('anchors, aliases, tags, merge keys, duplicate keys, extra documents and bad fences each have a code', async () => {
+  const { diagnostics } = await compileDir(fixture('yaml-features'));
+  assert.deepEqual(diagnostics.map(brief), [
+    'automations/alias.md:2:14 error yaml.anchor',
+    'automations/alias.md:3:8 error yaml.alias',
+    'automations/js.md:1:1 error automation.front_matter_language',
+    'automations/open.md:1:1 error automation.unclosed_front_matter',
+    'automations/plain.md:1:1 error automation.no_front_matter',
+    'webhooks/anchor.yaml:1:13 error yaml.anchor',
+    'webhooks/anchor.yaml:2:14 error yaml.alias',
+    'webhooks/dupkey.yaml:2:1 error yaml.duplicate_key',
+    'webhooks/merge.yaml:2:1 error yaml.merge_key',
+    'webhooks/multi.yaml:2:1 error yaml.multiple_documents',
+    'webhooks/syntax.yaml:2:1 error yaml.syntax',
+    'webhooks/tag.yaml:1:13 error yaml.tag',
+  ]);
+});
+
+test('an alias bomb is rejected without being expanded', () => {
+  const lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+  for (let i = 1; i < 9; i++) lines.push(`${'abcdefghi'[i]}: &${'abcdefghi'[i]} [*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]}]`);
+  const { diagnostics } = compile([FACTORY, { path: 'webhooks/bomb.yaml', text: lines.join('\n') + '\n' }]);
+  assert.ok(diagnostics.some((d) => d.code === 'yaml.alias' && d.line === 2));
+  assert.ok(diagnostics.every((d) => d.file !== 'webhooks/bomb.yaml' || d.code.startsWith('yaml.')));
+});
+
+test('a file over 1 MiB given to compile is one error', () => {
+  const text = 'secretName: x\n' + '# padding\n'.repeat(520_000);
+  const { diagnostics } = compile([FACTORY, { path: 'webhooks/big.yaml', text }]);
+  assert.deepEqual(diagnostics.map(brief), ['webhooks/big.yaml:1:1 error file.too_large']);
+});
+
+test('missing factory.yaml, duplicate pinned uids and too many webhooks', () => {
+  const hooks: SourceFile[] = Array.from({ length: 21 }, (_, i) => ({ path: `webhooks/w${String(i).padStart(2, '0')}.yaml`, text: 'secretName: s\n' }));
+  hooks[0].text += `uid: ${UID}\n`;
+  hooks[1].text += `uid: ${UID}\n`;
+  const { diagnostics } = compile(hooks);
+  assert.deepEqual(diagnostics.filter((d) => d.severity === 'error').map(brief), [
+    'factory.yaml:1:1 error repo.missing_factory_yaml',
+    'webhooks/w01.yaml:2:6 error webhook.duplicate_uid',
+    'webhooks/w20.yaml:1:1 error repo.too_many_webhooks',
+  ]);
+});
+
+test('a webhook name in webhook_ids gets the pinned uid as a hint; a repeated UID is a duplicate trigger', () => {
+  const { diagnostics } = compile([
+    FACTORY,
+    ENV,
+    { path: 'webhooks/ci.yaml', text: `secretName: s\nuid: ${UID}\n` },
+    { path: 'automations/a.md', text: automation(`environment: sandbox\n${trigger('[webhooks/ci.yaml]')}`) },
+    {
+      path: 'automations/b.md',
+      text: automation(`environment: sandbox\n${trigger(`[${UID}]`)}  - provider: webhook\n    event: received\n    filter: {webhook_ids: [${UID}]}\n`),
+    },
+    { path: 'automations/c.md', text: automation(`environment: sandbox\n${trigger('["not a uid!"]')}`) },
+  ]);
+  assert.deepEqual(diagnostics.map(brief), [
+    'automations/a.md:7:21 error automation.webhook_ids_file_name',
+    'automations/b.md:10:28 error automation.duplicate_trigger',
+    'automations/c.md:7:21 error automation.webhook_ids_not_uid',
+  ]);
+  assert.match(diagnostics[0].message, new RegExp(`pins uid ${UID}`));
+});
+
+test('the snapshot fills defaults, sorts by name, validates against its schema and resolves ./ repos', () => {
+  const files: SourceFile[] = [
+    FACTORY,
+    { path: 'environments/sandbox.yaml', text: 'agent:\n  command: [agent]\nrepos:\n  - url: ../app\n  - url: https://example.com/x.git\n' },
+    { path: 'webhooks/z.yaml', text: 'secretName: s\n' },
+    { path: 'webhooks/a.yaml', text: 'authMode: signature\nsignatureScheme: github\nsecretName: s\n' },
+    { path: 'automations/x/automation.md', text: automation(`environment: sandbox\n${trigger(`[${UID}]`, '      payload: {created: 2024-01-01}\n')}`, '\n\nPrompt.\r\n\n') },
+  ];
+  const { snapshot, diagnostics } = compile(files, { root: '/repo/here' });
+  assert.deepEqual(diagnostics.map((d) => d.code), ['automation.unknown_webhook_uid']);
+  assert.ok(snapshot);
+  assert.ok(validateSnapshot(snapshot).ok);
+  assert.deepEqual(snapshot.webhooks.map((w) => [w.name, w.authMode]), [['a', 'signature'], ['z', 'token']]);
+  const auto = snapshot.automations[0];
+  assert.equal(auto.enabled, true);
+  assert.equal(auto.prompt, 'Prompt.');
+  // Dates stay strings (SPEC 2).
+  assert.deepEqual(auto.triggers[0].filter.payload, { created: '2024-01-01' });
+  const env = snapshot.environments[0];
+  assert.deepEqual(env.agent, { command: ['agent'], format: 'text', timeout: '30m' });
+  assert.deepEqual(env.repos.map((r) => r.url), ['/repo/app', 'https://example.com/x.git']);
+  assert.deepEqual([env.setup, env.env], [[], {}]);
+  assert.equal(compile(files).snapshot!.environments[0].repos[0].url, '../app');
+});
+
+test('build is deterministic and a changed prompt changes the digest', async () => {
+  const files = await loadRepo(resolve(import.meta.dirname, '../../../examples/factory'));
+  const a = writeSnapshot(compile(files).snapshot!);
+  const b = writeSnapshot(compile([...files].reverse()).snapshot!);
+  assert.equal(a, b);
+  assert.ok(a.endsWith('}\n'));
+  const changed = files.map((f) => (f.path === 'automations/alerts.md' ? { ...f, text: f.text + 'One more line.\n' } : f));
+  assert.notEqual(compile(changed).snapshot!.digest, compile(files).snapshot!.digest);
+});
+
+test('locate maps pointers to positions, /prompt to the body, a missing key to its parent', () => {
+  const files: SourceFile[] = [
+    { path: 'webhooks/a.yaml', text: '# c\nsecretName: s\nauthMode: token\n' },
+    { path: 'automations/b.md', text: automation(`environment: sandbox\n${trigger(`[${UID}]`)}`, 'Body\n') },
+  ];
+  assert.deepEqual(locate(files, 'webhooks/a.yaml', '/authMode'), { line: 3, column: 11 });
+  assert.deepEqual(locate(files, 'webhooks/a.yaml', '/nope'), { line: 2, column: 1 });
+  assert.deepEqual(locate(files, 'automations/b.md', '/triggers/0/filter/webhook_ids/0'), { line: 7, column: 21 });
+  assert.deepEqual(locate(files, 'automations/b.md', '/prompt'), { line: 9, column: 1 });
+  assert.deepEqual(locate(files, 'missing.yaml', '/x'), { line: 1, column: 1 });
+});

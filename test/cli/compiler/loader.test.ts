@@ -1,0 +1,58 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CliError } from '../../../core/errors.ts';
+import { loadRepo } from '../../../cli/compiler/index.ts';
+
+async function repo(files: Record<string, string | Buffer>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'factory-loader-'));
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(join(dir, path, '..'), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  return dir;
+}
+
+async function rejects(dir: string, message: RegExp, given = dir) {
+  await assert.rejects(loadRepo(given), (err: unknown) => err instanceof CliError && err.exitCode === 1 && message.test(err.message));
+}
+
+test('reads definitions only: dotfiles, deeper trees and unrelated files are skipped', async (t) => {
+  const dir = await repo({
+    'factory.yaml': 'name: x\n',
+    'README.md': '# hi\n',
+    'webhooks/a.yaml': 'secretName: s\n',
+    'webhooks/.hidden.yaml': 'junk: [\n',
+    'webhooks/notes.txt': '\xff',
+    'automations/b/automation.md': '---\n---\n',
+    'automations/b/data.bin': Buffer.from([0xff, 0xfe]),
+    'environments/e.yaml': 'agent: {command: [a]}\n',
+  });
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const files = await loadRepo(dir);
+  assert.deepEqual(files.map((f) => f.path), ['automations/b/automation.md', 'environments/e.yaml', 'factory.yaml', 'webhooks/a.yaml', 'webhooks/notes.txt']);
+  assert.equal(files.find((f) => f.path === 'webhooks/notes.txt')!.text, '');
+});
+
+test('each bad input is one clear CliError', async (t) => {
+  const big = 'secretName: x\n' + 'a'.repeat(5 * 1024 * 1024) + '\n';
+  const dirs = {
+    missing: join(tmpdir(), 'factory-does-not-exist-' + process.pid),
+    noFactory: await repo({ 'webhooks/a.yaml': 'secretName: s\n' }),
+    utf8: await repo({ 'factory.yaml': 'name: x\n', 'webhooks/a.yaml': Buffer.from([0x61, 0x3a, 0x20, 0xc3, 0x28, 0x0a]) }),
+    big: await repo({ 'factory.yaml': 'name: x\n', 'webhooks/big.yaml': big }),
+    dirAsFile: await repo({ 'factory.yaml': 'name: x\n', 'webhooks/a.yaml/x': 'y' }),
+    dangling: await repo({ 'factory.yaml': 'name: x\n' }),
+  };
+  await mkdir(join(dirs.dangling, 'webhooks'));
+  await symlink(join(dirs.dangling, 'nowhere.yaml'), join(dirs.dangling, 'webhooks', 'a.yaml'));
+  t.after(() => Promise.all(Object.values(dirs).map((d) => rm(d, { recursive: true, force: true }))));
+  await rejects(dirs.missing, /does not exist/);
+  await rejects(dirs.noFactory, /has no factory\.yaml/);
+  await rejects(dirs.utf8, /webhooks\/a\.yaml is not valid UTF-8 \(at byte offset 3\)/);
+  await rejects(dirs.big, /webhooks\/big\.yaml is \d+ bytes; definitions files may be at most 1048576 bytes/);
+  await rejects(dirs.dirAsFile, /cannot read webhooks\/a\.yaml: it is a directory/);
+  await rejects(dirs.dangling, /cannot read webhooks\/a\.yaml: it is a symbolic link/);
+});
