@@ -1,0 +1,155 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { Command } from 'commander';
+import { CliError, usageError } from '../../core/errors.ts';
+import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
+import type { CliIO } from '../io.ts';
+import { formatTable } from '../table.ts';
+
+interface SecretMeta {
+  name: string;
+  current_version: number;
+  has_value: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+interface ValueFlags extends ClientFlags {
+  fromFile?: string;
+  pending?: boolean;
+}
+
+/**
+ * `factory secret create|update|list|delete` (SPEC 5, 10). A value comes from stdin (when it is
+ * not a terminal), `--from-file`, or a hidden prompt; never from argv, where `ps` and shell
+ * history would see it.
+ */
+export function registerSecret(program: Command, io: CliIO): void {
+  const secret = program.command('secret').description('manage team secrets (admin scope); values are write-only');
+
+  addClientOptions(
+    secret
+      .command('create')
+      .description('create a team secret: the value from stdin, --from-file or a hidden prompt')
+      .argument('<name>', 'secret name: letters, digits, _ . -')
+      .option('--from-file <path>', 'read the value from this file')
+      .option('--pending', 'create it without a value (set it later with `secret update`)'),
+  )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ printf %s "$GITHUB_WEBHOOK_SECRET" | factory secret create github-signing\n  $ factory secret create stripe-signing --from-file ./whsec.txt\n  $ factory secret create paddle-signing --pending\n\nOne trailing newline (\\n or \\r\\n) is removed from a value read from stdin or a file; nothing else is trimmed.\n',
+    )
+    .action(async (name: string, flags: ValueFlags) => {
+      if (flags.pending && flags.fromFile) throw usageError('--pending creates a secret without a value; drop --from-file or --pending.');
+      const client = clientFromFlags(flags, io);
+      const body = flags.pending ? { name, pending: true } : { name, value: await readValue(io, flags, name) };
+      const meta = await client.request<SecretMeta>('POST', '/api/v1/secrets', body);
+      io.stdout(meta.has_value ? `created secret ${meta.name} (version ${meta.current_version})\n` : `created secret ${meta.name} (pending: no value yet)\n`);
+    });
+
+  addClientOptions(
+    secret
+      .command('update')
+      .description('set a new value (a new version): from stdin, --from-file or a hidden prompt')
+      .argument('<name>', 'secret name')
+      .option('--from-file <path>', 'read the value from this file'),
+  )
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ factory secret update github-signing < new-secret.txt\n\nWebhooks stay bound to the version they were applied with: re-apply, or disable and enable the webhook, to use the new value.\n',
+    )
+    .action(async (name: string, flags: ValueFlags) => {
+      const client = clientFromFlags(flags, io);
+      const value = await readValue(io, flags, name);
+      const meta = await client.request<SecretMeta>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, { value });
+      io.stdout(`updated secret ${meta.name} (version ${meta.current_version})\n`);
+    });
+
+  addClientOptions(secret.command('list').description('list team secrets (names and versions, never values)').option('--json', 'print JSON'))
+    .addHelpText('after', '\nExample:\n  $ factory secret list --json\n')
+    .action(async (flags: ClientFlags & { json?: boolean }) => {
+      const { secrets } = await clientFromFlags(flags, io).request<{ secrets: SecretMeta[] }>('GET', '/api/v1/secrets');
+      if (flags.json) {
+        io.stdout(JSON.stringify(secrets, null, 2) + '\n');
+        return;
+      }
+      const rows = secrets.map((s) => [s.name, String(s.current_version), s.has_value ? 'set' : 'pending', s.updated_at]);
+      io.stdout(formatTable([['NAME', 'VERSION', 'VALUE', 'UPDATED'], ...rows]));
+    });
+
+  addClientOptions(secret.command('delete').description('delete a team secret and all its versions').argument('<name>', 'secret name'))
+    .addHelpText('after', '\nExample:\n  $ factory secret delete old-token\n')
+    .action(async (name: string, flags: ClientFlags) => {
+      await clientFromFlags(flags, io).request('DELETE', `/api/v1/secrets/${encodeURIComponent(name)}`);
+      io.stdout(`deleted secret ${name}\n`);
+    });
+}
+
+/** The value of a create/update: --from-file, else stdin when piped, else a hidden prompt. */
+async function readValue(io: CliIO, flags: ValueFlags, name: string): Promise<string> {
+  let value: string;
+  if (flags.fromFile) {
+    const bytes = await readFile(resolve(io.cwd, flags.fromFile)).catch((err: NodeJS.ErrnoException) => {
+      throw new CliError(`cannot read ${flags.fromFile}: ${err.code ?? err.message}`);
+    });
+    value = stripOneNewline(decode(bytes, flags.fromFile));
+  } else if (!io.stdinIsTTY) {
+    value = stripOneNewline(decode(await readAll(io.stdin), 'stdin'));
+  } else {
+    value = await promptHidden(io, `value for ${name} (input is hidden): `);
+  }
+  if (value === '') throw new CliError('the value is empty; pipe it on stdin, use --from-file, or create the secret with --pending.');
+  return value;
+}
+
+/** SPEC 5: `echo` and editors add one trailing newline; remove exactly one (`\n` or `\r\n`). */
+export function stripOneNewline(text: string): string {
+  if (text.endsWith('\r\n')) return text.slice(0, -2);
+  if (text.endsWith('\n')) return text.slice(0, -1);
+  return text;
+}
+
+function decode(bytes: Buffer, source: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new CliError(`the value from ${source} is not valid UTF-8 text.`);
+  }
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
+  return Buffer.concat(chunks);
+}
+
+/** Reads one line from a terminal without echoing it. Ctrl-C cancels. */
+function promptHidden(io: CliIO, label: string): Promise<string> {
+  const stdin = io.stdin as Readable & { setRawMode?: (mode: boolean) => void };
+  io.stderr(label);
+  return new Promise((resolvePromise, reject) => {
+    let value = '';
+    const raw = typeof stdin.setRawMode === 'function';
+    if (raw) stdin.setRawMode!(true);
+    stdin.setEncoding('utf8');
+    const finish = (err?: Error) => {
+      stdin.off('data', onData);
+      if (raw) stdin.setRawMode!(false);
+      stdin.pause();
+      io.stderr('\n');
+      if (err) reject(err);
+      else resolvePromise(value);
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') return finish();
+        if (ch === '\u0003') return finish(new CliError('cancelled', 130));
+        if (ch === '\u007f' || ch === '\b') value = Array.from(value).slice(0, -1).join('');
+        else value += ch;
+      }
+    };
+    stdin.on('data', onData);
+    stdin.resume();
+  });
+}

@@ -1,0 +1,64 @@
+import type { Context } from 'koa';
+import { invalidRequest, notFound } from '../../core/errors.ts';
+import { readJsonBody } from '../http/body.ts';
+import { requireScope } from '../http/auth.ts';
+import type { RouteModule } from './index.ts';
+
+/**
+ * Team secrets (SPEC 5), admin scope. Values go in, never out: every response is metadata
+ * (name, current_version, has_value, timestamps).
+ * - `POST /api/v1/secrets` `{name, value}` or `{name, pending: true}` → 201
+ * - `GET /api/v1/secrets` → `{secrets: [...]}`; `GET /api/v1/secrets/:name` → one
+ * - `PUT /api/v1/secrets/:name` `{value}` → 200, a new version
+ * - `DELETE /api/v1/secrets/:name` → 204
+ */
+export const secretRoutes: RouteModule = (router, { config, store }) => {
+  const admin = requireScope('admin');
+  const readObject = async (ctx: Context, allowed: string[]) => {
+    const body = await readJsonBody(ctx, { limit: config.limits.apiBodyBytes });
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The body must be a JSON object.');
+    const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
+    if (unknown.length) {
+      throw invalidRequest('The request has unknown fields.', unknown.map((k) => ({ pointer: `/${k}`, message: 'unknown field' })));
+    }
+    return body as Record<string, unknown>;
+  };
+
+  router.post('/api/v1/secrets', admin, async (ctx) => {
+    const b = await readObject(ctx, ['name', 'value', 'pending']);
+    if (b.pending !== undefined && typeof b.pending !== 'boolean') {
+      throw invalidRequest('pending must be a boolean.', [{ pointer: '/pending', message: 'must be true or false' }]);
+    }
+    if (b.pending === true && b.value !== undefined) {
+      throw invalidRequest('A pending secret has no value.', [{ pointer: '/value', message: 'omit the value, or drop pending' }]);
+    }
+    if (b.pending !== true && b.value === undefined) {
+      throw invalidRequest('The secret needs a value, or pending: true.', [{ pointer: '/value', message: 'required unless pending is true' }]);
+    }
+    const meta = store.secrets.create(b.name as string, b.pending === true ? null : (b.value as string));
+    ctx.status = 201;
+    ctx.set('Location', `/api/v1/secrets/${encodeURIComponent(meta.name)}`);
+    ctx.body = meta;
+  });
+
+  router.get('/api/v1/secrets', admin, (ctx) => {
+    ctx.body = { secrets: store.secrets.list() };
+  });
+
+  router.get('/api/v1/secrets/:name', admin, (ctx) => {
+    const meta = store.secrets.get(ctx.params.name);
+    if (!meta) throw notFound(`No secret is named "${ctx.params.name}".`);
+    ctx.body = meta;
+  });
+
+  router.put('/api/v1/secrets/:name', admin, async (ctx) => {
+    const b = await readObject(ctx, ['value']);
+    if (b.value === undefined) throw invalidRequest('The new value is missing.', [{ pointer: '/value', message: 'required' }]);
+    ctx.body = store.secrets.update(ctx.params.name, b.value as string);
+  });
+
+  router.delete('/api/v1/secrets/:name', admin, (ctx) => {
+    store.secrets.delete(ctx.params.name);
+    ctx.status = 204;
+  });
+};
