@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import type { CliIO } from '../io.ts';
 import { registerValidate } from './validate.ts';
 import { registerBuild } from './build.ts';
+import { registerServe } from './serve.ts';
+import { registerKey } from './key.ts';
+import { registerSecret } from './secret.ts';
 import { registerFilter } from './filter.ts';
 
 /** A command module adds its commands to the program. */
@@ -13,5 +16,8 @@ export type RegisterCommand = (program: Command, io: CliIO) => void;
 export const COMMANDS: RegisterCommand[] = [
   registerValidate,
   registerBuild,
+  registerServe,
+  registerSecret,
+  registerKey,
   registerFilter,
 ];
