@@ -100,16 +100,22 @@ export function locateInSources(value: unknown, pointer: string): { file: string
 
 /**
  * The runtime checks of SPEC 4 and 7.6 against the facts in `input`. Returns every problem.
+ * `maxWebhooks` is config.limits.webhooksPerFactory (SPEC 11, default 20).
  */
-export function checkAgainstRuntime(snapshot: Snapshot, input: PlanInput): CheckError[] {
+export function checkAgainstRuntime(
+  snapshot: Snapshot,
+  input: PlanInput,
+  options: { maxWebhooks?: number } = {},
+): CheckError[] {
+  const maxWebhooks = options.maxWebhooks ?? MAX_WEBHOOKS_PER_FACTORY;
   const errors: CheckError[] = [];
   const factoryFile = snapshot.factory.source.file;
   if (input.factory?.managedBy === 'api') {
     errors.push({ file: factoryFile, pointer: '/name', code: 'factory.managed_by_api', conflict: true, message: `factory '${snapshot.factory.name}' was created through the API or the dashboard; its webhooks cannot be managed by definitions (SPEC 7.6)` });
   }
-  if (snapshot.webhooks.length > MAX_WEBHOOKS_PER_FACTORY) {
-    for (const w of snapshot.webhooks.slice(MAX_WEBHOOKS_PER_FACTORY)) {
-      errors.push({ file: w.source.file, pointer: '', code: 'webhook.limit_exceeded', message: `factory '${snapshot.factory.name}' defines ${snapshot.webhooks.length} webhooks; at most ${MAX_WEBHOOKS_PER_FACTORY} are allowed` });
+  if (snapshot.webhooks.length > maxWebhooks) {
+    for (const w of snapshot.webhooks.slice(maxWebhooks)) {
+      errors.push({ file: w.source.file, pointer: '', code: 'webhook.limit_exceeded', message: `factory '${snapshot.factory.name}' defines ${snapshot.webhooks.length} webhooks; at most ${maxWebhooks} are allowed` });
     }
   }
   const live = new Map(input.webhooks.map((w) => [w.name, w]));

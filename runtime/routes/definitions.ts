@@ -23,7 +23,7 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
 
   router.post('/api/v1/factories/:name/plan', requireScope('manage', factoryParam), async (ctx) => {
     const req = parseRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
-    const { snapshot, input } = prepare(store, String(ctx.params.name), req.snapshot);
+    const { snapshot, input } = prepare(store, String(ctx.params.name), req.snapshot, config.limits.webhooksPerFactory);
     const plan = computePlan(snapshot, input);
     ctx.body = {
       factory: snapshot.factory.name,
@@ -40,7 +40,7 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
   router.post('/api/v1/factories/:name/apply', requireScope('manage', factoryParam), async (ctx) => {
     const req = parseRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
     const name = String(ctx.params.name);
-    const { snapshot, input } = prepare(store, name, req.snapshot);
+    const { snapshot, input } = prepare(store, name, req.snapshot, config.limits.webhooksPerFactory);
     const before = baseRevision(input);
     if (req.baseRevision !== undefined && req.baseRevision !== before) {
       throw new FactoryError('conflict', 'The runtime changed since this plan was made; nothing was applied. Plan again.', {
@@ -105,11 +105,11 @@ function parseRequest(body: unknown): PlanRequest {
 }
 
 /** Validates the snapshot and checks it against the runtime; throws a problem naming every file and key. */
-function prepare(store: Store, name: string, value: unknown): { snapshot: Snapshot; input: PlanInput } {
+function prepare(store: Store, name: string, value: unknown, maxWebhooks: number): { snapshot: Snapshot; input: PlanInput } {
   const checked = checkSnapshot(value, name);
   if (!checked.ok) throw checkFailure('The snapshot is not valid; nothing was changed.', checked.errors);
   const input = gather(store, checked.snapshot);
-  const errors = checkAgainstRuntime(checked.snapshot, input);
+  const errors = checkAgainstRuntime(checked.snapshot, input, { maxWebhooks });
   if (errors.length) {
     throw checkFailure(`The snapshot failed ${errors.length} runtime check${errors.length > 1 ? 's' : ''}; nothing was changed.`, errors);
   }

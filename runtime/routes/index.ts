@@ -3,9 +3,10 @@ import type { AppDeps } from '../app.ts';
 import { healthRoutes } from './health.ts';
 import { keyRoutes } from './keys.ts';
 import { secretRoutes } from './secrets.ts';
+import { definitionsRoutes } from './definitions.ts';
 
 /** A route module adds its routes to the one router. */
 export type RouteModule = (router: Router, deps: AppDeps) => void;
 
 /** Every route module. Each owner adds one import and one entry. */
-export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes];
+export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes];
