@@ -107,7 +107,9 @@ export function describeValue(value: unknown): string {
     return text.length <= 60 ? text : text.slice(0, 57) + '...}';
   }
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
-  return safeJson(value);
+  const text = safeJson(value);
+  // A long string (a comment body) would drown the message: keep its start.
+  return typeof value === 'string' && text.length > 60 ? text.slice(0, 56) + '..."' : text;
 }
 
 function safeJson(value: unknown): string {

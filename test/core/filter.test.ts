@@ -60,6 +60,11 @@ describe('explainFilter reasons', () => {
     );
     assert.equal(reason({ labels: { name: 'bug' } }, '{"labels":[1,{"name":"ui"}]}'), '"ui" is not "bug"');
   });
+  it('shortens long strings', () => {
+    const long = 'x'.repeat(500);
+    const r = reason({ body: 'short' }, JSON.stringify({ body: long }));
+    assert.equal(r, `"${'x'.repeat(55)}..." is not "short"`);
+  });
   it('shortens long lists', () => {
     assert.equal(reason({ n: [1, 2, 3, 4, 5, 6, 7] }, '{"n":0}'), '0 is not one of 1, 2, 3, 4, 5 and 2 more');
   });
