@@ -4,9 +4,11 @@ import { healthRoutes } from './health.ts';
 import { keyRoutes } from './keys.ts';
 import { secretRoutes } from './secrets.ts';
 import { definitionsRoutes } from './definitions.ts';
+import { runRoutes } from './runs.ts';
+import { sessionRoutes } from './sessions.ts';
 
 /** A route module adds its routes to the one router. */
 export type RouteModule = (router: Router, deps: AppDeps) => void;
 
 /** Every route module. Each owner adds one import and one entry. */
-export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes];
+export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, runRoutes, sessionRoutes];

@@ -1,0 +1,133 @@
+import type { Context } from 'koa';
+import { canonicalJson, sha256Hex } from '../../core/canonical-json.ts';
+import { FactoryError, invalidRequest, notFound } from '../../core/errors.ts';
+import { isFinal } from '../../core/run-state.ts';
+import type { AppDeps } from '../app.ts';
+import { principalOf, requireScope, type Principal } from '../http/auth.ts';
+import { readJsonBody } from '../http/body.ts';
+import type { RunRecord } from '../store/runs.ts';
+import type { RouteModule } from './index.ts';
+import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
+
+export const RUNS_PATH = '/api/v1/agent/runs';
+/** Transcript events per response; `?after=` continues. */
+export const TRANSCRIPT_PAGE = 1000;
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** The run as the API shows it (SPEC 6): `session_link` once it SUCCEEDED, or FAILED after starting. */
+export function runView(run: RunRecord, baseUrl: string): RunRecord & { session_link: string | null } {
+  const linked = run.state === 'SUCCEEDED' || (run.state === 'FAILED' && run.started_at !== null);
+  return { ...run, session_link: linked ? `${baseUrl}/sessions/${run.run_id}` : null };
+}
+
+/** Who a run created through the API is attributed to: a personal key's user or an agent key's agent. */
+export function creatorOf(p: Principal): { type: 'user' | 'agent'; name: string } {
+  return { type: p.kind === 'agent' ? 'agent' : 'user', name: p.name };
+}
+
+/** A run or 404. */
+export function findRun(deps: AppDeps, runId: string): RunRecord {
+  const run = deps.store.runs.get(runId);
+  if (!run) throw notFound(`No run has the id "${runId}".`);
+  return run;
+}
+
+/** The transcript page after `after`, as both the API and the session page serve it. */
+export function transcriptBody(deps: AppDeps, ctx: Context, run: RunRecord) {
+  const after = parseAfter(ctx.query.after);
+  if (typeof after !== 'number') throw invalidRequest('The query is not valid.', [after]);
+  const events = deps.store.runs.events(run.run_id, after, TRANSCRIPT_PAGE + 1);
+  const page = events.slice(0, TRANSCRIPT_PAGE);
+  return {
+    run_id: run.run_id,
+    state: run.state,
+    finished: isFinal(run.state),
+    events: page,
+    next_after: page.at(-1)?.seq ?? after,
+    has_more: events.length > TRANSCRIPT_PAGE,
+  };
+}
+
+/** The agent run API (SPEC 6), scope `runs`. */
+export const runRoutes: RouteModule = (router, deps) => {
+  const { store, config } = deps;
+  const runs = requireScope('runs');
+
+  router.post(RUNS_PATH, runs, async (ctx) => {
+    const idemKey = ctx.get('Idempotency-Key');
+    if (idemKey && !IDEMPOTENCY_KEY.test(idemKey)) {
+      throw invalidRequest('The Idempotency-Key header must be 1 to 255 visible ASCII characters.', [
+        { pointer: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' },
+      ]);
+    }
+    const body = await readJsonBody(ctx, { limit: config.limits.apiBodyBytes });
+    const parsed = parseCreateRun(body);
+    if (!parsed.value) {
+      const first = parsed.errors[0];
+      throw invalidRequest(`The run request is not valid: ${first.pointer || 'body'}: ${first.message}.`, parsed.errors);
+    }
+    const input = parsed.value;
+    if (!store.defs.getEnvironment(input.environmentId)) {
+      throw invalidRequest(`There is no environment "${input.environmentId}"; apply a factory that defines it first.`, [
+        { pointer: '/config/environment_id', message: `unknown environment "${input.environmentId}"` },
+      ]);
+    }
+    const principal = principalOf(ctx);
+    const newRun = {
+      prompt: input.prompt,
+      environmentId: input.environmentId,
+      title: input.title,
+      metadata: input.metadata,
+      source: 'API' as const,
+      creator: creatorOf(principal),
+    };
+    let run: RunRecord;
+    let created = true;
+    if (idemKey) {
+      ({ run, created } = store.runs.createIdempotent(newRun, { keyId: principal.keyId, key: idemKey, requestHash: sha256Hex(canonicalJson(body)) }));
+    } else {
+      run = store.runs.create(newRun);
+    }
+    // The run starts asynchronously (SPEC 6): answer first, then let the pool claim it.
+    if (created) setImmediate(() => deps.services.executor?.wake());
+    ctx.status = created ? 201 : 200;
+    ctx.set('Location', `${RUNS_PATH}/${run.run_id}`);
+    ctx.body = runView(run, config.baseUrl);
+  });
+
+  router.get(RUNS_PATH, runs, (ctx) => {
+    const parsed = parseListRuns(ctx.query, config.limits);
+    if (!parsed.value) {
+      const first = parsed.errors[0];
+      throw invalidRequest(`The query is not valid: ${first.pointer}: ${first.message}.`, parsed.errors);
+    }
+    const page = store.runs.list(parsed.value);
+    ctx.body = {
+      runs: page.runs.map((r) => runView(r, config.baseUrl)),
+      page_info: { has_next_page: page.nextCursor !== null, next_cursor: page.nextCursor },
+    };
+  });
+
+  router.get(`${RUNS_PATH}/:id`, runs, (ctx) => {
+    ctx.body = runView(findRun(deps, String(ctx.params.id)), config.baseUrl);
+  });
+
+  router.post(`${RUNS_PATH}/:id/cancel`, runs, (ctx) => {
+    const run = findRun(deps, String(ctx.params.id));
+    if (isFinal(run.state)) {
+      throw new FactoryError('operation_not_supported', `The run "${run.run_id}" already finished (${run.state}); only a QUEUED or INPROGRESS run can be cancelled.`);
+    }
+    // No await from the read above to here: the run cannot have moved in between.
+    if (run.state === 'QUEUED') {
+      store.runs.finish(run.run_id, 'CANCELLED', { statusMessage: 'the run was cancelled before it started', errorCode: 'cancelled', retryable: false });
+    } else if (!deps.services.executor?.cancel(run.run_id)) {
+      // INPROGRESS but no job here (no executor in this process): nothing is left to stop.
+      store.runs.finish(run.run_id, 'CANCELLED', { statusMessage: 'the run was cancelled', errorCode: 'cancelled', retryable: false });
+    }
+    ctx.body = { run_id: run.run_id };
+  });
+
+  router.get(`${RUNS_PATH}/:id/transcript`, runs, (ctx) => {
+    ctx.body = transcriptBody(deps, ctx, findRun(deps, String(ctx.params.id)));
+  });
+};
