@@ -6,6 +6,11 @@ import { registerServe } from './serve.ts';
 import { registerKey } from './key.ts';
 import { registerSecret } from './secret.ts';
 import { registerFilter } from './filter.ts';
+import { registerPlan } from './plan.ts';
+import { registerApply } from './apply.ts';
+import { registerWatch } from './watch.ts';
+import { registerDev } from './dev.ts';
+import { registerWebhook } from './webhook.ts';
 
 /** A command module adds its commands to the program. */
 export type RegisterCommand = (program: Command, io: CliIO) => void;
@@ -20,4 +25,9 @@ export const COMMANDS: RegisterCommand[] = [
   registerSecret,
   registerKey,
   registerFilter,
+  registerPlan,
+  registerApply,
+  registerWatch,
+  registerDev,
+  registerWebhook,
 ];

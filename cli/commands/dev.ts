@@ -1,0 +1,91 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { newStandardWebhooksSecret, newTokenSecret } from '../../core/ids.ts';
+import type { Snapshot } from '../../core/snapshot.ts';
+import { parseConfig, type ConfigFlags } from '../../runtime/config.ts';
+import { startServer } from '../../runtime/server.ts';
+import type { Store } from '../../runtime/store/index.ts';
+import { createClient } from '../client.ts';
+import type { CliIO } from '../io.ts';
+import { diagnosticFormat } from './validate.ts';
+import { untilSignalled, watchAndApply } from './watch.ts';
+
+/**
+ * `factory dev [dir]` (SPEC 10): the runtime in this process, plus apply and watch, for trying a
+ * factory out. Missing team secrets are created with random values suited to their use and printed
+ * once: a development convenience that `serve` + `apply` never do.
+ */
+
+/** A random value for a secret, by how the repo uses it (SPEC 7.6, core/ids.ts). */
+export function devSecretValue(snapshot: Snapshot, name: string): string {
+  const users = snapshot.webhooks.filter((w) => w.secretName === name);
+  if (users.some((w) => w.authMode === 'signature' && w.signatureScheme === 'standard-webhooks')) return newStandardWebhooksSecret();
+  // token and url_token need a URL-safe value of at least 32 characters; base64url of 32 bytes is 43.
+  return newTokenSecret();
+}
+
+/** Every team secret the snapshot names: webhook secrets and `{secret: NAME}` environment values. */
+export function secretNames(snapshot: Snapshot): string[] {
+  const names = new Set(snapshot.webhooks.map((w) => w.secretName));
+  for (const env of snapshot.environments) for (const v of Object.values(env.env)) if (typeof v === 'object') names.add(v.secret);
+  return [...names].sort();
+}
+
+/** Creates the secrets the snapshot names that do not exist yet; returns name → value, once. */
+export function createMissingSecrets(store: Store, snapshot: Snapshot): Map<string, string> {
+  const created = new Map<string, string>();
+  for (const name of secretNames(snapshot)) {
+    if (store.secrets.get(name)) continue;
+    const value = devSecretValue(snapshot, name);
+    store.secrets.create(name, value);
+    created.set(name, value);
+  }
+  return created;
+}
+
+export function registerDev(program: Command, io: CliIO): void {
+  program
+    .command('dev')
+    .description('run the runtime, create missing secrets, apply and watch a factory repo: for trying it out')
+    .argument('[dir]', 'the factory repo', '.')
+    .option('--port <port>', 'port to listen on (env FACTORY_PORT, default 8080; 0 picks a free one)')
+    .option('--host <host>', 'address to bind (env FACTORY_HOST, default 127.0.0.1)')
+    .option('--base-url <url>', 'public URL for ingress URLs (env FACTORY_BASE_URL)')
+    .option('--data-dir <dir>', 'database, keys and workspaces (env FACTORY_DATA_DIR, default ./.factory)')
+    .option('--max-concurrent-runs <n>', 'runs executed at once (env FACTORY_MAX_CONCURRENT_RUNS, default 2)')
+    .option('--log-level <level>', 'runtime log level (env FACTORY_LOG_LEVEL; default warn here, to keep the output readable)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ factory dev examples/factory\n  $ npm start            # the same, for the example\n\nNot for production: it creates any missing team secret with a random value and prints it. Use `factory serve` and `factory apply` there.\n',
+    )
+    .action(async (dir: string, flags: ConfigFlags) => {
+      const logLevel = flags.logLevel ?? (io.env.FACTORY_LOG_LEVEL ? undefined : 'warn');
+      const config = parseConfig({ ...flags, logLevel }, io.env, io.cwd);
+      const server = await startServer(config);
+      const { signal, dispose } = untilSignalled();
+      try {
+        io.stdout(`factory runtime listening on ${server.url}\n`);
+        io.stdout(`admin key: ${server.adminKeyPath}${server.adminKeyCreated ? ' (created now)' : ''}; in another terminal here, \`factory webhook list\` uses it.\n`);
+        const client = createClient({ server: server.url, apiKey: readFileSync(server.adminKeyPath, 'utf8').trim() });
+        await watchAndApply({
+          dir,
+          client,
+          io,
+          format: diagnosticFormat(io, undefined),
+          signal,
+          beforeApply: (snapshot) => {
+            const created = createMissingSecrets(server.store, snapshot);
+            if (!created.size) return;
+            io.stdout('\nDevelopment convenience: created these missing team secrets with random values.\n');
+            io.stdout('They are shown this once; configure senders with them, or replace them with `factory secret update NAME`.\n');
+            for (const [name, value] of created) io.stdout(`  ${name} = ${value}\n`);
+            io.stdout('\n');
+          },
+        });
+        io.stdout('Stopping: finishing in-flight requests.\n');
+      } finally {
+        dispose();
+        await server.close();
+      }
+    });
+}

@@ -1,0 +1,151 @@
+import { writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { CliError, FactoryError, exitWith } from '../../core/errors.ts';
+import type { Snapshot } from '../../core/snapshot.ts';
+import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
+import { compile, formatDiagnostics, loadRepo, locate, type Diagnostic, type SourceFile } from '../compiler/index.ts';
+import type { CliIO } from '../io.ts';
+import { asGiven, diagnosticFormat, type DiagnosticFormat } from './validate.ts';
+
+/**
+ * `factory plan [dir]` (SPEC 4): compile locally, send the snapshot to the runtime, print the
+ * changes per resource. The helpers here are shared by apply, watch and dev.
+ */
+
+export interface Change {
+  resource: 'factory' | 'webhook' | 'automation' | 'environment';
+  name: string;
+  action: 'create' | 'update' | 'delete' | 'no-op';
+  file: string;
+  diff?: { field: string; before: unknown; after: unknown }[];
+}
+
+/** The runtime's answer to POST /api/v1/factories/:name/plan. */
+export interface PlanResponse {
+  factory: string;
+  base_revision: string;
+  revision: string | null;
+  digest: string;
+  changed: boolean;
+  summary: { create: number; update: number; delete: number; no_op: number };
+  changes: Change[];
+  notes: string[];
+}
+
+/** What `plan --out` writes and `apply --plan` reads: the plan plus the exact snapshot planned. */
+export interface PlanFile extends PlanResponse {
+  snapshot: Snapshot;
+}
+
+export interface Compiled {
+  snapshot: Snapshot;
+  files: SourceFile[];
+}
+
+/**
+ * Loads and compiles `dir`, printing diagnostics (warnings too) to stderr. Returns undefined
+ * when there are errors; the caller decides whether that ends the command (plan) or not (watch).
+ */
+export async function compileRepo(io: CliIO, dir: string, format: DiagnosticFormat): Promise<Compiled | undefined> {
+  const root = resolve(io.cwd, dir);
+  const files = await loadRepo(root);
+  const result = compile(files, { root });
+  if (result.diagnostics.length) io.stderr(formatDiagnostics(asGiven(dir, result.diagnostics), format));
+  return result.snapshot ? { snapshot: result.snapshot, files } : undefined;
+}
+
+/**
+ * Prints a runtime refusal as diagnostics (`file:line:col: error CODE: message`, SPEC 4), placing
+ * each `{file, pointer}` with the compiler's `locate`, then the problem's sentence.
+ * Returns false for an error that is not a runtime refusal (the caller rethrows it).
+ */
+export function printRuntimeErrors(io: CliIO, err: unknown, dir: string, files: SourceFile[], format: DiagnosticFormat): boolean {
+  if (!(err instanceof FactoryError)) return false;
+  const diags: Diagnostic[] = [];
+  for (const e of err.errors ?? []) {
+    const code = e.code ?? err.code;
+    if (!e.file) {
+      io.stderr(`error ${code}: ${e.pointer ? e.pointer + ': ' : ''}${e.message}\n`);
+      continue;
+    }
+    const { line, column } = locate(files, e.file, e.pointer);
+    diags.push({ file: e.file, line, column, code, message: e.message, pointer: e.pointer, severity: 'error' });
+  }
+  if (diags.length) io.stderr(formatDiagnostics(asGiven(dir, diags), format === 'json' ? 'text' : format));
+  io.stderr(`error: ${err.message}\n`);
+  return true;
+}
+
+const SIGN: Record<Change['action'], string> = { create: '+', update: '~', delete: '-', 'no-op': ' ' };
+
+const show = (v: unknown): string => {
+  const s = JSON.stringify(v) ?? 'null';
+  return s.length > 100 ? s.slice(0, 97) + '...' : s;
+};
+
+/** The text form of a plan's changes: one line per changed resource, field diffs under updates. */
+export function renderChanges(changes: Change[], notes: string[]): string {
+  let out = '';
+  const width = Math.max(0, ...changes.map((c) => `${c.resource} ${c.name}`.length));
+  for (const c of changes) {
+    if (c.action === 'no-op') continue;
+    out += `  ${SIGN[c.action]} ${`${c.resource} ${c.name}`.padEnd(width)}  ${c.action.padEnd(6)}  ${c.file}\n`;
+    if (c.action === 'update') for (const d of c.diff ?? []) out += `      ${d.field}: ${show(d.before)} -> ${show(d.after)}\n`;
+  }
+  for (const n of notes) out += `note: ${n}\n`;
+  return out;
+}
+
+export function summaryLine(s: PlanResponse['summary']): string {
+  return `${s.create} to create, ${s.update} to update, ${s.delete} to delete, ${s.no_op} unchanged.`;
+}
+
+export async function requestPlan(client: Client, snapshot: Snapshot): Promise<PlanResponse> {
+  return client.request<PlanResponse>('POST', `/api/v1/factories/${encodeURIComponent(snapshot.factory.name)}/plan`, { snapshot });
+}
+
+export function registerPlan(program: Command, io: CliIO): void {
+  const cmd = program
+    .command('plan')
+    .description('show what apply would change in the runtime, per resource (SPEC 4)')
+    .argument('[dir]', 'the factory repo', '.')
+    .option('--json', 'print the plan as JSON')
+    .option('--detailed-exitcode', 'exit 0 when there are no changes, 2 when there are, 1 on error')
+    .option('--out <file>', 'save the plan (with its snapshot) for `factory apply --plan`')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ factory plan examples/factory\n  $ factory plan . --detailed-exitcode --out plan.json && echo "up to date"\n\nThe runtime checks what only it knows: that secrets exist, url_token secret values, webhook UIDs, environment ownership and the webhook limit.\n',
+    );
+  addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { json?: boolean; detailedExitcode?: boolean; out?: string }) => {
+    const format = diagnosticFormat(io, undefined);
+    const client = clientFromFlags(opts, io);
+    const compiled = await compileRepo(io, dir, format);
+    if (!compiled) throw exitWith(1);
+    let plan: PlanResponse;
+    try {
+      plan = await requestPlan(client, compiled.snapshot);
+    } catch (err) {
+      if (printRuntimeErrors(io, err, dir, compiled.files, format)) throw exitWith(1);
+      throw err;
+    }
+    if (opts.out) {
+      const file: PlanFile = { ...plan, snapshot: compiled.snapshot };
+      await writeFile(resolve(io.cwd, opts.out), JSON.stringify(file, null, 2) + '\n').catch((err: NodeJS.ErrnoException) => {
+        throw new CliError(`cannot write ${opts.out}: ${err.code ?? err.message}`);
+      });
+    }
+    if (opts.json) {
+      io.stdout(JSON.stringify(plan, null, 2) + '\n');
+    } else if (!plan.changed) {
+      io.stdout(`No changes. Factory ${plan.factory} matches ${dir} (base revision ${plan.base_revision}).\n`);
+      for (const n of plan.notes) io.stdout(`note: ${n}\n`);
+    } else {
+      io.stdout(`Plan for factory ${plan.factory} (base revision ${plan.base_revision}):\n`);
+      io.stdout(renderChanges(plan.changes, plan.notes));
+      io.stdout(`Plan: ${summaryLine(plan.summary)}\n`);
+    }
+    if (opts.out && !opts.json) io.stderr(`saved the plan to ${opts.out}; apply it with: factory apply --plan ${opts.out}\n`);
+    if (opts.detailedExitcode && plan.changed) throw exitWith(2);
+  });
+}

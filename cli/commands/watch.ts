@@ -1,0 +1,130 @@
+import { relative, resolve, sep } from 'node:path';
+import { watch } from 'chokidar';
+import type { Command } from 'commander';
+import type { Snapshot } from '../../core/snapshot.ts';
+import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
+import type { CliIO } from '../io.ts';
+import { renderApply, requestApply } from './apply.ts';
+import { compileRepo, printRuntimeErrors } from './plan.ts';
+import { diagnosticFormat, type DiagnosticFormat } from './validate.ts';
+
+/**
+ * `factory watch [dir]` (SPEC 4): apply once, then re-validate and re-apply whenever a file of the
+ * repo changes. Errors (diagnostics, runtime refusals, an unreachable runtime) are printed and the
+ * watch goes on: the next save tries again.
+ */
+
+/** Saves often come as several events (write, rename, chmod): wait for them to settle. */
+export const DEBOUNCE_MS = 150;
+
+const IGNORED = /(^|[/\\])(\.git|node_modules|\.factory)([/\\]|$)/;
+
+export interface WatchOptions {
+  dir: string;
+  client: Client;
+  io: CliIO;
+  format: DiagnosticFormat;
+  revision?: string;
+  /** Runs before each apply with the compiled snapshot (`dev` creates missing secrets here). */
+  beforeApply?: (snapshot: Snapshot) => void | Promise<void>;
+  /** Stops the watch; the returned promise resolves once it has. */
+  signal: AbortSignal;
+  /** Called after every cycle, for tests and `dev`: applied, unchanged or failed. */
+  onCycle?: (outcome: 'applied' | 'unchanged' | 'failed') => void;
+}
+
+/** One validate + apply; never throws (watch must survive every error). */
+export async function applyOnce(o: Omit<WatchOptions, 'signal' | 'onCycle'>): Promise<'applied' | 'unchanged' | 'failed'> {
+  try {
+    const compiled = await compileRepo(o.io, o.dir, o.format);
+    if (!compiled) {
+      o.io.stderr('Not applied: fix the errors above; watching for changes.\n');
+      return 'failed';
+    }
+    try {
+      await o.beforeApply?.(compiled.snapshot);
+      const result = await requestApply(o.client, compiled.snapshot, { revision: o.revision });
+      o.io.stdout(renderApply(result));
+      return result.applied ? 'applied' : 'unchanged';
+    } catch (err) {
+      if (!printRuntimeErrors(o.io, err, o.dir, compiled.files, o.format)) throw err;
+      o.io.stderr('Not applied; watching for changes.\n');
+      return 'failed';
+    }
+  } catch (err) {
+    o.io.stderr(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 'failed';
+  }
+}
+
+/** Applies now and on every change under `dir` until `signal` aborts. */
+export async function watchAndApply(o: WatchOptions): Promise<void> {
+  const root = resolve(o.io.cwd, o.dir);
+  let running = false;
+  let again = false;
+  let timer: NodeJS.Timeout | undefined;
+  const cycle = async () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    do {
+      again = false;
+      const outcome = await applyOnce(o);
+      o.onCycle?.(outcome);
+    } while (again && !o.signal.aborted);
+    running = false;
+  };
+  const watcher = watch(root, {
+    ignoreInitial: true,
+    ignored: (path: string) => IGNORED.test(relative(root, path).split(sep).join('/')),
+  });
+  watcher.on('all', (_event, path) => {
+    if (o.signal.aborted) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      o.io.stdout(`\nChange in ${relative(root, path) || '.'}; applying ${o.dir}...\n`);
+      void cycle();
+    }, DEBOUNCE_MS);
+  });
+  await new Promise<void>((ready) => watcher.once('ready', () => ready()));
+  await cycle();
+  if (!o.signal.aborted) await new Promise<void>((done) => o.signal.addEventListener('abort', () => done(), { once: true }));
+  clearTimeout(timer);
+  await watcher.close();
+}
+
+/** An AbortSignal that fires on the first SIGINT or SIGTERM; for long-running commands. */
+export function untilSignalled(): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    },
+  };
+}
+
+export function registerWatch(program: Command, io: CliIO): void {
+  const cmd = program
+    .command('watch')
+    .description('apply a factory repo now and again on every change (SPEC 4); errors are printed, the watch goes on')
+    .argument('[dir]', 'the factory repo', '.')
+    .option('--revision <rev>', 'a label recorded with each apply')
+    .addHelpText('after', '\nExamples:\n  $ factory watch examples/factory\n\nStop with Ctrl-C.\n');
+  addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { revision?: string }) => {
+    const client = clientFromFlags(opts, io);
+    const { signal, dispose } = untilSignalled();
+    io.stdout(`Watching ${dir} (Ctrl-C to stop).\n`);
+    try {
+      await watchAndApply({ dir, client, io, format: diagnosticFormat(io, undefined), revision: opts.revision, signal });
+    } finally {
+      dispose();
+    }
+  });
+}
