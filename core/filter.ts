@@ -48,7 +48,7 @@ function isScalar(value: unknown): value is null | boolean | number | string {
 }
 
 function isOperatorKey(key: string): boolean {
-  return key === 'in' || key === 'not_in' || key === 'exists';
+  return (FILTER_OPERATORS as readonly string[]).includes(key);
 }
 
 function hasOperatorKey(obj: { [key: string]: unknown }): boolean {
@@ -85,7 +85,7 @@ function normalizeOperatorName(key: string): string {
 }
 
 /** RFC 6901 escaping of one reference token. */
-export function escapePointerToken(token: string): string {
+function escapePointerToken(token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
@@ -96,7 +96,7 @@ function pointerOf(path: readonly string[]): string {
 }
 
 /** A short, quoted rendering of a value for messages. */
-export function describeValue(value: unknown): string {
+function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (Array.isArray(value)) {
     const text = safeJson(value);
@@ -121,7 +121,7 @@ function safeJson(value: unknown): string {
 }
 
 /** "a string", "an array", "null", ... for messages. */
-export function kindOf(value: unknown): string {
+function kindOf(value: unknown): string {
   if (value === undefined) return 'missing';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
@@ -146,8 +146,8 @@ function kindAndValue(value: unknown): string {
 }
 
 /**
- * Compile-time grammar check of a payload filter (SPEC 3): returns every problem at once, in
- * document order, each with a JSON pointer relative to the filter root. An empty list means the
+ * Compile-time grammar check of a payload filter (SPEC 3): returns every problem at once, in a
+ * stable order, each with a JSON pointer relative to the filter root. An empty list means the
  * filter is valid and `matchFilter` evaluates it as written.
  */
 export function checkFilter(filter: unknown): FilterProblem[] {
