@@ -60,7 +60,7 @@ test('create → 201 QUEUED at once → SUCCEEDED with a session link and a full
   const states = events.filter((e) => e.type === 'state').map((e) => e.data.to);
   assert.deepEqual(states, ['INPROGRESS', 'SUCCEEDED']);
 
-  const after = await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}/transcript?after=${events.length - 1}`)).json();
+  const after = (await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}/transcript?after=${events.length - 1}`)).json()) as { events: { seq: number }[] };
   assert.deepEqual(after.events.map((e: { seq: number }) => e.seq), [events.length]);
 
   // The session link: JSON for a Bearer request, an HTML page (asking for a key) otherwise.
@@ -136,7 +136,7 @@ test('cancel of a QUEUED run ends it at once', async (t) => {
   rt.services.executor!.pause();
   const { body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' } });
   assert.equal((await rt.fetch(`/api/v1/agent/runs/${body.run_id}/cancel`, { method: 'POST' })).status, 200);
-  const run = await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}`)).json();
+  const run = (await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}`)).json()) as Record<string, unknown>;
   assert.equal(run.state, 'CANCELLED');
   assert.equal(run.started_at, null);
 });
