@@ -19,6 +19,8 @@ export function parseInteger(text: string): number | undefined {
 export function checkWindow(timestampMs: number, now: Date): SchemeFailure | undefined {
   const toleranceMs = SIGNATURE_TOLERANCE_SECONDS * 1000;
   const nowMs = now.getTime();
+  // An invalid clock reading must not open the window (NaN compares false both ways).
+  if (!Number.isFinite(nowMs) || !Number.isFinite(timestampMs)) return 'timestamp_too_old';
   if (nowMs - timestampMs > toleranceMs) return 'timestamp_too_old';
   if (timestampMs - nowMs > toleranceMs) return 'timestamp_in_future';
   return undefined;
