@@ -11,6 +11,7 @@ import { registerApply } from './apply.ts';
 import { registerWatch } from './watch.ts';
 import { registerDev } from './dev.ts';
 import { registerWebhook } from './webhook.ts';
+import { registerRun } from './run.ts';
 
 /** A command module adds its commands to the program. */
 export type RegisterCommand = (program: Command, io: CliIO) => void;
@@ -30,4 +31,5 @@ export const COMMANDS: RegisterCommand[] = [
   registerWatch,
   registerDev,
   registerWebhook,
+  registerRun,
 ];
