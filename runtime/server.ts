@@ -1,5 +1,5 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type Koa from 'koa';
@@ -18,6 +18,8 @@ export interface RunningServer {
   /** The config the app runs with (baseUrl and port filled in after listening). */
   config: Config;
   app: Koa;
+  /** The node:http server (for tests that need its events). */
+  server: Server;
   store: Store;
   services: Services;
   log: Logger;
@@ -110,6 +112,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
       port,
       config: finalConfig,
       app,
+      server,
       store,
       services,
       log,

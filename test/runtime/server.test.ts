@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { once } from 'node:events';
 import { startTestRuntime } from './helpers.ts';
 
 test('healthz, readyz, 404 and 405 problems; the admin key is bootstrapped once', async () => {
@@ -51,7 +52,7 @@ test('healthz, readyz, 404 and 405 problems; the admin key is bootstrapped once'
     assert.equal(readFileSync(again.adminKeyPath, 'utf8').trim(), rt.adminKey);
     assert.equal(again.store.keys.count(), 1);
     const keys = await again.fetch('/api/v1/keys', { key: rt.adminKey });
-    assert.notEqual(keys.status, 401);
+    assert.equal(keys.status, 200);
   } finally {
     await again.close();
     rmSync(rt.dataDir, { recursive: true, force: true });
@@ -80,12 +81,18 @@ test('access log: method, redacted path, status; readyz fails when the database 
   }
 });
 
-test('close() waits for an in-flight request and is idempotent', async () => {
+test('close() waits for an in-flight request, then closes the database; it is idempotent', async () => {
   const rt = await startTestRuntime();
-  // A request whose body is still being sent when close() starts.
   const { request } = await import('node:http');
-  const url = new URL(rt.url + '/healthz');
-  const req = request({ hostname: url.hostname, port: url.port, path: '/healthz', method: 'GET', headers: { 'Transfer-Encoding': 'chunked' } });
+  const url = new URL(rt.url);
+  // A request whose body is still being sent when close() starts.
+  const req = request({
+    hostname: url.hostname,
+    port: url.port,
+    path: '/api/v1/secrets',
+    method: 'POST',
+    headers: { Authorization: `Bearer ${rt.adminKey}`, 'Content-Type': 'application/json' },
+  });
   const response = new Promise<number>((resolve, reject) => {
     req.on('response', (res) => {
       res.resume();
@@ -93,11 +100,15 @@ test('close() waits for an in-flight request and is idempotent', async () => {
     });
     req.on('error', reject);
   });
-  req.write('x');
-  await new Promise((r) => setTimeout(r, 50));
-  const closing = rt.stop();
-  req.end();
-  assert.equal(await response, 200);
+  const received = once(rt.server, 'request');
+  req.write('{"name": "late", ');
+  await received;
+  let closed = false;
+  const closing = rt.stop().then(() => (closed = true));
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(closed, false, 'close() waits for the request in flight');
+  req.end('"value": "v"}');
+  assert.equal(await response, 201);
   await closing;
   await rt.close();
   assert.equal(rt.store.ping(), false);

@@ -1,0 +1,59 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { runCli } from '../../../cli/main.ts';
+import type { CliIO } from '../../../cli/io.ts';
+import { startTestRuntime } from '../../runtime/helpers.ts';
+
+function bufferIO(env: Record<string, string>): CliIO & { out: string; err: string } {
+  const io = {
+    out: '',
+    err: '',
+    stdout: (s: string) => void (io.out += s),
+    stderr: (s: string) => void (io.err += s),
+    env,
+    cwd: process.cwd(),
+    stdin: Readable.from([]),
+    stdinIsTTY: false,
+    stdoutIsTTY: false,
+  };
+  return io;
+}
+
+test('factory key create|list|revoke against a real runtime', async () => {
+  const rt = await startTestRuntime();
+  const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+  try {
+    let io = bufferIO(env);
+    assert.equal(await runCli(['key', 'create', '--name', 'alice', '--kind', 'personal', '--scope', 'manage', '--scope', 'runs', '--factory', 'payments'], io), 0, io.err);
+    const raw = io.out.trim();
+    assert.match(raw, /^fk_[A-Za-z0-9_-]{43}$/, 'stdout is the key alone');
+    assert.match(io.err, /created key_\w+ \(personal "alice", scopes: runs,manage\(payments\)\)/);
+
+    io = bufferIO({ ...env, FACTORY_API_KEY: raw });
+    assert.equal(await runCli(['key', 'list'], io), 1, 'a manage key may not list keys');
+    assert.match(io.err, /does not have the "admin" scope/);
+
+    io = bufferIO(env);
+    assert.equal(await runCli(['key', 'list', '--json'], io), 0, io.err);
+    const keys = JSON.parse(io.out) as { id: string; name: string }[];
+    assert.deepEqual(keys.map((k) => k.name), ['admin', 'alice']);
+    assert.ok(!io.out.includes(raw));
+
+    io = bufferIO(env);
+    assert.equal(await runCli(['key', 'list'], io), 0);
+    assert.match(io.out, /^ID\s+NAME\s+KIND\s+SCOPES\s+CREATED\s+STATUS\n/);
+
+    io = bufferIO(env);
+    assert.equal(await runCli(['key', 'revoke', keys[1].id], io), 0, io.err);
+    assert.match(io.out, /revoked key_\w+ \("alice"\)/);
+    assert.equal(rt.store.keys.findByRaw(raw)?.revoked_at !== null, true);
+
+    io = bufferIO(env);
+    assert.equal(await runCli(['key', 'create', '--name', 'x', '--kind', 'robot'], io), 2);
+    io = bufferIO(env);
+    assert.equal(await runCli(['key', 'create', '--name', 'x', '--kind', 'agent', '--scope', 'root'], io), 2);
+  } finally {
+    await rt.stop();
+  }
+});

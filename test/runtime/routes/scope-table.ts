@@ -1,0 +1,43 @@
+import type { Scope } from '../../../runtime/store/keys.ts';
+
+/**
+ * Every authenticated route of the runtime and the scope it needs (SPEC 5, 6). scopes.test.ts
+ * checks each row against a real server: no key → 401, a revoked key → 401, a key without the
+ * scope → 403; and it fails when an /api/ route is missing from this table.
+ * Path parameters may be any placeholder: authentication comes before any look-up.
+ * Owners of route modules add their rows here.
+ */
+export interface RouteScope {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  scope: Scope;
+  /** A JSON body to send (auth must fail before the body matters, so any body will do). */
+  body?: unknown;
+}
+
+export const ROUTE_SCOPES: RouteScope[] = [
+  // runtime/routes/keys.ts
+  { method: 'POST', path: '/api/v1/keys', scope: 'admin', body: { name: 'x', kind: 'agent', scopes: ['runs'] } },
+  { method: 'GET', path: '/api/v1/keys', scope: 'admin' },
+  { method: 'POST', path: '/api/v1/keys/key_placeholder/revoke', scope: 'admin' },
+  // runtime/routes/secrets.ts
+  { method: 'POST', path: '/api/v1/secrets', scope: 'admin', body: { name: 'x', value: 'y' } },
+  { method: 'GET', path: '/api/v1/secrets', scope: 'admin' },
+  { method: 'GET', path: '/api/v1/secrets/placeholder', scope: 'admin' },
+  { method: 'PUT', path: '/api/v1/secrets/placeholder', scope: 'admin', body: { value: 'y' } },
+  { method: 'DELETE', path: '/api/v1/secrets/placeholder', scope: 'admin' },
+  // runtime/routes/definitions.ts
+  { method: 'POST', path: '/api/v1/factories/placeholder/plan', scope: 'manage', body: { snapshot: {} } },
+  { method: 'POST', path: '/api/v1/factories/placeholder/apply', scope: 'manage', body: { snapshot: {} } },
+  { method: 'GET', path: '/api/v1/webhooks', scope: 'manage' },
+  { method: 'GET', path: '/api/v1/webhooks/wh_placeholder', scope: 'manage' },
+  // runtime/routes/webhooks-manage.ts
+  { method: 'POST', path: '/api/v1/factories/placeholder/webhooks', scope: 'manage', body: { name: 'x' } },
+  { method: 'POST', path: '/api/v1/webhooks/wh_placeholder/enable', scope: 'manage' },
+  { method: 'POST', path: '/api/v1/webhooks/wh_placeholder/disable', scope: 'manage' },
+  { method: 'POST', path: '/api/v1/webhooks/wh_placeholder/rotate', scope: 'manage' },
+  { method: 'POST', path: '/api/v1/webhooks/wh_placeholder/secret', scope: 'manage', body: { secret: 'x' } },
+  { method: 'DELETE', path: '/api/v1/webhooks/wh_placeholder', scope: 'manage' },
+  { method: 'GET', path: '/api/v1/webhooks/wh_placeholder/deliveries', scope: 'manage' },
+  { method: 'GET', path: '/api/v1/webhooks/wh_placeholder/deliveries/placeholder', scope: 'manage' },
+];

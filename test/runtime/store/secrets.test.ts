@@ -1,0 +1,79 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { FactoryError } from '../../../core/errors.ts';
+import { FakeClock } from '../../../runtime/clock.ts';
+import { openStore } from '../../../runtime/store/index.ts';
+
+const code = (c: string) => (e: unknown) => e instanceof FactoryError && e.code === c;
+
+test('secrets: versions, pending, reveal, metadata without values, reopen with the same key', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-secrets-'));
+  const path = join(dir, 'f.db');
+  const key = randomBytes(32);
+  const clock = new FakeClock('2026-03-01T10:00:00Z');
+  try {
+    let store = openStore({ path, clock, masterKey: key });
+    const v1 = 'first-VALUE-7c1e\n  with spaces ';
+    assert.deepEqual(store.secrets.create('gh.signing_1', v1), {
+      name: 'gh.signing_1',
+      current_version: 1,
+      has_value: true,
+      created_at: '2026-03-01T10:00:00.000Z',
+      updated_at: '2026-03-01T10:00:00.000Z',
+    });
+    clock.advance(5000);
+    assert.equal(store.secrets.update('gh.signing_1', 'second-VALUE-9a2f').current_version, 2);
+    assert.equal(store.secrets.reveal('gh.signing_1'), 'second-VALUE-9a2f');
+    assert.equal(store.secrets.reveal('gh.signing_1', 1), v1);
+    assert.equal(store.secrets.reveal('gh.signing_1', 3), undefined);
+    assert.equal(store.secrets.reveal('nope'), undefined);
+
+    const pending = store.secrets.create('paddle', null);
+    assert.deepEqual([pending.current_version, pending.has_value], [0, false]);
+    assert.equal(store.secrets.reveal('paddle'), undefined);
+    assert.equal(store.secrets.update('paddle', 'now-set').current_version, 1);
+
+    assert.deepEqual(store.secrets.list().map((s) => s.name), ['gh.signing_1', 'paddle']);
+    assert.ok(!JSON.stringify(store.secrets.list()).includes('VALUE'));
+
+    assert.throws(() => store.secrets.create('paddle', 'x'), code('conflict'));
+    assert.throws(() => store.secrets.update('missing', 'x'), code('resource_not_found'));
+    assert.throws(() => store.secrets.create('-bad', 'x'), code('invalid_request'));
+    assert.throws(() => store.secrets.create('a'.repeat(129), 'x'), code('invalid_request'));
+    assert.throws(() => store.secrets.create('ok', ''), code('invalid_request'));
+    assert.throws(() => store.secrets.create('big', 'x'.repeat(65_537)), code('invalid_request'));
+
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    for (const f of [path, path + '-wal']) {
+      if (!existsSync(f)) continue;
+      const bytes = readFileSync(f);
+      for (const v of ['first-VALUE-7c1e', 'second-VALUE-9a2f', 'now-set']) assert.ok(!bytes.includes(Buffer.from(v)), `${v} in ${f}`);
+    }
+
+    store.close();
+    store = openStore({ path, clock, masterKey: key });
+    assert.equal(store.secrets.reveal('gh.signing_1'), 'second-VALUE-9a2f');
+    store.secrets.delete('gh.signing_1');
+    assert.equal(store.secrets.get('gh.signing_1'), undefined);
+    assert.throws(() => store.secrets.delete('gh.signing_1'), code('resource_not_found'));
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a sealed value moved onto another secret does not open (AAD binds name and version)', () => {
+  const store = openStore({ path: ':memory:', clock: new FakeClock() });
+  try {
+    store.secrets.create('a', 'value-a');
+    store.secrets.create('b', 'value-b');
+    store.db.prepare(`UPDATE secret_versions SET sealed = (SELECT sealed FROM secret_versions WHERE secret_name = 'a') WHERE secret_name = 'b'`).run();
+    assert.throws(() => store.secrets.reveal('b'), code('internal_error'));
+  } finally {
+    store.close();
+  }
+});
