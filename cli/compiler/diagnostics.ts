@@ -15,7 +15,6 @@ export interface Diagnostic {
 }
 
 export const DIAGNOSTIC_CODES = [
-  'file.invalid_utf8',
   'file.too_large',
   'file.unexpected',
   'file.invalid_name',

@@ -21,12 +21,14 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
 
   const paths = ['factory.yaml'];
   for (const top of DEFINITION_DIRS) paths.push(...(await listFiles(dir, top, 0)));
+  const wanted = paths.sort().filter((p) => classifyPath(p).kind !== 'ignored');
   const files: SourceFile[] = [];
-  for (const path of paths.sort()) {
-    const c = classifyPath(path);
-    if (c.kind === 'ignored') continue;
+  // Reads in batches: thousands of small files load much faster than one at a time.
+  for (let i = 0; i < wanted.length; i += 64) {
+    const batch = wanted.slice(i, i + 64);
     // Unexpected files are only named in a warning; their content is not needed.
-    files.push({ path, text: c.kind === 'unexpected' ? '' : await readText(dir, path) });
+    const texts = await Promise.all(batch.map((p) => (classifyPath(p).kind === 'unexpected' ? '' : readText(dir, p))));
+    batch.forEach((path, j) => files.push({ path, text: texts[j] }));
   }
   return files;
 }
