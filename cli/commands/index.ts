@@ -11,6 +11,7 @@ import { registerApply } from './apply.ts';
 import { registerWatch } from './watch.ts';
 import { registerDev } from './dev.ts';
 import { registerWebhook } from './webhook.ts';
+import { registerDelivery } from './delivery.ts';
 import { registerRun } from './run.ts';
 
 /** A command module adds its commands to the program. */
@@ -31,5 +32,6 @@ export const COMMANDS: RegisterCommand[] = [
   registerWatch,
   registerDev,
   registerWebhook,
+  registerDelivery,
   registerRun,
 ];

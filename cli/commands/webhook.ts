@@ -4,6 +4,7 @@ import { WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import type { WebhookView } from './apply.ts';
+import { addLifecycle } from './webhook-lifecycle.ts';
 
 /**
  * `factory webhook ...` (SPEC 10). One subcommand per function below; lifecycle subcommands
@@ -14,6 +15,7 @@ export function registerWebhook(program: Command, io: CliIO): void {
   const group = program.command('webhook').description('list and inspect webhooks (their UIDs, URLs and secret bindings)');
   addList(group, io);
   addShow(group, io);
+  addLifecycle(group, io);
 }
 
 /** Finds a webhook by UID, or by name (with `factory` when several factories use the name). */

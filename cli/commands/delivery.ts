@@ -1,0 +1,79 @@
+import type { Command } from 'commander';
+import { usageError } from '../../core/errors.ts';
+import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
+import type { CliIO } from '../io.ts';
+import { resolveWebhook, table } from './webhook.ts';
+
+/** `factory delivery list|show` (SPEC 7.7, 10): a webhook's delivery log, newest first. */
+
+export interface DeliveryView {
+  delivery_id: string;
+  webhook_uid: string;
+  outcome: string;
+  outcome_label: string;
+  reason: string | null;
+  size: number;
+  received_at: string;
+  sender: string | null;
+  content_type: string | null;
+  user_agent: string | null;
+  has_payload: boolean;
+  payload?: unknown;
+}
+
+type Flags = ClientFlags & { factory?: string; json?: boolean };
+
+export function registerDelivery(program: Command, io: CliIO): void {
+  const group = program.command('delivery').description("read a webhook's delivery log");
+
+  const list = group
+    .command('list')
+    .description('list deliveries of a webhook, newest first')
+    .argument('<webhook>', 'a webhook UID (wh_...) or name')
+    .option('--factory <name>', 'the factory, when several have a webhook with that name')
+    .option('--limit <n>', 'how many (1 to 100)', '20')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ factory delivery list github\n  $ factory delivery list wh_abcdefghijklmnopqrstuvwxyz --limit 100 --json\n');
+  addClientOptions(list).action(async (ref: string, opts: Flags & { limit: string }) => {
+    const limit = Number(opts.limit);
+    if (!/^\d+$/.test(opts.limit) || limit < 1 || limit > 100) throw usageError(`--limit must be an integer from 1 to 100, got "${opts.limit}".`);
+    const client = clientFromFlags(opts, io);
+    const w = await resolveWebhook(client, ref, opts.factory);
+    const { deliveries } = await client.request<{ deliveries: DeliveryView[] }>('GET', `/api/v1/webhooks/${w.uid}/deliveries?limit=${limit}`);
+    if (opts.json) {
+      io.stdout(JSON.stringify(deliveries, null, 2) + '\n');
+      return;
+    }
+    if (!deliveries.length) {
+      io.stdout(`Webhook ${w.name} has no deliveries in its log.\n`);
+      return;
+    }
+    const rows = [['RECEIVED', 'OUTCOME', 'SIZE', 'DELIVERY ID']];
+    for (const d of deliveries) rows.push([d.received_at, d.outcome_label, String(d.size), d.delivery_id]);
+    io.stdout(table(rows));
+  });
+
+  const show = group
+    .command('show')
+    .description('show one delivery, with its payload when it was Accepted')
+    .argument('<webhook>', 'a webhook UID (wh_...) or name')
+    .argument('<delivery-id>', 'the delivery id (as `delivery list` shows it)')
+    .option('--factory <name>', 'the factory, when several have a webhook with that name')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ factory delivery show github 72d3162e-cc78-11e3-81ab-4c9367dc0958\n');
+  addClientOptions(show).action(async (ref: string, id: string, opts: Flags) => {
+    const client = clientFromFlags(opts, io);
+    const w = await resolveWebhook(client, ref, opts.factory);
+    const d = await client.request<DeliveryView>('GET', `/api/v1/webhooks/${w.uid}/deliveries/${encodeURIComponent(id)}`);
+    if (opts.json) {
+      io.stdout(JSON.stringify(d, null, 2) + '\n');
+      return;
+    }
+    const lines: [string, string | null][] = [
+      ['delivery id', d.delivery_id], ['webhook', `${w.name} (${w.uid})`], ['outcome', d.outcome_label + (d.reason ? ` (${d.reason})` : '')],
+      ['size', `${d.size} bytes`], ['received', d.received_at], ['sender', d.sender], ['content type', d.content_type], ['user agent', d.user_agent],
+    ];
+    io.stdout(lines.filter(([, v]) => v !== null).map(([k, v]) => `${(k + ':').padEnd(14)}${v}\n`).join(''));
+    if (d.payload !== undefined) io.stdout(`payload:\n${JSON.stringify(d.payload, null, 2)}\n`);
+  });
+}

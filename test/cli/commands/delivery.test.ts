@@ -1,0 +1,64 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { runCli } from '../../../cli/main.ts';
+import type { CliIO } from '../../../cli/io.ts';
+import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
+
+/** `factory delivery list|show` in-process against a real runtime with real deliveries. */
+
+let rt: TestRuntime;
+let hook: { uid: string; url: string; secret: string };
+before(async () => {
+  rt = await startTestRuntime();
+  const res = await rt.fetch('/api/v1/factories/shop/webhooks', { method: 'POST', json: { name: 'orders' } });
+  const json = (await res.json()) as { webhook: { uid: string; url: string }; secret: string };
+  hook = { uid: json.webhook.uid, url: json.webhook.url, secret: json.secret };
+  const send = (body: string, secret = hook.secret, id?: string) =>
+    fetch(hook.url, { method: 'POST', body, headers: { Authorization: `Bearer ${secret}`, ...(id ? { 'X-Service-Delivery-Id': id } : {}) } });
+  await send('{"order":1}', hook.secret, 'order-1');
+  await send('{"order":1}', hook.secret, 'order-1');
+  await send('{"order":2}', 'wrong', 'order-2');
+});
+after(() => rt.stop());
+
+async function cli(args: string[]) {
+  const io = {
+    out: '',
+    err: '',
+    stdout: (s: string) => void (io.out += s),
+    stderr: (s: string) => void (io.err += s),
+    env: { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey },
+    cwd: rt.dataDir,
+    stdin: Readable.from([]),
+    stdinIsTTY: true,
+    stdoutIsTTY: false,
+  } satisfies CliIO & { out: string; err: string };
+  return { code: await runCli(args, io), out: io.out, err: io.err };
+}
+
+test('delivery list prints the log newest first, as a table or JSON', async () => {
+  const res = await cli(['delivery', 'list', 'orders']);
+  assert.equal(res.code, 0, res.err);
+  const lines = res.out.trim().split('\n');
+  assert.match(lines[0], /^RECEIVED\s+OUTCOME\s+SIZE\s+DELIVERY ID$/);
+  assert.match(lines[1], /Rejected \(auth\)\s+11\s+order-2$/);
+  assert.match(lines[2], /Duplicate\s+11\s+order-1$/);
+  assert.match(lines[3], /Accepted\s+11\s+order-1$/);
+  const json = await cli(['delivery', 'list', hook.uid, '--limit', '2', '--json']);
+  assert.deepEqual((JSON.parse(json.out) as { outcome: string }[]).map((d) => d.outcome), ['rejected_auth', 'duplicate']);
+  assert.equal((await cli(['delivery', 'list', 'orders', '--limit', '0'])).code, 2);
+  assert.ok(!res.out.includes(hook.secret));
+});
+
+test('delivery show prints the Accepted entry with its payload', async () => {
+  const res = await cli(['delivery', 'show', 'orders', 'order-1']);
+  assert.equal(res.code, 0, res.err);
+  assert.match(res.out, /outcome:\s+Accepted/);
+  assert.match(res.out, /payload:\n\{\n  "order": 1\n\}/);
+  const json = JSON.parse((await cli(['delivery', 'show', 'orders', 'order-1', '--json'])).out) as { payload: unknown };
+  assert.deepEqual(json.payload, { order: 1 });
+  const missing = await cli(['delivery', 'show', 'orders', 'nope']);
+  assert.equal(missing.code, 1);
+  assert.match(missing.err, /no delivery nope/);
+});
