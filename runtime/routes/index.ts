@@ -4,11 +4,14 @@ import { healthRoutes } from './health.ts';
 import { keyRoutes } from './keys.ts';
 import { secretRoutes } from './secrets.ts';
 import { definitionsRoutes } from './definitions.ts';
+import { ingressRoutes } from './ingress.ts';
+import { webhooksManageRoutes } from './webhooks-manage.ts';
 import { runRoutes } from './runs.ts';
 import { sessionRoutes } from './sessions.ts';
+import { automationRoutes } from './automations.ts';
 
 /** A route module adds its routes to the one router. */
 export type RouteModule = (router: Router, deps: AppDeps) => void;
 
 /** Every route module. Each owner adds one import and one entry. */
-export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, runRoutes, sessionRoutes];
+export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, ingressRoutes, webhooksManageRoutes, runRoutes, sessionRoutes, automationRoutes];
