@@ -16,6 +16,7 @@ import {
 import { webhookUrlWithToken } from '../ingress/url.ts';
 import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
+import { deliveryRuns } from './automations.ts';
 import type { RouteModule } from './index.ts';
 
 /**
@@ -85,7 +86,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     const rows = store.deliveries.list(uid, limit + 1, cursor);
     const page = rows.slice(0, limit);
     ctx.body = {
-      deliveries: page.map((d) => deliveryView(d)),
+      deliveries: page.map((d) => ({ ...deliveryView(d), runs: deliveryRuns(store, d) })),
       page_info: { has_next_page: rows.length > limit, next_cursor: rows.length > limit ? String(page[page.length - 1].seq) : null },
     };
   });
@@ -95,7 +96,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     const id = String(ctx.params.delivery_id);
     const entry = store.deliveries.get(uid, id);
     if (!entry) throw notFound(`The webhook ${uid} has no delivery ${id} in its log.`);
-    ctx.body = deliveryView(entry, store);
+    ctx.body = { ...deliveryView(entry, store), runs: deliveryRuns(store, entry) };
   });
 };
 

@@ -161,6 +161,7 @@ export class RunStore {
         ORDER BY finished_at LIMIT ?`),
       workspaceRemoved: db.prepare('UPDATE runs SET workspace_removed_at = ? WHERE run_id = ?'),
       countQueued: db.prepare(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`),
+      byDelivery: db.prepare('SELECT run_id, automation, state FROM runs WHERE webhook_uid = ? AND delivery_id = ? ORDER BY seq'),
     };
   }
 
@@ -314,6 +315,11 @@ export class RunStore {
       runs: page.map((r) => this.toRecord(r)),
       nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.created_at, seq: last.seq }) : null,
     };
+  }
+
+  /** The runs a delivery started (SPEC 7.7: the delivery log shows them), in creation order. */
+  byDelivery(webhookUid: string, deliveryId: string): { run_id: string; automation: string | null; state: RunState }[] {
+    return this.stmts.byDelivery.all(webhookUid, deliveryId) as { run_id: string; automation: string | null; state: RunState }[];
   }
 
   queuedCount(): number {

@@ -1,0 +1,52 @@
+import type { AutomationRecord } from '../definitions/state.ts';
+import type { AcceptedHook, IngressWebhook } from '../ingress/types.ts';
+import type { AcceptedDelivery } from '../store/deliveries.ts';
+import type { Store } from '../store/index.ts';
+import type { NewRun } from '../store/runs.ts';
+import { EVENT_PAYLOAD_FILE, runPrompt } from './envelope.ts';
+import { matchingAutomations, parsePayload } from './match.ts';
+
+/**
+ * The run a matching automation starts for a delivery (SPEC 8): the automation's prompt plus the
+ * envelope, the body exactly as received attached as `event-payload.json`, `source: WEBHOOK`, and
+ * the creator naming the automation.
+ */
+export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWebhook, 'uid' | 'name' | 'factory'>, delivery: Pick<AcceptedDelivery, 'deliveryId' | 'payload'>): NewRun {
+  return {
+    prompt: runPrompt(automation.prompt, {
+      factory: webhook.factory,
+      automation: automation.name,
+      webhook: { name: webhook.name, uid: webhook.uid },
+      deliveryId: delivery.deliveryId,
+    }),
+    environmentId: automation.environment,
+    title: automation.title ?? automation.name,
+    source: 'WEBHOOK',
+    creator: { type: 'automation', name: automation.name },
+    factory: webhook.factory,
+    automation: automation.name,
+    webhookUid: webhook.uid,
+    deliveryId: delivery.deliveryId,
+    attachments: [{ name: EVENT_PAYLOAD_FILE, bytes: delivery.payload }],
+  };
+}
+
+/**
+ * The ingress hook of SPEC 7.1 step 9: called inside the transaction that writes the Accepted
+ * delivery and its payload, it creates one QUEUED run per matching automation with plain inserts
+ * (`store.runs.createInTx`), so the delivery and its runs commit together or not at all; a crash
+ * can neither lose the runs nor create them twice. The automations are read in the same
+ * transaction, so an apply that disables or removes one takes effect for the next delivery.
+ * `afterCreate` is called when runs were created, still inside the transaction.
+ */
+export function automationsHook(store: Store, afterCreate?: () => void): AcceptedHook {
+  return (webhook, delivery) => {
+    const automations = store.defs.listAutomations(webhook.factory);
+    // Parsed at most once per delivery, and only when some automation listens to this webhook.
+    const matched = matchingAutomations(automations, webhook, () => parsePayload(delivery.payload));
+    if (matched.length === 0) return;
+    store.runs.createInTx(matched.map((a) => webhookRun(a, webhook, delivery)));
+    // Must not touch the store: the caller defers it past the commit (e.g. the executor's wake).
+    afterCreate?.();
+  };
+}

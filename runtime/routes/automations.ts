@@ -1,0 +1,206 @@
+import type { Context } from 'koa';
+import { conflict, invalidRequest, notFound } from '../../core/errors.ts';
+import { WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
+import { automationsHook } from '../automations/hook.ts';
+import { parsePayload, triggerWebhookUid } from '../automations/match.ts';
+import { testFilter } from '../automations/test-filter.ts';
+import type { AutomationRecord, WebhookRecord } from '../definitions/state.ts';
+import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
+import { readJsonBody } from '../http/body.ts';
+import { createIngressState } from '../ingress/state.ts';
+import type { AcceptedHook } from '../ingress/types.ts';
+import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
+import type { Store } from '../store/index.ts';
+import type { RunState } from '../../core/run-state.ts';
+import type { RouteModule } from './index.ts';
+
+/**
+ * Automations (SPEC 8) in the management API, scope `manage` for the factory:
+ *
+ *   GET  /api/v1/automations[?factory=F]            list, with `silent` when no trigger can fire
+ *   GET  /api/v1/automations/:factory/:name          one automation
+ *   POST /api/v1/automations/:factory/:name/test     Test filter: {delivery_id, webhook_uid?}
+ *
+ * This module also plugs run creation into the ingress: it adds `automationsHook` to the
+ * ingress's `onAccepted` list (runtime/ingress/state.ts, shared through `services.ingress`), so
+ * the runs of an Accepted delivery are written in its transaction (SPEC 7.1 step 9).
+ */
+export const automationRoutes: RouteModule = (router, { config, store, clock, services }) => {
+  const ingress = (services.ingress ??= createIngressState(config, store, clock));
+  if (!ingress.onAccepted.some((h) => (h as MarkedHook)[HOOK_MARK])) {
+    // Runs commit with the delivery; the executor is woken once the transaction is over.
+    const hook = automationsHook(store, () => setImmediate(() => services.executor?.wake())) as MarkedHook;
+    hook[HOOK_MARK] = true;
+    ingress.onAccepted.push(hook);
+  }
+
+  const factoryParam = { factory: (ctx: Context) => String(ctx.params.factory) };
+
+  router.get('/api/v1/automations', requireScope('manage'), (ctx) => {
+    const principal = principalOf(ctx);
+    const factory = typeof ctx.query.factory === 'string' && ctx.query.factory !== '' ? ctx.query.factory : undefined;
+    const automations = store.defs.listAutomations(factory).filter((a) => canManageFactory(principal, a.factory));
+    const hooks = webhookIndex(store);
+    ctx.body = { automations: automations.map((a) => automationView(a, hooks)) };
+  });
+
+  router.get('/api/v1/automations/:factory/:name', requireScope('manage', factoryParam), (ctx) => {
+    ctx.body = automationView(findAutomation(store, ctx), webhookIndex(store));
+  });
+
+  router.post('/api/v1/automations/:factory/:name/test', requireScope('manage', factoryParam), async (ctx) => {
+    const automation = findAutomation(store, ctx);
+    const input = parseTestRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
+    const { webhook, entry } = findDelivery(store, automation, input);
+    const bytes = storedPayload(store, webhook, entry);
+    const result = testFilter(automation, webhook, parsePayload(bytes));
+    ctx.body = {
+      automation: { factory: automation.factory, name: automation.name },
+      delivery: {
+        delivery_id: entry.deliveryId,
+        webhook_uid: webhook.uid,
+        webhook_name: webhook.name,
+        outcome: entry.outcome,
+        received_at: entry.receivedAt,
+      },
+      ...result,
+    };
+  });
+};
+
+const HOOK_MARK = Symbol('automations.hook');
+type MarkedHook = AcceptedHook & { [HOOK_MARK]?: true };
+
+/**
+ * The runs an Accepted log entry started (SPEC 7.7), for the delivery log routes. Other outcomes
+ * start nothing, so they list none (a Duplicate shares its id with the Accepted entry).
+ */
+export function deliveryRuns(store: Store, d: DeliveryEntry): { run_id: string; automation: string | null; state: RunState }[] {
+  return d.outcome === 'accepted' ? store.runs.byDelivery(d.webhookUid, d.deliveryId) : [];
+}
+
+type WebhookState = 'enabled' | 'disabled' | 'deleted' | 'unknown';
+
+/** Every webhook, live or deleted, by UID: the state a trigger's UID is in. */
+function webhookIndex(store: Store): Map<string, WebhookRecord> {
+  return new Map(store.defs.listWebhooks(undefined, { includeDeleted: true }).map((w) => [w.uid, w]));
+}
+
+function stateOf(w: WebhookRecord | undefined, factory: string): WebhookState {
+  // A UID of another factory's webhook never fires here (SPEC 8: the webhook's own factory).
+  if (!w || w.factory !== factory) return 'unknown';
+  if (w.deletedAt) return 'deleted';
+  return w.enabled ? 'enabled' : 'disabled';
+}
+
+/**
+ * An automation as the API shows it. `silent` (SPEC 2, 7.6): every trigger selects a deleted or
+ * unknown webhook, so nothing can start it; a disabled webhook is not silent (it can be enabled).
+ */
+export function automationView(a: AutomationRecord, hooks: Map<string, WebhookRecord>) {
+  const triggers = a.triggers.map((t) => {
+    const uid = triggerWebhookUid(t) ?? null;
+    const w = uid === null ? undefined : hooks.get(uid);
+    const state = stateOf(w, a.factory);
+    return { webhook_uid: uid, webhook_name: state === 'unknown' ? null : (w?.name ?? null), webhook_state: state, payload: t.filter?.payload ?? null };
+  });
+  const silent = triggers.every((t) => t.webhook_state === 'deleted' || t.webhook_state === 'unknown');
+  const out: Record<string, unknown> = {
+    factory: a.factory,
+    name: a.name,
+    title: a.title,
+    enabled: a.enabled,
+    environment: a.environment,
+    triggers,
+    silent,
+  };
+  if (silent) {
+    const deleted = triggers.filter((t) => t.webhook_state === 'deleted').map((t) => t.webhook_uid);
+    const unknown = triggers.filter((t) => t.webhook_state === 'unknown').map((t) => t.webhook_uid);
+    const parts = [];
+    if (deleted.length) parts.push(`deleted webhook${deleted.length > 1 ? 's' : ''} ${deleted.join(', ')}`);
+    if (unknown.length) parts.push(`unknown webhook${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}`);
+    out.silent_reason = `every trigger selects a webhook that receives nothing: ${parts.join('; ')}`;
+  }
+  out.source_file = a.sourceFile;
+  out.created_at = a.createdAt;
+  out.updated_at = a.updatedAt;
+  return out;
+}
+
+/** The automation of the path, or 404 (also for a factory the key may not see). */
+function findAutomation(store: Store, ctx: Context): AutomationRecord {
+  const factory = String(ctx.params.factory);
+  const name = String(ctx.params.name);
+  const a = store.defs.listAutomations(factory).find((x) => x.name === name);
+  if (!a || !canManageFactory(principalOf(ctx), factory)) throw notFound(`The factory "${factory}" has no automation "${name}".`);
+  return a;
+}
+
+interface TestRequest {
+  deliveryId: string;
+  webhookUid?: string;
+}
+
+function parseTestRequest(body: unknown): TestRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('The request body must be a JSON object.');
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) {
+    if (key !== 'delivery_id' && key !== 'webhook_uid') {
+      throw invalidRequest(`Unknown field "${key}"; expected delivery_id and optionally webhook_uid.`, [{ pointer: `/${key}`, message: 'unknown field' }]);
+    }
+  }
+  if (typeof b.delivery_id !== 'string' || b.delivery_id === '') {
+    throw invalidRequest('delivery_id is required: the id of a delivery in the log.', [{ pointer: '/delivery_id', message: 'must be a non-empty string' }]);
+  }
+  if (b.webhook_uid !== undefined && (typeof b.webhook_uid !== 'string' || !WEBHOOK_UID_PATTERN.test(b.webhook_uid))) {
+    throw invalidRequest('webhook_uid must be a webhook UID (wh_...).', [{ pointer: '/webhook_uid', message: 'must be a webhook UID' }]);
+  }
+  return { deliveryId: b.delivery_id, webhookUid: b.webhook_uid as string | undefined };
+}
+
+/**
+ * The delivery to test and the webhook it came in on. Without `webhook_uid`: the webhooks the
+ * automation's triggers select are searched first, then the factory's other webhooks (live or
+ * deleted), so a delivery of the wrong webhook is found and fails the webhook check rather than
+ * 404. An id found on two webhooks of the same group asks for `webhook_uid`.
+ */
+function findDelivery(store: Store, automation: AutomationRecord, input: TestRequest): { webhook: WebhookRecord; entry: DeliveryEntry } {
+  const factoryHooks = store.defs.listWebhooks(automation.factory, { includeDeleted: true });
+  const byUid = new Map(factoryHooks.map((w) => [w.uid, w]));
+  if (input.webhookUid !== undefined) {
+    const webhook = byUid.get(input.webhookUid);
+    if (!webhook) throw notFound(`The factory "${automation.factory}" has no webhook ${input.webhookUid}.`);
+    const entry = store.deliveries.get(webhook.uid, input.deliveryId);
+    if (!entry) throw notFound(`The webhook ${webhook.name} (${webhook.uid}) has no delivery "${input.deliveryId}" in its log.`);
+    return { webhook, entry };
+  }
+  const selected = [...new Set(automation.triggers.map(triggerWebhookUid))].filter((u): u is string => u !== undefined && byUid.has(u));
+  const others = factoryHooks.map((w) => w.uid).filter((u) => !selected.includes(u));
+  for (const group of [selected, others]) {
+    const hits = group.flatMap((uid) => {
+      const entry = store.deliveries.get(uid, input.deliveryId);
+      return entry ? [{ webhook: byUid.get(uid)!, entry }] : [];
+    });
+    if (hits.length > 1) {
+      throw invalidRequest(`Several webhooks have a delivery "${input.deliveryId}" (${hits.map((h) => h.webhook.uid).join(', ')}); give webhook_uid.`, [
+        { pointer: '/webhook_uid', message: 'required when the delivery id is ambiguous' },
+      ]);
+    }
+    if (hits.length === 1) return hits[0];
+  }
+  throw notFound(`No webhook of the factory "${automation.factory}" has a delivery "${input.deliveryId}" in its log.`);
+}
+
+/** The stored body, or a 409 that says why there is none (SPEC 7.1: only Accepted entries keep it). */
+function storedPayload(store: Store, webhook: WebhookRecord, entry: DeliveryEntry): Buffer {
+  const label = `The delivery "${entry.deliveryId}" of webhook ${webhook.name} (${webhook.uid})`;
+  if (entry.outcome !== 'accepted') {
+    throw conflict(`${label} was logged as ${OUTCOME_LABELS[entry.outcome]}: only Accepted deliveries keep their payload, so there is nothing to test.`);
+  }
+  const bytes = entry.hasPayload ? store.deliveries.payload(entry.seq) : undefined;
+  if (bytes === undefined) {
+    throw conflict(`${label} no longer has its payload: the delivery log prunes payloads of older entries (SPEC 7.7).`);
+  }
+  return bytes;
+}
