@@ -1,0 +1,75 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * `factory dev` as a user runs it: a child process serving on port 0 with a temp data dir, the
+ * example repo copied so the test can edit it. Waits are for output, never for time.
+ */
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'factory.js');
+const tmp = mkdtempSync(join(tmpdir(), 'factory-dev-'));
+let child: ChildProcessWithoutNullStreams | undefined;
+
+after(() => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test('dev serves, creates the missing secrets once, applies, re-applies on change and survives errors', async () => {
+  const repo = join(tmp, 'repo');
+  cpSync(join(ROOT, 'examples', 'factory'), repo, { recursive: true });
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
+  env.NO_COLOR = '1';
+  child = spawn(process.execPath, [BIN, 'dev', 'repo', '--port', '0', '--data-dir', 'data'], { cwd: tmp, env });
+  let stdout = '';
+  let stderr = '';
+  const waiters: (() => void)[] = [];
+  const wake = () => waiters.splice(0).forEach((w) => w());
+  child.stdout.on('data', (d) => ((stdout += d), wake()));
+  child.stderr.on('data', (d) => ((stderr += d), wake()));
+  const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => (wake(), resolve(code))));
+  const waitFor = async (what: () => boolean, label: string) => {
+    while (!what()) {
+      if (child!.exitCode !== null) assert.fail(`dev exited while waiting for ${label}:\n${stdout}\n${stderr}`);
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  const count = (re: RegExp) => (stdout.match(re) ?? []).length;
+
+  await waitFor(() => stdout.includes('Webhooks:'), 'the first apply');
+  const url = /listening on (http:\/\/\S+)/.exec(stdout)![1];
+  assert.match(stdout, /Development convenience: created these missing team secrets/);
+  const alerts = /alerts-url-token = (\S+)/.exec(stdout)![1];
+  assert.match(alerts, /^[A-Za-z0-9_-]{43}$/);
+  assert.match(stdout, /ci-webhook-token = [A-Za-z0-9_-]{43}\n/);
+  assert.match(stdout, /Applied factory example: 9 created/);
+  assert.ok(stdout.includes(`${url}/webhooks/w/wh_examplealerts2345abcdefghi/{token}`));
+
+  // The admin key it wrote lets a second terminal list the webhooks.
+  const key = readFileSync(join(tmp, 'data', 'admin.key'), 'utf8').trim();
+  const list = (await (await fetch(`${url}/api/v1/webhooks`, { headers: { Authorization: `Bearer ${key}` } })).json()) as { webhooks: { name: string }[] };
+  assert.deepEqual(list.webhooks.map((w) => w.name), ['alerts', 'ci', 'github']);
+
+  const ci = join(repo, 'webhooks', 'ci.yaml');
+  writeFileSync(ci, readFileSync(ci, 'utf8').replace('Build results from the CI system', 'CI builds'));
+  await waitFor(() => count(/^Applied factory example/gm) === 2, 'the re-apply');
+  assert.match(stdout, /~ webhook ci +update +webhooks\/ci\.yaml\n +description: "Build results from the CI system" -> "CI builds"/);
+
+  writeFileSync(ci, 'authMode: nope\n');
+  await waitFor(() => stderr.includes('Not applied'), 'the diagnostics');
+  assert.match(stderr, /repo\/webhooks\/ci\.yaml:1:\d+: error webhook\./);
+  assert.equal(child.exitCode, null, 'still running');
+
+  // Secrets are created once: nothing is printed again, and no value shows up twice.
+  assert.equal(count(/Development convenience/g), 1);
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0, stderr);
+  assert.match(stdout, /Stopping/);
+});
