@@ -1,0 +1,62 @@
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { readCappedBody, declaredLength } from '../../../runtime/ingress/body.ts';
+import { headerIdentity, bodyIdentity, MAX_IDENTITY_LENGTH } from '../../../runtime/ingress/identity.ts';
+import { parseIngressPath } from '../../../runtime/ingress/url.ts';
+import { isJson, senderAddress } from '../../../runtime/ingress/pipeline.ts';
+import { SecretCache, secretEquals } from '../../../runtime/ingress/secret-cache.ts';
+
+it('parses ingress paths', () => {
+  assert.deepEqual(parseIngressPath('/webhooks/w/wh_x'), { uid: 'wh_x' });
+  assert.deepEqual(parseIngressPath('/webhooks/w/wh_x/a%2Fb'), { uid: 'wh_x', token: 'a/b' });
+  assert.deepEqual(parseIngressPath('/webhooks/w/wh_x/'), { uid: 'wh_x', token: '' });
+  assert.deepEqual(parseIngressPath('/webhooks/w/wh_x/%zz'), { uid: 'wh_x', token: '%zz' });
+  for (const p of ['/webhooks/w/', '/webhooks/w', '/webhooks/w/a/b/c', '/other']) assert.equal(parseIngressPath(p), undefined);
+});
+
+it('identity: header order, empty values skipped, long values hashed', () => {
+  const headers: Record<string, string> = { 'x-mine': '', 'x-github-delivery': 'gh', 'x-service-delivery-id': 'svc' };
+  const get = (n: string) => headers[n];
+  assert.equal(headerIdentity(get, { deliveryIdHeader: 'X-Mine', schemeHeaders: ['x-github-delivery'] }), 'gh');
+  assert.equal(headerIdentity(get, { deliveryIdHeader: 'X-Mine' }), 'svc');
+  assert.equal(headerIdentity(() => undefined, {}), undefined);
+  const long = 'x'.repeat(MAX_IDENTITY_LENGTH + 1);
+  assert.match(headerIdentity(() => long, {})!, /^sha256:[0-9a-f]{64}$/);
+  assert.equal(bodyIdentity(Buffer.from('')), 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+});
+
+it('strict UTF-8 JSON', () => {
+  assert.equal(isJson(Buffer.from('{"a":"é"}')), true);
+  assert.equal(isJson(Buffer.from('0')), true);
+  assert.equal(isJson(Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d])), false, 'a BOM is not JSON');
+  assert.equal(isJson(Buffer.from([0xc0, 0xaf])), false, 'overlong');
+  assert.equal(isJson(Buffer.from('')), false);
+  assert.equal(isJson(Buffer.from('[' .repeat(100_000))), false);
+});
+
+it('reads a body up to the cap and stops at cap + 1', async () => {
+  assert.deepEqual(await readCappedBody(Readable.from([Buffer.from('ab'), Buffer.from('cd')]), 4), { ok: true, body: Buffer.from('abcd') });
+  const over = await readCappedBody(Readable.from([Buffer.from('ab'), Buffer.from('cde')]), 4);
+  assert.deepEqual(over, { ok: false, reason: 'too_large', size: 5 });
+  assert.deepEqual(await readCappedBody(Readable.from([]), 4, 5), { ok: false, reason: 'too_large', size: 5 });
+  assert.equal(declaredLength(' 12 '), 12);
+  assert.equal(declaredLength('1e3'), undefined);
+});
+
+it('sender address and secrets', () => {
+  assert.equal(senderAddress({ headers: { 'x-forwarded-for': '1.2.3.4, 5.6.7.8' }, remoteAddress: '9.9.9.9' }, true), '1.2.3.4');
+  assert.equal(senderAddress({ headers: { 'x-forwarded-for': '1.2.3.4' }, remoteAddress: '9.9.9.9' }, false), '9.9.9.9');
+  assert.equal(secretEquals('a', 'a'), true);
+  assert.equal(secretEquals('a', 'ab'), false);
+  let reveals = 0;
+  let now = 0;
+  const cache = new SecretCache((name, v) => (reveals++, `${name}@${v}`), () => now);
+  assert.equal(cache.get('s', 1), 's@1');
+  assert.equal(cache.get('s', 1), 's@1');
+  assert.equal(reveals, 1);
+  assert.equal(cache.get('s', 2), 's@2');
+  now += SecretCache.MAX_AGE_MS;
+  cache.get('s', 1);
+  assert.equal(reveals, 3);
+});
