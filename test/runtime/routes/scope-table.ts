@@ -46,4 +46,8 @@ export const ROUTE_SCOPES: RouteScope[] = [
   { method: 'GET', path: '/api/v1/agent/runs/run_placeholder', scope: 'runs' },
   { method: 'POST', path: '/api/v1/agent/runs/run_placeholder/cancel', scope: 'runs' },
   { method: 'GET', path: '/api/v1/agent/runs/run_placeholder/transcript', scope: 'runs' },
+  // runtime/routes/automations.ts
+  { method: 'GET', path: '/api/v1/automations', scope: 'manage' },
+  { method: 'GET', path: '/api/v1/automations/placeholder/placeholder', scope: 'manage' },
+  { method: 'POST', path: '/api/v1/automations/placeholder/placeholder/test', scope: 'manage', body: { delivery_id: 'x' } },
 ];
