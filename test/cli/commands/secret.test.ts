@@ -86,3 +86,32 @@ test('factory secret create/update/list/delete through the real CLI; the value n
     await rt.stop();
   }
 });
+
+test('on a terminal the value comes from a hidden prompt (raw mode, backspace works, nothing echoed)', async () => {
+  const rt = await startTestRuntime();
+  try {
+    const { PassThrough } = await import('node:stream');
+    const { runCli } = await import('../../../cli/main.ts');
+    const stdin = Object.assign(new PassThrough(), { rawModes: [] as boolean[], setRawMode(m: boolean) { this.rawModes.push(m); } });
+    let out = '';
+    let err = '';
+    const io = {
+      stdout: (s: string) => void (out += s),
+      stderr: (s: string) => void (err += s),
+      env: { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey },
+      cwd: process.cwd(),
+      stdin,
+      stdinIsTTY: true,
+      stdoutIsTTY: true,
+    };
+    const done = runCli(['secret', 'create', 'typed'], io);
+    stdin.write('tty-secrex\u007ft\r');
+    assert.equal(await done, 0, err);
+    assert.equal(rt.store.secrets.reveal('typed'), 'tty-secret');
+    assert.deepEqual(stdin.rawModes, [true, false]);
+    assert.match(err, /value for typed \(input is hidden\): \n/);
+    assert.ok(!(out + err).includes('tty-secre'));
+  } finally {
+    await rt.stop();
+  }
+});
