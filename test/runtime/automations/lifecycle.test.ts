@@ -90,4 +90,15 @@ describe('automation lifecycle', () => {
     assert.deepEqual(one, orphan);
     assert.equal((await rt.fetch(`/api/v1/automations/${FACTORY}/nope`)).status, 404);
   });
+
+  it('a manage key limited to another factory sees none of these automations', async () => {
+    const created = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'elsewhere', kind: 'personal', scopes: ['manage'], factories: ['elsewhere'] } });
+    const { key } = (await created.json()) as { key: string };
+    const list = (await (await rt.fetch('/api/v1/automations', { key })).json()) as { automations: unknown[] };
+    assert.deepEqual(list.automations, []);
+    assert.equal((await rt.fetch(`/api/v1/automations/${FACTORY}/review`, { key })).status, 403);
+    const test = await rt.fetch(`/api/v1/automations/${FACTORY}/review/test`, { key, method: 'POST', json: { delivery_id: 'x' } });
+    assert.equal(test.status, 403);
+    assert.equal(((await test.json()) as { code: string }).code, 'not_authorized');
+  });
 });
