@@ -1,0 +1,152 @@
+import { after, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { matchFilter } from '../../../core/filter.ts';
+import { GITHUB_UID, applyFactory, createSecret, deliverGithub, webhookRuns, type Api, type AutomationSpec } from './helpers.ts';
+
+/**
+ * SPEC 7.1 step 9: the delivery and its runs commit in one transaction. A runtime in a child
+ * process is killed with SIGKILL while matching deliveries are being accepted, then restarted on
+ * the same data dir: every delivery that got a 202 is in the log, and every Accepted delivery has
+ * exactly the runs of its matching automations, no more, no fewer.
+ */
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+const AUTOMATIONS: Record<string, AutomationSpec & { payload?: Record<string, unknown> }> = {
+  opened: { payload: { action: 'opened' } },
+  even: { payload: { parity: 'even' } },
+  everything: {},
+  never: { payload: { action: 'deleted' } },
+};
+
+function expectedFor(body: unknown): string[] {
+  return Object.entries(AUTOMATIONS)
+    .filter(([, a]) => a.payload === undefined || matchFilter(a.payload as never, body))
+    .map(([name]) => name)
+    .sort();
+}
+
+interface Child extends Api {
+  proc: ChildProcess;
+  exited: Promise<unknown>;
+}
+
+async function serve(dataDir: string): Promise<Child> {
+  const proc = spawn(process.execPath, [path.join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--max-concurrent-runs', '1', '--log-level', 'warn'], {
+    cwd: ROOT,
+    env: { ...process.env, FACTORY_RATE_DELIVERIES_PER_MINUTE: '100000', FACTORY_MASTER_KEY: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      const m = /factory runtime listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    proc.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${out}`)));
+  });
+  const key = readFileSync(path.join(dataDir, 'admin.key'), 'utf8').trim();
+  return {
+    proc,
+    exited,
+    url,
+    fetch(p, init = {}) {
+      const { key: k, json, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      headers.set('Authorization', `Bearer ${k ?? key}`);
+      if (json !== undefined) headers.set('Content-Type', 'application/json');
+      return fetch(url + p, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+    },
+  };
+}
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-crash-'));
+let current: Child | undefined;
+after(async () => {
+  if (current && current.proc.exitCode === null && current.proc.signalCode === null) {
+    current.proc.kill('SIGTERM');
+    await current.exited;
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+it('SIGKILL while accepting matching deliveries loses no 202 and leaves exactly the matching runs', async () => {
+  current = await serve(dataDir);
+  await createSecret(current);
+  await applyFactory(current, AUTOMATIONS);
+
+  // Senders keep posting until the runtime is gone; it is killed, mid-stream, once enough 202s
+  // are in, so some requests are in flight (some of them inside the Accepted transaction).
+  const bodies = new Map<string, Buffer>();
+  const got202: string[] = [];
+  const KILL_AFTER = 60;
+  let n = 0;
+  let killed = false;
+  let unanswered = 0;
+  const sender = async () => {
+    for (;;) {
+      const i = n++;
+      const deliveryId = `crash-${i}`;
+      const body = Buffer.from(JSON.stringify({ action: i % 3 === 0 ? 'opened' : 'closed', parity: i % 2 === 0 ? 'even' : 'odd', n: i }));
+      bodies.set(deliveryId, body);
+      try {
+        const { res } = await deliverGithub(current!, body, { deliveryId });
+        assert.equal(res.status, 202, deliveryId);
+        got202.push(deliveryId);
+      } catch (err) {
+        if (!killed) throw err;
+        unanswered++;
+        return;
+      }
+      if (got202.length >= KILL_AFTER && !killed) {
+        killed = true;
+        current!.proc.kill('SIGKILL');
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 16 }, sender));
+  await current.exited;
+  assert.equal(current.proc.signalCode, 'SIGKILL');
+  assert.ok(got202.length >= KILL_AFTER);
+  // The kill came while requests were in flight (each sender's last request got no answer).
+  assert.equal(unanswered, 16);
+
+  current = await serve(dataDir);
+  const log: Record<string, any>[] = [];
+  let cursor: string | null = null;
+  do {
+    const res = await current.fetch(`/api/v1/webhooks/${GITHUB_UID}/deliveries?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+    const page = (await res.json()) as { deliveries: Record<string, any>[]; page_info: { next_cursor: string | null } };
+    log.push(...page.deliveries);
+    cursor = page.page_info.next_cursor;
+  } while (cursor);
+
+  // Every 202 is in the log, Accepted.
+  const accepted = new Map(log.filter((d) => d.outcome === 'accepted').map((d) => [d.delivery_id as string, d]));
+  for (const id of got202) assert.ok(accepted.has(id), `${id} got a 202 but is not in the log`);
+  assert.equal(accepted.size, log.length, 'every entry is Accepted (no rejections, no duplicates were sent)');
+
+  // Each Accepted delivery (including any that committed without its 202 reaching the sender)
+  // has exactly its matching runs.
+  let expectedTotal = 0;
+  for (const [id, entry] of accepted) {
+    const expected = expectedFor(JSON.parse(bodies.get(id)!.toString('utf8')));
+    expectedTotal += expected.length;
+    assert.deepEqual(entry.runs.map((r: { automation: string }) => r.automation).sort(), expected, id);
+  }
+  // And no run exists that no Accepted delivery accounts for.
+  const runs = await webhookRuns(current);
+  assert.equal(runs.length, expectedTotal);
+  for (const r of runs) assert.ok(accepted.has(r.delivery_id), `run ${r.run_id} of ${r.delivery_id}`);
+
+  current.proc.kill('SIGTERM');
+  await current.exited;
+});
