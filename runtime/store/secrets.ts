@@ -38,6 +38,7 @@ export class SecretStore {
   private readonly all;
   private readonly remove;
   private readonly sealedOf;
+  private readonly users;
 
   constructor(ctx: StoreContext) {
     this.ctx = ctx;
@@ -49,6 +50,14 @@ export class SecretStore {
     this.all = db.prepare('SELECT name, current_version, created_at, updated_at FROM secrets ORDER BY name');
     this.remove = db.prepare('DELETE FROM secrets WHERE name = ?');
     this.sealedOf = db.prepare('SELECT sealed FROM secret_versions WHERE secret_name = ? AND version = ?');
+    // Live webhooks (migration 002) and environments whose `env` names the secret ({secret: NAME}).
+    this.users = db.prepare(
+      `SELECT 'webhook ' || factory || '/' || name AS what FROM webhooks WHERE secret_name = @name AND deleted_at IS NULL
+       UNION ALL
+       SELECT 'environment ' || environments.name FROM environments, json_each(environments.spec, '$.env') AS e
+        WHERE e.type = 'object' AND json_extract(e.value, '$.secret') = @name
+       ORDER BY 1`,
+    );
   }
 
   /** Creates a secret with its first value, or pending (no value) when `value` is null. */
@@ -87,17 +96,17 @@ export class SecretStore {
     return (this.all.all() as Row[]).map(toMeta);
   }
 
-  /** Deletes a secret and all its versions. A secret still referenced elsewhere is a 409. */
+  /**
+   * Deletes a secret and all its versions. A secret that a live webhook or an environment still
+   * uses is a 409 naming them: deleting it would silently break their deliveries or runs.
+   */
   delete(name: string): void {
     if (!this.byName.get(name)) throw notFound(`No secret is named "${name}".`);
-    try {
-      this.remove.run(name);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
-        throw conflict(`The secret "${name}" is still used by a webhook or environment; remove that first.`);
-      }
-      throw err;
+    const users = (this.users.all({ name }) as { what: string }[]).map((r) => r.what);
+    if (users.length) {
+      throw conflict(`The secret "${name}" is still used by ${users.join(', ')}; remove those uses (and apply) first.`);
     }
+    this.remove.run(name);
   }
 
   /**

@@ -77,3 +77,30 @@ test('a sealed value moved onto another secret does not open (AAD binds name and
     store.close();
   }
 });
+
+test('a secret used by a live webhook or an environment cannot be deleted (409 naming them)', () => {
+  const store = openStore({ path: ':memory:', clock: new FakeClock() });
+  try {
+    store.secrets.create('hook', 'v');
+    store.secrets.create('envsecret', 'v');
+    store.secrets.create('free', 'v');
+    const now = '2026-01-01T00:00:00.000Z';
+    store.db.prepare(`INSERT INTO factories (name, managed_by, created_at) VALUES ('pay', 'definitions', ?)`).run(now);
+    const hook = store.db.prepare(
+      `INSERT INTO webhooks (uid, factory, name, auth_mode, secret_name, secret_version, enabled, managed_by, created_at, updated_at, deleted_at)
+       VALUES (?, 'pay', ?, 'token', ?, 1, 1, 'definitions', ?, ?, ?)`,
+    );
+    hook.run('wh_aaaaaaaaaaaaaaaaaaaaaaaaaa', 'gh', 'hook', now, now, null);
+    hook.run('wh_bbbbbbbbbbbbbbbbbbbbbbbbbb', 'old', 'free', now, now, now); // deleted: does not count
+    store.db
+      .prepare(`INSERT INTO environments (name, factory, spec, created_at, updated_at) VALUES ('ci', 'pay', ?, ?, ?)`)
+      .run(JSON.stringify({ name: 'ci', env: { PLAIN: 'x', TOKEN: { secret: 'envsecret' } } }), now, now);
+
+    assert.throws(() => store.secrets.delete('hook'), (e: unknown) => e instanceof FactoryError && e.code === 'conflict' && /webhook pay\/gh/.test(e.message));
+    assert.throws(() => store.secrets.delete('envsecret'), (e: unknown) => e instanceof FactoryError && e.code === 'conflict' && /environment ci/.test(e.message));
+    store.secrets.delete('free');
+    assert.equal(store.secrets.get('free'), undefined);
+  } finally {
+    store.close();
+  }
+});
