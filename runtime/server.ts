@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type Koa from 'koa';
+import { CliError } from '../core/errors.ts';
 import { createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -58,9 +59,14 @@ export async function startServer(config: Config, options: StartServerOptions = 
     const ready = new Promise<void>((resolve) => (markReady = resolve));
     const server = createServer((req, res) => void ready.then(() => handler!(req, res)));
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      const onError = (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EADDRINUSE') reject(new CliError(`${config.host}:${config.port} is already in use; stop the other process or pass --port.`));
+        else if (err.code === 'EACCES') reject(new CliError(`not allowed to listen on ${config.host}:${config.port}; use a port above 1023.`));
+        else reject(err);
+      };
+      server.once('error', onError);
       server.listen(config.port, config.host, () => {
-        server.off('error', reject);
+        server.off('error', onError);
         resolve();
       });
     });

@@ -43,7 +43,10 @@ export async function startTestRuntime(
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-test-'));
   const config = parseConfig({ port: 0, ...options.flags, dataDir }, options.env ?? {});
   const logs = new LogCapture();
-  const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock });
+  const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock }).catch((err) => {
+    if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  });
   const adminKey = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim();
   const keep = options.keepDataDir ?? options.dataDir !== undefined;
   return {

@@ -113,3 +113,12 @@ test('close() waits for an in-flight request, then closes the database; it is id
   await rt.close();
   assert.equal(rt.store.ping(), false);
 });
+
+test('a port in use is one clear sentence', async () => {
+  const rt = await startTestRuntime();
+  try {
+    await assert.rejects(startTestRuntime({ flags: { port: rt.port } }), /127\.0\.0\.1:\d+ is already in use; stop the other process or pass --port\./);
+  } finally {
+    await rt.stop();
+  }
+});
