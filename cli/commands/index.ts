@@ -11,6 +11,7 @@ import { registerApply } from './apply.ts';
 import { registerWatch } from './watch.ts';
 import { registerDev } from './dev.ts';
 import { registerWebhook } from './webhook.ts';
+import { registerAutomation } from './automation.ts';
 import { registerDelivery } from './delivery.ts';
 import { registerRun } from './run.ts';
 
@@ -32,6 +33,7 @@ export const COMMANDS: RegisterCommand[] = [
   registerWatch,
   registerDev,
   registerWebhook,
+  registerAutomation,
   registerDelivery,
   registerRun,
 ];
