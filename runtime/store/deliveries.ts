@@ -89,11 +89,11 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
      VALUES (@webhookUid, @deliveryId, @outcome, @reason, @size, @receivedAt, @receivedMs, @sender, @contentType, @userAgent)`,
   );
   const insertPayload = db.prepare('INSERT INTO delivery_payloads (delivery_seq, body) VALUES (?, ?)');
-  const forgetExpiredIdentity = db.prepare(
-    'DELETE FROM delivery_identities WHERE webhook_uid = ? AND identity = ? AND accepted_ms < ?',
-  );
+  // One statement claims the identity: a new row, or an expired one (older than the cutoff, not
+  // yet pruned) taken over. A live Accepted identity changes nothing: the delivery is a Duplicate.
   const claimIdentity = db.prepare(
-    'INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+    `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms) VALUES (@uid, @identity, @now)
+     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms WHERE accepted_ms < @cutoff`,
   );
   const listStmt = db.prepare(
     `SELECT ${COLUMNS} FROM deliveries d LEFT JOIN delivery_payloads p ON p.delivery_seq = d.seq
@@ -155,8 +155,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     ): AcceptResult {
       const run = db.transaction((): AcceptResult => {
         const nowMs = f.receivedAt.getTime();
-        forgetExpiredIdentity.run(f.webhookUid, f.deliveryId, nowMs - identityDays * DAY_MS);
-        const claimed = claimIdentity.run(f.webhookUid, f.deliveryId, nowMs).changes === 1;
+        const cutoff = nowMs - identityDays * DAY_MS;
+        const claimed = claimIdentity.run({ uid: f.webhookUid, identity: f.deliveryId, now: nowMs, cutoff }).changes === 1;
         if (!claimed) return { outcome: 'duplicate', seq: Number(insert.run(facts(f, 'duplicate', null)).lastInsertRowid) };
         const seq = Number(insert.run(facts(f, 'accepted', null)).lastInsertRowid);
         insertPayload.run(seq, payload);
