@@ -57,7 +57,13 @@ export async function startServer(config: Config, options: StartServerOptions = 
     let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
     let markReady!: () => void;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
-    const server = createServer((req, res) => void ready.then(() => handler!(req, res)));
+    let stopping = false;
+    const server = createServer((req, res) => {
+      // While stopping, a keep-alive connection is closed as soon as its response is done,
+      // instead of idling until the keep-alive timeout holds close() up.
+      res.once('finish', () => stopping && setImmediate(() => server.closeIdleConnections()));
+      void ready.then(() => handler!(req, res));
+    });
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE') reject(new CliError(`${config.host}:${config.port} is already in use; stop the other process or pass --port.`));
@@ -101,6 +107,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     let closing: Promise<void> | undefined;
     const close = () =>
       (closing ??= (async () => {
+        stopping = true;
         const force = setTimeout(() => server.closeAllConnections(), FORCE_CLOSE_MS);
         force.unref();
         await new Promise<void>((resolve) => {
