@@ -1,0 +1,30 @@
+/**
+ * `npm run bench`: every benchmark in one run, each printing its figures and the ratio to its
+ * target, measured side by side on this machine. Targets are never asserted in tests (the
+ * machines are shared and noisy); this script is where they are checked.
+ *
+ * `npm run bench -- compile runs` runs a subset.
+ */
+import { benchCompile } from './compile.ts';
+import { benchIngress } from './ingress.ts';
+import { benchRuns } from './runs.ts';
+
+const BENCHES: Record<string, (print: (line: string) => void) => Promise<void>> = {
+  compile: benchCompile,
+  runs: benchRuns,
+  ingress: benchIngress,
+};
+
+const print = (line: string) => void process.stdout.write(line + '\n');
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const unknown = wanted.filter((name) => !(name in BENCHES));
+if (unknown.length > 0) {
+  process.stderr.write(`error: unknown benchmark ${unknown.join(', ')}; choose from ${Object.keys(BENCHES).join(', ')}\n`);
+  process.exitCode = 2;
+} else {
+  for (const [name, run] of Object.entries(BENCHES)) {
+    if (wanted.length > 0 && !wanted.includes(name)) continue;
+    print(`\n== ${name} ==`);
+    await run(print);
+  }
+}
