@@ -9,9 +9,10 @@ import { webhooksManageRoutes } from './webhooks-manage.ts';
 import { runRoutes } from './runs.ts';
 import { sessionRoutes } from './sessions.ts';
 import { automationRoutes } from './automations.ts';
+import { dashboardRoutes } from './dashboard.ts';
 
 /** A route module adds its routes to the one router. */
 export type RouteModule = (router: Router, deps: AppDeps) => void;
 
 /** Every route module. Each owner adds one import and one entry. */
-export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, ingressRoutes, webhooksManageRoutes, runRoutes, sessionRoutes, automationRoutes];
+export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, ingressRoutes, webhooksManageRoutes, runRoutes, sessionRoutes, automationRoutes, dashboardRoutes];
