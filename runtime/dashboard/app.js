@@ -84,25 +84,28 @@ const fmtTime = (t) => (t ? h('time', { datetime: t, title: t, text: new Date(t)
 const fmtSize = (n) => (n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`);
 const badge = (text, kind) => h('span', { class: `badge ${kind ?? ''}`, text });
 
-async function copy(text, button) {
+async function copy(text, button, field) {
   try {
     await navigator.clipboard.writeText(text);
     const old = button.textContent;
     button.textContent = 'Copied';
     setTimeout(() => (button.textContent = old), 1500);
   } catch {
-    // Clipboard needs a secure context; leave the text selected so Ctrl+C works.
-    button.previousElementSibling?.select?.();
+    // The clipboard needs a secure context (https or localhost): select the text so Ctrl+C works.
+    if (field.select) field.select();
+    else getSelection()?.selectAllChildren(field);
   }
 }
 
-/** A read-only field with a Copy button. */
-function copyField(label, value) {
+/** A value with a Copy button: a read-only field, or with `wrap` a wrapping code element (long URLs). */
+function copyField(label, value, { wrap = false } = {}) {
   const id = `cf-${Math.random().toString(36).slice(2)}`;
-  const input = h('input', { id, readonly: true, value, spellcheck: 'false', class: 'mono', size: Math.min(Math.max(value.length, 20), 80) });
-  const btn = h('button', { type: 'button', 'aria-label': `Copy ${label}`, text: 'Copy' });
-  btn.addEventListener('click', () => copy(value, btn));
-  return h('div', { class: 'copy' }, label ? h('label', { for: id, text: label }) : null, input, btn);
+  const field = wrap
+    ? h('code', { id, class: 'wrap', text: value })
+    : h('input', { id, readonly: true, value, spellcheck: 'false', class: 'mono', size: Math.min(Math.max(value.length, 20), 64) });
+  const btn = h('button', { type: 'button', 'aria-label': `Copy ${label || value}`, text: 'Copy' });
+  btn.addEventListener('click', () => copy(value, btn, field));
+  return h('div', { class: 'copy' }, label && !wrap ? h('label', { for: id, text: label }) : null, field, btn);
 }
 
 async function busy(button, fn) {
@@ -242,15 +245,15 @@ function renderWebhooks() {
       {},
       h('td', {}, h('strong', { text: w.name }), w.description ? h('div', { class: 'muted small', text: w.description }) : null, managedNote),
       h('td', { text: w.factory }),
-      h('td', {}, copyField('', w.url), h('div', { class: 'muted small mono', text: w.uid })),
+      h('td', {}, copyField(`${w.name} URL`, w.url, { wrap: true })),
       h('td', {}, w.auth_mode, w.signature_scheme ? h('div', { class: 'muted small', text: w.signature_scheme }) : null, w.delivery_id_header ? h('div', { class: 'muted small', text: `id header: ${w.delivery_id_header}` }) : null),
       h('td', {}, h('span', { class: 'mono small', text: w.secret_name }), h('div', { class: 'muted small', text: w.secret_version === null ? 'no value yet' : `version ${w.secret_version}` })),
       h('td', {}, h('label', { class: 'switch', for: `en-${w.uid}` }, toggle, ' Enabled')),
-      h('td', { class: 'actions' }, actions),
+      h('td', {}, h('div', { class: 'actions' }, actions)),
     );
   });
   $('webhooks-list').replaceChildren(
-    h('table', {}, h('thead', {}, h('tr', {}, ['Name', 'Factory', 'URL', 'Mode', 'Secret', 'State', 'Actions'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows)),
+    h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, ['Name', 'Factory', 'URL', 'Mode', 'Secret', 'State', 'Actions'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows))),
   );
 }
 
@@ -263,7 +266,7 @@ function showResult(result, what) {
   $('secret-once-body').replaceChildren(
     h('p', { text: `Webhook ${w.name} (${w.uid}) of factory ${w.factory}, ${w.auth_mode}${w.signature_scheme ? ` / ${w.signature_scheme}` : ''}.` }),
     copyField('Secret', result.secret),
-    result.url ? copyField('URL with the token (secret too)', result.url) : null,
+    ...(result.url ? [copyField('URL with the token (secret too)', result.url)] : []),
   );
   $('secret-once').hidden = false;
   $('secret-once').scrollIntoView({ block: 'start' });
@@ -558,11 +561,13 @@ function renderTestResult(r) {
       c.path !== undefined ? h('div', { class: 'small' }, 'Key path: ', h('code', { text: c.path || '(the body)' })) : null,
       c.reason ? h('div', { class: 'small', text: `Reason: ${c.reason}` }) : null);
   $('test-result').replaceChildren(
+    ...[
     h('p', { class: `verdict ${r.would_trigger ? 'ok' : 'bad'}`, text: r.would_trigger ? 'Would trigger' : 'Would not trigger' }),
     h('p', { class: 'muted small', text: `${r.automation.factory} / ${r.automation.name} against delivery ${r.delivery.delivery_id} of ${r.delivery.webhook_name ?? ''} (${r.delivery.webhook_uid}), received ${r.delivery.received_at}` }),
     h('ul', { class: 'plain' }, check('Webhook check', r.webhook_check), check('Payload check', r.payload_check)),
     r.automation_enabled ? null : h('p', { class: 'small', text: 'The automation is disabled.' }),
     r.note ? h('p', { class: 'small', text: r.note }) : null,
+    ].filter(Boolean),
   );
 }
 
@@ -609,9 +614,9 @@ function runRow(r) {
     h('td', { text: r.title ?? '' }),
     h('td', {}, h('span', { class: 'small', text: origin })),
     h('td', {}, fmtTime(r.created_at)),
-    h('td', { class: 'actions' },
+    h('td', {}, h('div', { class: 'actions' },
       h('button', { type: 'button', text: 'Transcript', onclick: () => openTranscript(r.run_id) }),
-      cancellable ? h('button', { type: 'button', class: 'danger', text: 'Cancel', onclick: (e) => cancelRun(r, e.currentTarget) }) : null),
+      cancellable ? h('button', { type: 'button', class: 'danger', text: 'Cancel', onclick: (e) => cancelRun(r, e.currentTarget) }) : null)),
   );
 }
 

@@ -1,10 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Router } from '@koa/router';
 import { SIGNATURE_SCHEMES } from '../../../core/snapshot.ts';
 import { ROUTES } from '../../../runtime/routes/index.ts';
@@ -27,6 +26,34 @@ function assertSecurityHeaders(res: Response, what: string): void {
   assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what);
   assert.equal(res.headers.get('referrer-policy'), 'no-referrer', what);
   assert.equal(res.headers.get('x-frame-options'), 'DENY', what);
+}
+
+/** Runs chromium to completion and returns its stdout; its whole process group is killed afterwards. */
+function runChromium(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(CHROMIUM, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const stop = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    // A safety net, not a timed assertion: a hung browser must not hang the suite.
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error('chromium did not finish within 25 s'));
+    }, 25_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      stop();
+      if (code === 0) resolve(out);
+      else reject(new Error(`chromium exited with ${code}`));
+    });
+  });
 }
 
 async function withRuntime(fn: (rt: TestRuntime) => Promise<void>): Promise<void> {
@@ -137,23 +164,19 @@ test(
     withRuntime(async (rt) => {
       const profile = mkdtempSync(join(tmpdir(), 'factory-chromium-'));
       try {
-        const { stdout } = await promisify(execFile)(
-          CHROMIUM,
-          [
-            '--headless',
-            '--no-sandbox',
-            '--disable-gpu',
-            '--disable-background-networking',
-            '--disable-component-update',
-            '--disable-sync',
-            '--no-first-run',
-            `--user-data-dir=${profile}`,
-            '--virtual-time-budget=5000',
-            '--dump-dom',
-            `${rt.url}/`,
-          ],
-          { timeout: 25_000, maxBuffer: 8 * 1024 * 1024 },
-        );
+        const stdout = await runChromium([
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+          '--no-first-run',
+          `--user-data-dir=${profile}`,
+          '--virtual-time-budget=5000',
+          '--dump-dom',
+          `${rt.url}/`,
+        ]);
         // The static HTML hides the sign-in form; only the running module shows it.
         assert.match(stdout, /<section id="signin" aria-labelledby="signin-h">/);
         assert.match(stdout, /<div id="app" hidden="">/);
