@@ -42,7 +42,18 @@ export interface Config {
   readonly maxConcurrentRuns: number;
   readonly logLevel: LogLevel;
   readonly limits: Readonly<Limits>;
+  /**
+   * The runtime's variables that agents and setup commands inherit (SPEC 9, "a minimal inherited
+   * environment"): only INHERITED_ENV, taken once from the environment parseConfig was given.
+   */
+  readonly inheritedEnv: Readonly<Record<string, string>>;
 }
+
+/**
+ * Variables a run's processes inherit from the runtime; nothing else, so no FACTORY_* value (the
+ * master key, API keys) and no provider key of the runtime's own reaches an agent (SPEC 9).
+ */
+export const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR'] as const;
 
 /** Values from command-line flags (commander gives strings for options with arguments). */
 export interface ConfigFlags {
@@ -131,7 +142,13 @@ export function parseConfig(
     if (!Number.isInteger(value) || value < 1) throw usageError(`limit ${key} must be a positive integer, got ${String(value)}.`);
   }
 
-  return deepFreeze({ port, host, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits });
+  const inheritedEnv: Record<string, string> = {};
+  for (const name of INHERITED_ENV) {
+    const v = env[name];
+    if (v !== undefined) inheritedEnv[name] = v;
+  }
+
+  return deepFreeze({ port, host, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv });
 }
 
 const ENV_NAMES: Record<string, string> = {

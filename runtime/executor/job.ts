@@ -19,7 +19,7 @@ import type { AgentFormat } from '../../core/snapshot.ts';
 import type { RunErrorCode } from '../../core/run-state.ts';
 import { AgentOutput } from './agent-output.ts';
 import { formatDuration } from './duration.ts';
-import { minimalEnv, runInGroup, type GroupExit } from './process.ts';
+import { runInGroup, type GroupExit } from './process.ts';
 import { readerFor } from './readers.ts';
 import { DEFAULT_CAPS, type TranscriptCaps, type TranscriptEventInput } from './transcript.ts';
 import { copyDir, parsePorcelainZ, planRepo, runCaptured, writeInputs, type CommandRun } from './workspace.ts';
@@ -51,8 +51,10 @@ export interface JobOptions {
   signal: AbortSignal;
   onEvent: (e: TranscriptEventInput) => void;
   caps?: Partial<TranscriptCaps>;
-  /** Where PATH, HOME, LANG, TZ and TMPDIR come from; defaults to this process's environment. */
-  inheritEnv?: NodeJS.ProcessEnv;
+  /** The runtime's variables every command inherits (config.inheritedEnv); nothing else is inherited. */
+  inheritedEnv: Readonly<Record<string, string>>;
+  /** Told each command's process group as it starts and ends (see runInGroup), to record it. */
+  onGroup?: (event: 'start' | 'end', pgid: number) => void;
 }
 
 const CANCELLED: JobResult = { state: 'CANCELLED', statusMessage: 'the run was cancelled', errorCode: 'cancelled', agentStarted: false };
@@ -65,12 +67,11 @@ function exitText(e: GroupExit): string {
 /** Runs one job; resolves with its outcome, rejects only on a platform failure. */
 export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult> {
   const caps: TranscriptCaps = { ...DEFAULT_CAPS, ...opts.caps };
-  const { signal, onEvent } = opts;
+  const { signal, onEvent, onGroup } = opts;
   const ws = path.resolve(spec.workspaceDir);
-  const base = minimalEnv(opts.inheritEnv ?? process.env);
   const promptFile = path.join(ws, 'prompt.md');
   const env: Record<string, string> = {
-    ...base,
+    ...opts.inheritedEnv,
     ...spec.env,
     FACTORY_PROMPT_FILE: promptFile,
     FACTORY_WORKSPACE: ws,
@@ -79,6 +80,14 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   // git never waits for a password on a terminal nobody is watching.
   const gitEnv = { ...env, GIT_TERMINAL_PROMPT: '0' };
   const timeoutMs = spec.agent.timeoutMs;
+  // Repo and setup commands share one output budget, so many commands cannot grow the transcript
+  // past a few MB (SPEC 9).
+  let commandBudget = caps.commandOutputBytesTotal;
+  const captured = async (argv: string[], cwd: string, cmdEnv: Record<string, string>) => {
+    const r = await runCaptured(argv, cwd, cmdEnv, Math.min(caps.commandOutputBytes, commandBudget), { signal, timeoutMs, onGroup });
+    commandBudget = Math.max(0, commandBudget - Buffer.byteLength(r.output));
+    return r;
+  };
 
   const commandEvent = (phase: string, text: string, r: CommandRun, argv?: string[]) =>
     onEvent({
@@ -114,7 +123,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
       continue;
     }
     for (const c of plan.commands) {
-      const r = await runCaptured(c.argv, c.cwd, gitEnv, caps.commandOutputBytes, { signal, timeoutMs });
+      const r = await captured(c.argv, c.cwd, gitEnv);
       commandEvent('repo', c.argv.join(' '), r, c.argv);
       if (r.cancelled) return CANCELLED;
       if (r.spawnError) {
@@ -139,7 +148,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
 
   // 3. Setup commands, each with the agent's timeout as its own limit.
   for (const command of spec.setup) {
-    const r = await runCaptured(['/bin/sh', '-c', command], ws, env, caps.commandOutputBytes, { signal, timeoutMs });
+    const r = await captured(['/bin/sh', '-c', command], ws, env);
     commandEvent('setup', command, r);
     if (r.cancelled) return CANCELLED;
     if (r.spawnError) throw r.spawnError;
@@ -159,6 +168,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
     stdin: spec.prompt,
     timeoutMs,
     signal,
+    onGroup,
     onStdout: (c) => out.write('stdout', c),
     onStderr: (c) => out.write('stderr', c),
   });
@@ -180,7 +190,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   if (exit.cancelled) return { ...CANCELLED, agentStarted: started };
 
   // 5. Files changed, whatever the agent's outcome: they help to debug a failed run too.
-  if (started) await reportChanges(gitDirs, gitEnv, caps, onEvent);
+  if (started) await reportChanges(gitDirs, gitEnv, caps, onEvent, onGroup);
 
   if (exit.spawnError) {
     const code = exit.spawnError.code;
@@ -204,11 +214,12 @@ async function reportChanges(
   env: Record<string, string>,
   caps: TranscriptCaps,
   onEvent: (e: TranscriptEventInput) => void,
+  onGroup: JobOptions['onGroup'],
 ): Promise<void> {
   let count = 0;
   let diffBudget = caps.diffBytesTotal;
   for (const repo of repos) {
-    const status = await runCaptured(['git', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], repo.dir, env, 4 * 1024 * 1024);
+    const status = await runCaptured(['git', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], repo.dir, env, 4 * 1024 * 1024, { onGroup });
     if (status.code !== 0) continue;
     for (const change of parsePorcelainZ(status.output)) {
       if (count++ >= caps.maxFileChanges) {
@@ -222,7 +233,7 @@ async function reportChanges(
         const argv = change.untracked
           ? ['git', 'diff', '--no-color', '--no-index', '--', '/dev/null', change.path]
           : ['git', 'diff', '--no-color', '-M', 'HEAD', '--', ...(change.oldPath ? [change.oldPath] : []), change.path];
-        const d = await runCaptured(argv, repo.dir, env, cap);
+        const d = await runCaptured(argv, repo.dir, env, cap, { onGroup });
         diff = d.output;
         diffTruncated = d.truncated;
         diffBudget -= Buffer.byteLength(diff);

@@ -20,6 +20,7 @@ import type { Store } from '../store/index.ts';
 import type { RunRecord } from '../store/runs.ts';
 import { parseDuration } from './duration.ts';
 import { runJob, type JobResult } from './job.ts';
+import { killOrphanGroup } from './process.ts';
 
 declare module '../services.ts' {
   interface Services {
@@ -39,8 +40,6 @@ export interface PoolDeps {
 }
 
 export interface PoolOptions {
-  /** Where agents inherit PATH, HOME, LANG, TZ and TMPDIR from; defaults to this process. */
-  inheritEnv?: NodeJS.ProcessEnv;
   pollMs?: number;
 }
 
@@ -54,6 +53,7 @@ export class ExecutorPool implements Service {
   private started = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private cleanupTimer: NodeJS.Timeout | undefined;
+  private cleaning: Promise<number> | undefined;
   private readonly workspacesDir: string;
 
   constructor(
@@ -70,7 +70,9 @@ export class ExecutorPool implements Service {
     await this.cleanWorkspaces();
     this.pollTimer = setInterval(() => this.wake(), this.options.pollMs ?? POLL_MS);
     this.pollTimer.unref();
-    this.cleanupTimer = setInterval(() => void this.cleanWorkspaces(), CLEANUP_EVERY_MS);
+    this.cleanupTimer = setInterval(() => {
+      this.cleanWorkspaces().catch((err) => this.deps.log.warn({ err }, 'workspace clean-up failed'));
+    }, CLEANUP_EVERY_MS);
     this.cleanupTimer.unref();
     this.wake();
   }
@@ -85,15 +87,26 @@ export class ExecutorPool implements Service {
     clearInterval(this.cleanupTimer);
     for (const job of this.running.values()) job.abort.abort();
     await Promise.all([...this.running.values()].map((j) => j.done));
+    await this.cleaning?.catch(() => {});
   }
 
-  /** Runs found INPROGRESS at start were cut off by a stop or crash of the runtime: ERROR, retryable. */
+  /**
+   * Runs found INPROGRESS at start were cut off by a stop or crash of the runtime: ERROR, retryable
+   * (SPEC 9). A crash (SIGKILL) left their process groups running, since each leads its own group;
+   * those recorded for the run are killed first (killOrphanGroup says how a reused id is avoided).
+   */
   recover(): string[] {
-    const ids = this.deps.store.runs.inProgressIds();
+    const { store, log } = this.deps;
+    const ids = store.runs.inProgressIds();
     for (const id of ids) {
-      this.deps.store.runs.finish(id, 'ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
+      for (const pgid of store.runs.processGroups(id)) {
+        const outcome = killOrphanGroup(pgid, id);
+        if (outcome === 'killed') log.warn({ runId: id, pgid }, 'killed a process group left running by the previous runtime');
+        if (outcome === 'unverified') log.warn({ runId: id, pgid }, 'a process group of this run may still be running; it could not be verified as the run\'s, so it was left alone');
+      }
+      store.runs.finish(id, 'ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
     }
-    if (ids.length) this.deps.log.warn({ runs: ids }, 'runs that were in progress when the runtime stopped are now ERROR');
+    if (ids.length) log.warn({ runs: ids }, 'runs that were in progress when the runtime stopped are now ERROR');
     return ids;
   }
 
@@ -167,7 +180,16 @@ export class ExecutorPool implements Service {
         {
           signal,
           onEvent: (e) => store.runs.appendEvent(run.run_id, e.type, e.data),
-          inheritEnv: this.options.inheritEnv,
+          inheritedEnv: this.deps.config.inheritedEnv,
+          onGroup: (event, pgid) => {
+            try {
+              if (event === 'start') store.runs.addProcessGroup(run.run_id, pgid);
+              else store.runs.removeProcessGroup(run.run_id, pgid);
+            } catch (err) {
+              // The record only serves a later crash recovery; the run itself goes on.
+              log.warn({ err, runId: run.run_id, pgid }, 'could not record a process group');
+            }
+          },
         },
       );
     } catch (err) {
@@ -224,8 +246,18 @@ export class ExecutorPool implements Service {
     return out;
   }
 
-  /** Removes workspaces of runs finished longer ago than the retention period (SPEC 9). */
-  async cleanWorkspaces(): Promise<number> {
+  /**
+   * Removes workspaces of runs finished longer ago than the retention period (SPEC 9); at start
+   * and then every CLEANUP_EVERY_MS. Calls while one is under way share it.
+   */
+  cleanWorkspaces(): Promise<number> {
+    this.cleaning ??= this.cleanOnce().finally(() => {
+      this.cleaning = undefined;
+    });
+    return this.cleaning;
+  }
+
+  private async cleanOnce(): Promise<number> {
     const { store, clock, config, log } = this.deps;
     const before = new Date(clock.now().getTime() - config.limits.workspaceRetentionHours * 3_600_000);
     let removed = 0;

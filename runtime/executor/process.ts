@@ -5,22 +5,10 @@
  */
 
 import { spawn } from 'node:child_process';
-
-/** Variables a child inherits from the runtime; nothing else (no keys, no FACTORY_MASTER_KEY). */
-export const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR'] as const;
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** How long a group gets between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
-
-/** The minimal inherited environment: only INHERITED_ENV, taken from `parent`. */
-export function minimalEnv(parent: NodeJS.ProcessEnv): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of INHERITED_ENV) {
-    const v = parent[name];
-    if (v !== undefined) env[name] = v;
-  }
-  return env;
-}
 
 export interface GroupSpawn {
   /** argv (no shell); use ['/bin/sh', '-c', text] for shell text. */
@@ -32,6 +20,12 @@ export interface GroupSpawn {
   signal?: AbortSignal;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
+  /**
+   * Told the group id once the command runs ('start') and once it and its group are gone ('end'),
+   * so the pool can record it: a runtime killed by SIGKILL cannot stop its groups, and a restart
+   * uses the record to do it (killOrphanGroup).
+   */
+  onGroup?: (event: 'start' | 'end', pgid: number) => void;
 }
 
 export interface GroupExit {
@@ -109,6 +103,7 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
       }, opts.timeoutMs);
     }
 
+    if (child.pid !== undefined) opts.onGroup?.('start', child.pid);
     child.stdout.on('data', (c: Buffer) => opts.onStdout?.(c));
     child.stderr.on('data', (c: Buffer) => opts.onStderr?.(c));
     // A program that does not read its stdin closes the pipe early; that is not our failure.
@@ -125,7 +120,67 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     });
     child.on('close', (code, signal) => {
       if (graceTimer) clearTimeout(graceTimer);
+      if (child.pid !== undefined) opts.onGroup?.('end', child.pid);
       finish({ code, signal });
     });
   });
+}
+
+/** What a restart found of a group recorded by the previous process (killOrphanGroup). */
+export type OrphanOutcome = 'killed' | 'gone' | 'unverified';
+
+/** `/proc/<pid>/stat` → the process group id, or undefined when unreadable. */
+function pgidOf(pid: string): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces and parens): state ppid pgrp ...
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[2]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Kills (SIGKILL) a process group that a previous runtime process recorded for run `runId` and
+ * could not stop because it died (SPEC 9: nothing outlives its run). Group ids are reused once a
+ * group is gone, so the group is killed only when one of its live members carries the run's own
+ * marker `FACTORY_RUN_ID=<runId>` in its initial environment (`/proc/<pid>/environ`): every
+ * process of a run starts with it, and run ids are random, so an unrelated group never matches.
+ *
+ * Limits: needs Linux's /proc ('unverified' elsewhere, and nothing is killed); a group whose
+ * every member replaced its environment (e.g. `env -i`) or runs as another user is not
+ * recognised and is left alone ('unverified').
+ */
+export function killOrphanGroup(pgid: number, runId: string): OrphanOutcome {
+  if (!Number.isInteger(pgid) || pgid <= 1) return 'gone';
+  try {
+    process.kill(-pgid, 0);
+  } catch (err) {
+    // ESRCH: no process is left in the group. EPERM: the group is not ours to signal.
+    return (err as NodeJS.ErrnoException).code === 'ESRCH' ? 'gone' : 'unverified';
+  }
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return 'unverified';
+  }
+  const marker = Buffer.from(`FACTORY_RUN_ID=${runId}\0`);
+  for (const pid of pids) {
+    if (pgidOf(pid) !== pgid) continue;
+    let environ: Buffer;
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`);
+    } catch {
+      continue;
+    }
+    // Entries are NUL-terminated; match a whole entry, not a suffix of another variable.
+    const at = environ.indexOf(marker);
+    if (at === 0 || (at > 0 && environ[at - 1] === 0)) {
+      killGroup(pgid, 'SIGKILL');
+      return 'killed';
+    }
+  }
+  return 'unverified';
 }

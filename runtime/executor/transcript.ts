@@ -13,6 +13,8 @@ export interface TranscriptEventInput {
 export interface TranscriptCaps {
   /** Output kept per setup or git command (stdout and stderr together). */
   commandOutputBytes: number;
+  /** Output kept over all setup and repo commands of a run together. */
+  commandOutputBytesTotal: number;
   /** Agent output kept per run, `output` and `message` events together. */
   agentOutputBytes: number;
   /** Longest single `output` line or `message` text kept. */
@@ -24,9 +26,13 @@ export interface TranscriptCaps {
   maxFileChanges: number;
 }
 
-/** Defaults: at most ~64 KiB × setup commands + 1 MiB + 512 KiB of diffs per run. */
+/**
+ * Defaults: at most 1 MiB of command output (64 KiB per command), 1 MiB of agent output and
+ * 512 KiB of diffs, so a run's transcript stays under about 3 MB with its event overhead.
+ */
 export const DEFAULT_CAPS: Readonly<TranscriptCaps> = Object.freeze({
   commandOutputBytes: 64 * 1024,
+  commandOutputBytesTotal: 1024 * 1024,
   agentOutputBytes: 1024 * 1024,
   lineBytes: 16 * 1024,
   diffBytesPerFile: 32 * 1024,

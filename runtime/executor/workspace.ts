@@ -10,7 +10,7 @@
 import { cp, mkdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runInGroup, type GroupExit } from './process.ts';
+import { runInGroup, type GroupExit, type GroupSpawn } from './process.ts';
 import { CappedBuffer } from './transcript.ts';
 
 export interface RepoSpec {
@@ -63,7 +63,7 @@ export async function runCaptured(
   cwd: string,
   env: Record<string, string>,
   cap: number,
-  extra: { signal?: AbortSignal; timeoutMs?: number } = {},
+  extra: Pick<GroupSpawn, 'signal' | 'timeoutMs' | 'onGroup'> = {},
 ): Promise<CommandRun> {
   const buf = new CappedBuffer(cap);
   const exit = await runInGroup({ argv, cwd, env, onStdout: (c) => buf.push(c), onStderr: (c) => buf.push(c), ...extra });

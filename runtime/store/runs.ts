@@ -161,6 +161,10 @@ export class RunStore {
         ORDER BY finished_at LIMIT ?`),
       workspaceRemoved: db.prepare('UPDATE runs SET workspace_removed_at = ? WHERE run_id = ?'),
       countQueued: db.prepare(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`),
+      groupInsert: db.prepare('INSERT OR REPLACE INTO run_process_groups (run_id, pgid, started_at) VALUES (?, ?, ?)'),
+      groupDelete: db.prepare('DELETE FROM run_process_groups WHERE run_id = ? AND pgid = ?'),
+      groupsOf: db.prepare('SELECT pgid FROM run_process_groups WHERE run_id = ? ORDER BY started_at, pgid'),
+      groupsClear: db.prepare('DELETE FROM run_process_groups WHERE run_id = ?'),
       byDelivery: db.prepare('SELECT run_id, automation, state FROM runs WHERE webhook_uid = ? AND delivery_id = ? ORDER BY seq'),
     };
   }
@@ -363,6 +367,8 @@ export class RunStore {
           ...from,
         ) as Row | undefined;
       if (!row) return undefined;
+      // A finished run has no process left to stop at a restart.
+      this.stmts.groupsClear.run(runId);
       // `from` is not returned by RETURNING; the event names where the run ends, and why.
       this.appendEventInTx(runId, 'state', { to, ...(input.statusMessage ? { status_message: input.statusMessage } : {}) }, now);
       return this.toRecord(row);
@@ -372,6 +378,21 @@ export class RunStore {
   /** Run ids found INPROGRESS (for restart recovery). */
   inProgressIds(): string[] {
     return (this.stmts.inProgress.all() as { run_id: string }[]).map((r) => r.run_id);
+  }
+
+  /** Records a process group that a command of the run leads now (restart recovery kills it). */
+  addProcessGroup(runId: string, pgid: number): void {
+    this.stmts.groupInsert.run(runId, pgid, this.now());
+  }
+
+  /** Forgets a process group once it is gone. */
+  removeProcessGroup(runId: string, pgid: number): void {
+    this.stmts.groupDelete.run(runId, pgid);
+  }
+
+  /** The process groups recorded for a run and not yet gone, oldest first. */
+  processGroups(runId: string): number[] {
+    return (this.stmts.groupsOf.all(runId) as { pgid: number }[]).map((r) => r.pgid);
   }
 
   private appendEventInTx(runId: string, type: string, data: Record<string, unknown>, time: string): number {

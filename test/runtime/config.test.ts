@@ -89,3 +89,19 @@ test('invalid values name the flag or variable', () => {
 test('limit overrides for tests', () => {
   assert.equal(parseConfig({ limits: { ingressBodyBytes: 10 } }, {}).limits.ingressBodyBytes, 10);
 });
+
+test('inheritedEnv holds only the variables agents inherit, from the env given, frozen (SPEC 9)', () => {
+  const env = {
+    PATH: '/usr/bin:/bin',
+    HOME: '/home/f',
+    TZ: 'UTC',
+    FACTORY_MASTER_KEY: randomBytes(32).toString('base64'),
+    FACTORY_API_KEY: 'fk_x',
+    ANTHROPIC_API_KEY: 'sk-ant',
+    AWS_SECRET_ACCESS_KEY: 'aws',
+  };
+  const c = parseConfig({}, env, '/w');
+  assert.deepEqual(c.inheritedEnv, { PATH: '/usr/bin:/bin', HOME: '/home/f', TZ: 'UTC' });
+  assert.ok(Object.isFrozen(c.inheritedEnv));
+  assert.deepEqual(parseConfig({}, {}, '/w').inheritedEnv, {});
+});

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { parseConfig, type ConfigFlags } from '../../runtime/config.ts';
+import { INHERITED_ENV, parseConfig, type ConfigFlags } from '../../runtime/config.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import type { Clock } from '../../runtime/clock.ts';
@@ -41,7 +41,10 @@ export async function startTestRuntime(
   options: { flags?: ConfigFlags; env?: Record<string, string>; dataDir?: string; clock?: Clock; keepDataDir?: boolean } = {},
 ): Promise<TestRuntime> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-test-'));
-  const config = parseConfig({ port: 0, ...options.flags, dataDir }, options.env ?? {});
+  // Only the variables a real runtime would pass on to agents (PATH, HOME, ...) come from this
+  // process; no stray FACTORY_* value of the test environment changes the config.
+  const inherited = Object.fromEntries(INHERITED_ENV.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n]]])));
+  const config = parseConfig({ port: 0, ...options.flags, dataDir }, { ...inherited, ...options.env });
   const logs = new LogCapture();
   const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock }).catch((err) => {
     if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });

@@ -5,7 +5,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runJob, type JobResult, type JobSpec, type TranscriptEventInput } from '../../../runtime/executor/job.ts';
+import { parseConfig } from '../../../runtime/config.ts';
+import { runJob, type JobOptions, type JobResult, type JobSpec, type TranscriptEventInput } from '../../../runtime/executor/job.ts';
 
 export const AGENTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples/agents');
 
@@ -51,10 +52,17 @@ export function spec(dir: string, over: Omit<Partial<JobSpec>, 'agent'> & { agen
 
 export async function run(
   s: JobSpec,
-  opts: { signal?: AbortSignal; caps?: Parameters<typeof runJob>[1]['caps']; inheritEnv?: NodeJS.ProcessEnv } = {},
+  opts: { signal?: AbortSignal; caps?: Parameters<typeof runJob>[1]['caps']; inheritedEnv?: Readonly<Record<string, string>>; onGroup?: JobOptions['onGroup'] } = {},
 ): Promise<{ result: JobResult; events: TranscriptEventInput[]; output: string }> {
   const events: TranscriptEventInput[] = [];
-  const result = await runJob(s, { signal: opts.signal ?? new AbortController().signal, onEvent: (e) => events.push(e), caps: opts.caps, inheritEnv: opts.inheritEnv });
+  const result = await runJob(s, {
+    signal: opts.signal ?? new AbortController().signal,
+    onEvent: (e) => events.push(e),
+    caps: opts.caps,
+    // What the runtime would pass: config.inheritedEnv of this test process's environment.
+    inheritedEnv: opts.inheritedEnv ?? parseConfig({}, process.env).inheritedEnv,
+    onGroup: opts.onGroup,
+  });
   const output = events.filter((e) => e.type === 'output').map((e) => String(e.data.text)).join('');
   return { result, events, output };
 }

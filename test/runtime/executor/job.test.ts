@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { INHERITED_ENV, parseConfig } from '../../../runtime/config.ts';
 import { AGENTS, isGone, makeRepo, run, scratch, spec, waitFor } from './helpers.ts';
 
 test('a run clones, writes inputs, runs setup and the agent, and reports the changed file', async (t) => {
@@ -159,20 +161,48 @@ test('cancel during setup stops it and never starts the agent', async (t) => {
 
 test('the agent sees a minimal environment: no master key, no API keys of the runtime', async (t) => {
   const dir = scratch(t);
-  process.env.FACTORY_MASTER_KEY = 'bWFzdGVyLWtleS1vZi10aGUtcnVudGltZQ==';
-  t.after(() => delete process.env.FACTORY_MASTER_KEY);
+  // The runtime's environment as parseConfig sees it (SPEC 5): keys of the runtime and of providers.
+  const runtimeEnv = {
+    ...process.env,
+    FACTORY_MASTER_KEY: randomBytes(32).toString('base64'),
+    FACTORY_API_KEY: 'fk_runtime-api-key',
+    FACTORY_DATA_DIR: '/srv/factory',
+    ANTHROPIC_API_KEY: 'sk-ant-runtime',
+    OPENAI_API_KEY: 'sk-runtime',
+    LANG: 'C.UTF-8',
+  };
+  const { inheritedEnv } = parseConfig({}, runtimeEnv);
   const s = spec(dir, { env: { TOKEN: 'resolved-secret', MODE: 'test' }, agent: { command: ['env'] } });
-  const { result, output } = await run(s);
+  const { result, output } = await run(s, { inheritedEnv });
   assert.equal(result.state, 'SUCCEEDED');
   const env = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-  assert.equal(env.FACTORY_MASTER_KEY, undefined);
+  for (const name of ['FACTORY_MASTER_KEY', 'FACTORY_API_KEY', 'FACTORY_DATA_DIR', 'ANTHROPIC_API_KEY', 'OPENAI_API_KEY']) assert.equal(env[name], undefined, name);
+  assert.equal(env.LANG, 'C.UTF-8');
+  assert.equal(env.PATH, process.env.PATH);
   assert.equal(env.TOKEN, 'resolved-secret');
   assert.equal(env.MODE, 'test');
   assert.equal(env.FACTORY_RUN_ID, 'run_test');
   assert.equal(env.FACTORY_WORKSPACE, s.workspaceDir);
   assert.equal(env.FACTORY_PROMPT_FILE, path.join(s.workspaceDir, 'prompt.md'));
-  const allowed = new Set(['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'TOKEN', 'MODE', 'FACTORY_RUN_ID', 'FACTORY_WORKSPACE', 'FACTORY_PROMPT_FILE', 'PWD', 'SHLVL', '_']);
+  const allowed = new Set([...INHERITED_ENV, 'TOKEN', 'MODE', 'FACTORY_RUN_ID', 'FACTORY_WORKSPACE', 'FACTORY_PROMPT_FILE', 'PWD', 'SHLVL', '_']);
   assert.deepEqual(Object.keys(env).filter((k) => !allowed.has(k)), []);
+});
+
+test('the job inherits config.inheritedEnv only, never this process.env (STYLE 4)', async (t) => {
+  const dir = scratch(t);
+  const before = process.env.TZ;
+  process.env.TZ = 'Pacific/Chatham';
+  process.env.FACTORY_MASTER_KEY = randomBytes(32).toString('base64');
+  t.after(() => {
+    if (before === undefined) delete process.env.TZ;
+    else process.env.TZ = before;
+    delete process.env.FACTORY_MASTER_KEY;
+  });
+  const { result, output } = await run(spec(dir, { agent: { command: ['/usr/bin/env'] } }), { inheritedEnv: { HOME: '/nonexistent-home' } });
+  assert.equal(result.state, 'SUCCEEDED');
+  const names = output.trim().split('\n').map((l) => l.slice(0, l.indexOf('=')));
+  assert.ok(output.includes('HOME=/nonexistent-home\n'), output);
+  assert.deepEqual(names.filter((n) => ['TZ', 'PATH', 'FACTORY_MASTER_KEY', 'LANG'].includes(n)), []);
 });
 
 test('the prompt arrives on stdin', async (t) => {
@@ -203,4 +233,28 @@ test('claude-stream-json output becomes message events; other lines stay output'
   const messages = events.filter((e) => e.type === 'message').map((e) => e.data.kind);
   assert.deepEqual(messages, ['system', 'text', 'tool_use', 'tool_result', 'result']);
   assert.deepEqual(events.filter((e) => e.type === 'output').map((e) => e.data.text), ['this line is not JSON\n']);
+});
+
+test('setup commands share one output budget per run, each still capped on its own', async (t) => {
+  const dir = scratch(t);
+  const print100 = `printf '%0100d' 0`;
+  const { result, events } = await run(spec(dir, { setup: [print100, print100, print100] }), {
+    caps: { commandOutputBytes: 100, commandOutputBytesTotal: 150 },
+  });
+  assert.equal(result.state, 'SUCCEEDED');
+  const setup = events.filter((e) => e.type === 'command' && e.data.phase === 'setup');
+  assert.deepEqual(
+    setup.map((e) => [String(e.data.output).length, e.data.output_truncated ?? false]),
+    [[100, false], [50, true], [0, true]],
+  );
+});
+
+test('each command reports its process group when it starts and once it is gone', async (t) => {
+  const dir = scratch(t);
+  const groups: [string, number][] = [];
+  const { result } = await run(spec(dir, { setup: ['true', 'true'] }), { onGroup: (event, pgid) => groups.push([event, pgid]) });
+  assert.equal(result.state, 'SUCCEEDED');
+  // Two setup commands and the agent, one after the other: start, end, start, end, start, end.
+  assert.deepEqual(groups.map(([e]) => e), ['start', 'end', 'start', 'end', 'start', 'end']);
+  for (let i = 0; i < groups.length; i += 2) assert.equal(groups[i][1], groups[i + 1][1]);
 });

@@ -27,17 +27,18 @@ function serve(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
   });
 }
 
-test('SIGKILL of the runtime during a run: after a restart the run is ERROR, retryable, and the queue continues', async (t) => {
+test('SIGKILL of the runtime during a run: after a restart the agent is gone, the run is ERROR, retryable, and the queue continues', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-recovery-'));
   const dataDir = path.join(dir, 'data');
   const pidFile = path.join(dir, 'grandchild.pid');
+  const leaderFile = path.join(dir, 'agent.pid');
   const children: ChildProcess[] = [];
   t.after(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    // The agent of the killed runtime leads its own process group, which the SIGKILL did not reach.
-    if (existsSync(pidFile)) {
+    // Should the test fail, do not leave the agent's group (which the SIGKILL did not reach) running.
+    for (const f of [leaderFile, pidFile]) {
       try {
-        process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+        process.kill(Number(readFileSync(f, 'utf8')), 'SIGKILL');
       } catch {
         // already gone
       }
@@ -59,7 +60,7 @@ test('SIGKILL of the runtime during a run: after a restart the run is ERROR, ret
 
   const files = [
     { path: 'factory.yaml', text: 'name: recovery\n' },
-    { path: 'environments/sleeper.yaml', text: JSON.stringify({ agent: { command: ['/bin/sh', '-c', `sleep 300 & echo $! > '${pidFile}'; wait`] } }) },
+    { path: 'environments/sleeper.yaml', text: JSON.stringify({ agent: { command: ['/bin/sh', '-c', `echo $$ > '${leaderFile}'; sleep 300 & echo $! > '${pidFile}'; wait`] } }) },
     { path: 'environments/ok.yaml', text: JSON.stringify({ agent: { command: ['node', path.join(ROOT, 'examples/agents/scripted-agent.mjs')] } }) },
   ];
   const { snapshot } = compile(files);
@@ -73,9 +74,15 @@ test('SIGKILL of the runtime during a run: after a restart the run is ERROR, ret
 
   first.child.kill('SIGKILL');
   await new Promise((r) => first.child.once('exit', r));
+  const agentPid = Number(readFileSync(leaderFile, 'utf8'));
+  const sleepPid = Number(readFileSync(pidFile, 'utf8'));
+  // The agent's group outlived the runtime: it leads its own group, which the SIGKILL did not reach.
+  assert.equal(isGone(agentPid) || isGone(sleepPid), false);
 
   const second = await serve(dataDir);
   children.push(second.child);
+  // Restart recovery killed the recorded group: the agent and its grandchild are gone.
+  await waitFor(() => isGone(agentPid) && isGone(sleepPid), 'the orphaned agent and its sleep to be gone');
   const crashed = await call(second.url, `/api/v1/agent/runs/${long.run_id}`);
   assert.deepEqual(
     [crashed.state, crashed.retryable, crashed.error_code, crashed.status_message],
@@ -90,7 +97,4 @@ test('SIGKILL of the runtime during a run: after a restart the run is ERROR, ret
 
   second.child.kill('SIGTERM');
   await new Promise((r) => second.child.once('exit', r));
-  const pid = Number(readFileSync(pidFile, 'utf8'));
-  process.kill(pid, 'SIGKILL');
-  await waitFor(() => isGone(pid), 'the orphaned sleep to be gone');
 });
