@@ -19,6 +19,14 @@ export interface DeliveryView {
   user_agent: string | null;
   has_payload: boolean;
   payload?: unknown;
+  /** The runs an Accepted delivery started (SPEC 7.7, 8); empty for other outcomes. */
+  runs?: DeliveryRun[];
+}
+
+export interface DeliveryRun {
+  run_id: string;
+  automation: string | null;
+  state: string;
 }
 
 type Flags = ClientFlags & { factory?: string; json?: boolean };
@@ -48,14 +56,14 @@ export function registerDelivery(program: Command, io: CliIO): void {
       io.stdout(`Webhook ${w.name} has no deliveries in its log.\n`);
       return;
     }
-    const rows = [['RECEIVED', 'OUTCOME', 'SIZE', 'DELIVERY ID']];
-    for (const d of deliveries) rows.push([d.received_at, d.outcome_label, String(d.size), d.delivery_id]);
+    const rows = [['RECEIVED', 'OUTCOME', 'SIZE', 'RUNS', 'DELIVERY ID']];
+    for (const d of deliveries) rows.push([d.received_at, d.outcome_label, String(d.size), String(d.runs?.length ?? 0), d.delivery_id]);
     io.stdout(table(rows));
   });
 
   const show = group
     .command('show')
-    .description('show one delivery, with its payload when it was Accepted')
+    .description('show one delivery, with the runs it started and its payload when it was Accepted')
     .argument('<webhook>', 'a webhook UID (wh_...) or name')
     .argument('<delivery-id>', 'the delivery id (as `delivery list` shows it)')
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
@@ -74,6 +82,13 @@ export function registerDelivery(program: Command, io: CliIO): void {
       ['size', `${d.size} bytes`], ['received', d.received_at], ['sender', d.sender], ['content type', d.content_type], ['user agent', d.user_agent],
     ];
     io.stdout(lines.filter(([, v]) => v !== null).map(([k, v]) => `${(k + ':').padEnd(14)}${v}\n`).join(''));
+    const runs = d.runs ?? [];
+    if (runs.length) {
+      const rows = table([['RUN', 'AUTOMATION', 'STATE'], ...runs.map((r) => [r.run_id, r.automation ?? '', r.state])]);
+      io.stdout('runs:\n' + rows.split('\n').filter(Boolean).map((l) => `  ${l}\n`).join(''));
+    } else if (d.outcome === 'accepted') {
+      io.stdout(`${'runs:'.padEnd(14)}none (no automation matched)\n`);
+    }
     if (d.payload !== undefined) io.stdout(`payload:\n${JSON.stringify(d.payload, null, 2)}\n`);
   });
 }

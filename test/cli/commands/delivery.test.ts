@@ -4,6 +4,7 @@ import { Readable } from 'node:stream';
 import { runCli } from '../../../cli/main.ts';
 import type { CliIO } from '../../../cli/io.ts';
 import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
+import { PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns } from '../../runtime/automations/helpers.ts';
 
 /** `factory delivery list|show` in-process against a real runtime with real deliveries. */
 
@@ -41,10 +42,10 @@ test('delivery list prints the log newest first, as a table or JSON', async () =
   const res = await cli(['delivery', 'list', 'orders']);
   assert.equal(res.code, 0, res.err);
   const lines = res.out.trim().split('\n');
-  assert.match(lines[0], /^RECEIVED\s+OUTCOME\s+SIZE\s+DELIVERY ID$/);
-  assert.match(lines[1], /Rejected \(auth\)\s+11\s+order-2$/);
-  assert.match(lines[2], /Duplicate\s+11\s+order-1$/);
-  assert.match(lines[3], /Accepted\s+11\s+order-1$/);
+  assert.match(lines[0], /^RECEIVED\s+OUTCOME\s+SIZE\s+RUNS\s+DELIVERY ID$/);
+  assert.match(lines[1], /Rejected \(auth\)\s+11\s+0\s+order-2$/);
+  assert.match(lines[2], /Duplicate\s+11\s+0\s+order-1$/);
+  assert.match(lines[3], /Accepted\s+11\s+0\s+order-1$/);
   const json = await cli(['delivery', 'list', hook.uid, '--limit', '2', '--json']);
   assert.deepEqual((JSON.parse(json.out) as { outcome: string }[]).map((d) => d.outcome), ['rejected_auth', 'duplicate']);
   assert.equal((await cli(['delivery', 'list', 'orders', '--limit', '0'])).code, 2);
@@ -61,4 +62,53 @@ test('delivery show prints the Accepted entry with its payload', async () => {
   const missing = await cli(['delivery', 'show', 'orders', 'nope']);
   assert.equal(missing.code, 1);
   assert.match(missing.err, /no delivery nope/);
+});
+
+test('delivery show lists the runs a delivery started; delivery list counts them', async (t) => {
+  const other = await startTestRuntime();
+  t.after(() => other.stop());
+  // Paused, so the runs stay QUEUED and the states printed are known.
+  (other.services.executor as { pause(): void } | undefined)?.pause();
+  await createSecret(other);
+  await applyFactory(other, { review: {}, triage: {}, drafts: { payload: { pull_request: { draft: true } } } });
+  const { deliveryId, res } = await deliverGithub(other, PR_OPENED);
+  assert.equal(res.status, 202);
+  const started = await deliveryRuns(other, deliveryId);
+  assert.equal(started.length, 2);
+  const cliOther = async (args: string[]) => {
+    const io = {
+      out: '',
+      err: '',
+      stdout: (s: string) => void (io.out += s),
+      stderr: (s: string) => void (io.err += s),
+      env: { FACTORY_SERVER: other.url, FACTORY_API_KEY: other.adminKey },
+      cwd: other.dataDir,
+      stdin: Readable.from([]),
+      stdinIsTTY: true,
+      stdoutIsTTY: false,
+    } satisfies CliIO & { out: string; err: string };
+    return { code: await runCli(args, io), out: io.out, err: io.err };
+  };
+
+  const show = await cliOther(['delivery', 'show', 'github', deliveryId]);
+  assert.equal(show.code, 0, show.err);
+  const runLines = show.out.slice(show.out.indexOf('runs:\n')).split('\n').slice(1, 4);
+  assert.match(runLines[0], /^ {2}RUN\s+AUTOMATION\s+STATE$/);
+  const shown = runLines.slice(1).map((l) => l.trim().split(/\s+/));
+  assert.deepEqual(shown, started.map((r) => [r.run_id, r.automation, 'QUEUED']));
+  assert.deepEqual(shown.map((r) => r[1]).sort(), ['review', 'triage']);
+  const json = JSON.parse((await cliOther(['delivery', 'show', 'github', deliveryId, '--json'])).out) as { runs: unknown };
+  assert.deepEqual(json.runs, started);
+
+  const list = await cliOther(['delivery', 'list', 'github']);
+  assert.equal(list.code, 0, list.err);
+  assert.match(list.out.split('\n')[0], /^RECEIVED\s+OUTCOME\s+SIZE\s+RUNS\s+DELIVERY ID$/);
+  assert.match(list.out.split('\n')[1], new RegExp(`Accepted\\s+\\d+\\s+2\\s+${deliveryId}$`));
+});
+
+test('delivery show says when an Accepted delivery started no run', async () => {
+  const res = await cli(['delivery', 'show', 'orders', 'order-1']);
+  assert.match(res.out, /runs:\s+none/);
+  const rejected = await cli(['delivery', 'show', 'orders', 'order-2']);
+  assert.doesNotMatch(rejected.out, /runs:/);
 });
