@@ -4,21 +4,30 @@
  * client loop against a bare node:http server answering 202, on the same machine in the same
  * run. Prints accepted deliveries per second, p50 and p99 for both, and the ratio (target: at
  * least 0.5). Then checks that every 202 is in the delivery log. Not asserted in tests.
+ *
+ * The load comes from a separate process (this file, forked with `--client`) for both targets:
+ * a client loop in the server's own process would take the server's CPU and event loop and
+ * measure the client as much as the server. Both targets share that one client, side by side.
  */
 
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { sign } from '@octokit/webhooks-methods';
+import { pino } from 'pino';
 import { parseConfig } from '../runtime/config.ts';
 import { createLogger } from '../runtime/log.ts';
 import { startServer } from '../runtime/server.ts';
 import { createWebhook } from '../runtime/ingress/lifecycle.ts';
 
 export const TARGET_RATIO = 0.5;
+
+const SECRET = 'bench-github-secret';
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
@@ -30,13 +39,14 @@ interface LoopResult {
   ids: string[];
 }
 
-/** `total` POSTs from `concurrency` keep-alive workers; each request body and headers come from `make(i)`. */
-async function loop(
-  url: string,
-  total: number,
-  concurrency: number,
-  make: (i: number) => { body: string; headers: Record<string, string> },
-): Promise<LoopResult> {
+interface Request {
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** `requests.length` POSTs from `concurrency` keep-alive workers. Runs in the client process. */
+async function loop(url: string, requests: readonly Request[], concurrency: number): Promise<LoopResult> {
+  const total = requests.length;
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const target = new URL(url);
   const latencies: number[] = [];
@@ -45,7 +55,7 @@ async function loop(
   let accepted = 0;
   const one = (i: number) =>
     new Promise<void>((resolve, reject) => {
-      const { body, headers } = make(i);
+      const { body, headers } = requests[i];
       const start = process.hrtime.bigint();
       const req = http.request(
         { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { ...headers, 'Content-Length': Buffer.byteLength(body) } },
@@ -89,26 +99,77 @@ function payload(i: number): string {
   return JSON.stringify(base);
 }
 
-export async function benchIngress(print: (line: string) => void, opts: { total?: number; concurrency?: number } = {}): Promise<void> {
-  const total = opts.total ?? 5000;
-  const concurrency = opts.concurrency ?? 64;
-  const secret = 'bench-github-secret';
-
-  // Pre-sign outside the timed loops, so both servers see the same client work.
-  const requests = await Promise.all(
-    Array.from({ length: total }, async (_, i) => {
-      const body = payload(i);
+/** `count` signed deliveries with unique ids, numbered from `from`. */
+function signedRequests(count: number, from: number): Promise<Request[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const body = payload(from + i);
       return {
         body,
         headers: {
           'Content-Type': 'application/json',
           'X-GitHub-Event': 'push',
           'X-GitHub-Delivery': randomUUID(),
-          'X-Hub-Signature-256': await sign(secret, body),
+          'X-Hub-Signature-256': await sign(SECRET, body),
         },
       };
     }),
   );
+}
+
+type ClientCommand = { url: string; set: 'main' | 'warm'; concurrency: number };
+
+/**
+ * The client process: pre-signs the deliveries once (so both targets get the very same requests
+ * and no signing happens in the timed loops), then runs one loop per command from the parent.
+ */
+async function clientMain(total: number, warmCount: number): Promise<void> {
+  const sets = { main: await signedRequests(total, 0), warm: await signedRequests(warmCount, total) };
+  process.on('message', (cmd: ClientCommand) => {
+    void loop(cmd.url, sets[cmd.set], cmd.concurrency).then(
+      (r) => process.send!({ ok: true, result: r }),
+      (err: Error) => process.send!({ ok: false, error: String(err?.stack ?? err) }),
+    );
+  });
+  process.send!({ ready: true });
+}
+
+/** Starts the client process and waits until its requests are signed. */
+async function startClient(total: number, warmCount: number): Promise<{ run(cmd: ClientCommand): Promise<LoopResult>; stop(): void }> {
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--client', String(total), String(warmCount)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`bench client exited with ${code}`)));
+  });
+  return {
+    run: (cmd) =>
+      new Promise((resolve, reject) => {
+        child.once('message', (m: { ok: boolean; result?: LoopResult; error?: string }) => (m.ok ? resolve(m.result!) : reject(new Error(m.error))));
+        child.send(cmd);
+      }),
+    stop: () => {
+      child.removeAllListeners('exit');
+      child.kill();
+    },
+  };
+}
+
+/**
+ * Runs `fn` and adds the server process's CPU time over it. The client is its own process, so
+ * this is what serving cost, whichever side the throughput was bound by.
+ */
+async function measured(fn: () => Promise<LoopResult>): Promise<LoopResult & { cpuMicros: number }> {
+  const before = process.cpuUsage();
+  const r = await fn();
+  const cpu = process.cpuUsage(before);
+  return { ...r, cpuMicros: cpu.user + cpu.system };
+}
+
+export async function benchIngress(print: (line: string) => void, opts: { total?: number; concurrency?: number } = {}): Promise<void> {
+  const total = opts.total ?? 5000;
+  const concurrency = opts.concurrency ?? 64;
+  const warmCount = 200;
+  const client = await startClient(total, warmCount);
 
   // The bare baseline: node:http answering 202 after reading the body.
   const bare = http.createServer((req, res) => {
@@ -123,25 +184,24 @@ export async function benchIngress(print: (line: string) => void, opts: { total?
 
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'factory-bench-ingress-'));
   const limits = { deliveriesPerMinute: 1_000_000_000, failedAuthPerMinute: 1_000_000_000 };
-  const server = await startServer(parseConfig({ port: 0, dataDir, logLevel: 'silent', limits }, {}), { log: createLogger({ level: 'silent' }) });
+  // The runtime logs as in production (info: one access line per request), into /dev/null.
+  const log = createLogger({ level: 'info', destination: pino.destination({ dest: '/dev/null', sync: true }) });
+  const server = await startServer(parseConfig({ port: 0, dataDir, logLevel: 'info', limits }, {}), { log });
   try {
-    const { webhook } = createWebhook(server.store, 'bench', { name: 'github', authMode: 'signature', signatureScheme: 'github', secret }, 20);
+    const { webhook } = createWebhook(server.store, 'bench', { name: 'github', authMode: 'signature', signatureScheme: 'github', secret: SECRET }, 20);
     const url = `${server.url}/webhooks/w/${webhook.uid}`;
 
-    // Warm both up (JIT, prepared statements, the secret cache) with unlogged-by-the-result requests.
-    await loop(bareUrl, 200, concurrency, (i) => requests[i % total]);
-    const warm = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
-      const body = payload(-1 - i);
-      return { body, headers: { 'X-GitHub-Delivery': randomUUID(), 'X-Hub-Signature-256': await sign(secret, body) } };
-    }));
-    await loop(url, warm.length, concurrency, (i) => warm[i]);
+    // Warm both up (JIT, prepared statements, the secret cache) with deliveries not counted below.
+    await client.run({ url: bareUrl, set: 'warm', concurrency });
+    await client.run({ url, set: 'warm', concurrency });
 
-    const base = await loop(bareUrl, total, concurrency, (i) => requests[i]);
-    const ing = await loop(url, total, concurrency, (i) => requests[i]);
+    const base = await measured(() => client.run({ url: bareUrl, set: 'main', concurrency }));
+    const ing = await measured(() => client.run({ url, set: 'main', concurrency }));
     const ratio = ing.perSecond / base.perSecond;
-    const row = (name: string, r: LoopResult) =>
-      `  ${name.padEnd(10)} ${r.perSecond.toFixed(0).padStart(7)} accepted/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   (${r.accepted}/${total} 202)`;
-    print(`ingress: ${total} signed 1 KB GitHub deliveries, ${concurrency} concurrent keep-alive clients`);
+    const row = (name: string, r: LoopResult & { cpuMicros: number }) =>
+      `  ${name.padEnd(10)} ${r.perSecond.toFixed(0).padStart(7)} accepted/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms   ` +
+      `server CPU ${(r.cpuMicros / total).toFixed(0)} µs/request   (${r.accepted}/${total} 202)`;
+    print(`ingress: ${total} signed 1 KB GitHub deliveries, ${concurrency} concurrent keep-alive clients (load from a separate process)`);
     print(row('bare http', base));
     print(row('ingress', ing));
     print(`  ratio      ${ratio.toFixed(2)} (target >= ${TARGET_RATIO}: ${ratio >= TARGET_RATIO ? 'met' : 'NOT met'})`);
@@ -154,6 +214,7 @@ export async function benchIngress(print: (line: string) => void, opts: { total?
     }
     print(`  log        ${ing.ids.length - missing}/${ing.ids.length} answered 202 are Accepted in the log${missing ? ` (${missing} MISSING)` : ''}`);
   } finally {
+    client.stop();
     await server.close();
     await new Promise<void>((resolve) => bare.close(() => resolve()));
     rmSync(dataDir, { recursive: true, force: true });
@@ -161,5 +222,6 @@ export async function benchIngress(print: (line: string) => void, opts: { total?
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await benchIngress((line) => console.log(line));
+  if (process.argv[2] === '--client') await clientMain(Number(process.argv[3]), Number(process.argv[4]));
+  else await benchIngress((line) => console.log(line));
 }
