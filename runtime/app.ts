@@ -1,10 +1,12 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import { Router } from '@koa/router';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { problemMiddleware } from './http/problem.ts';
-import { redactUrl, type Logger } from './log.ts';
+import { logRequest, type Logger } from './log.ts';
 import { ROUTES } from './routes/index.ts';
+import { ingressListener, isIngressUrl } from './routes/ingress.ts';
 import type { Services } from './services.ts';
 import type { Store } from './store/index.ts';
 
@@ -52,6 +54,17 @@ export function createApp(options: CreateAppOptions): Koa {
   return app;
 }
 
+/**
+ * The node:http request listener for an app built by createApp: webhook deliveries
+ * (`/webhooks/w/...`, SPEC 7) go to the ingress's raw adapter, the hot path, without Koa's
+ * context and middleware; everything else goes through Koa. See runtime/routes/ingress.ts.
+ */
+export function appListener(app: Koa): (req: IncomingMessage, res: ServerResponse) => void {
+  const koa = app.callback();
+  const ingress = ingressListener(app.context.deps);
+  return (req, res) => (isIngressUrl(req.url) ? ingress(req, res) : void koa(req, res));
+}
+
 function accessLog(log: Logger): Koa.Middleware {
   return async (ctx, next) => {
     const start = process.hrtime.bigint();
@@ -59,7 +72,7 @@ function accessLog(log: Logger): Koa.Middleware {
       await next();
     } finally {
       const ms = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
-      log.info({ method: ctx.method, path: redactUrl(ctx.originalUrl), status: ctx.status, ms }, 'request');
+      logRequest(log, { method: ctx.method, url: ctx.originalUrl, status: ctx.status, ms });
     }
   };
 }

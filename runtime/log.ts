@@ -46,3 +46,20 @@ export function redactUrl(path: string): string {
   const m = /^(\/webhooks\/w\/[^/]+)\/.+$/.exec(bare);
   return m ? `${m[1]}/[REDACTED]` : bare;
 }
+
+const accessLoggers = new WeakMap<Logger, Logger>();
+
+/**
+ * Writes the one access-log line of a request (`request`: method, path, status, ms). Its fields
+ * are fixed and carry no secret: the path goes through `redactUrl` (no query string, no URL
+ * token), so this line skips pino's redaction, which with the wildcard paths above costs ~50 µs
+ * a line, more than the ingress spends on the rest of a delivery. Add no other field here.
+ */
+export function logRequest(log: Logger, line: { method: string; url: string; status: number; ms: number }): void {
+  let access = accessLoggers.get(log);
+  if (!access) {
+    access = log.child({}, { redact: { paths: [] } });
+    accessLoggers.set(log, access);
+  }
+  access.info({ method: line.method, path: redactUrl(line.url), status: line.status, ms: line.ms }, 'request');
+}

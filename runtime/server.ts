@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import { CliError } from '../core/errors.ts';
-import { createApp } from './app.ts';
+import { appListener, createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { loadOrCreateMasterKey } from './crypto.ts';
@@ -100,7 +100,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     }
 
     const app = createApp({ config: finalConfig, store, clock, log, services });
-    handler = app.callback();
+    handler = appListener(app);
     markReady();
     log.info({ url: baseUrl, dataDir: config.dataDir }, 'factory runtime listening');
 

@@ -40,10 +40,11 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
  * `afterCreate` is called when runs were created, still inside the transaction.
  */
 export function automationsHook(store: Store, afterCreate?: () => void): AcceptedHook {
-  return (webhook, delivery) => {
+  return (webhook, delivery, body) => {
     const automations = store.defs.listAutomations(webhook.factory);
-    // Parsed at most once per delivery, and only when some automation listens to this webhook.
-    const matched = matchingAutomations(automations, webhook, () => parsePayload(delivery.payload));
+    // The ingress hands over the body it parsed at step 7; parsed here only when called without
+    // it, and only when some automation listens to this webhook.
+    const matched = matchingAutomations(automations, webhook, () => (body ? body.json : parsePayload(delivery.payload)));
     if (matched.length === 0) return;
     store.runs.createInTx(matched.map((a) => webhookRun(a, webhook, delivery)));
     // Must not touch the store: the caller defers it past the commit (e.g. the executor's wake).

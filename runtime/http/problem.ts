@@ -47,8 +47,12 @@ export function problemMiddleware(log: Logger): Middleware {
   };
 }
 
-/** Maps anything thrown to a FactoryError; unknown errors are logged here and become a bare 500. */
-function toFactoryError(err: unknown, ctx: Context, log: Logger): FactoryError {
+/**
+ * Maps anything thrown to a FactoryError; unknown errors are logged here and become a bare 500.
+ * Exported for the ingress's raw node:http adapter (runtime/routes/ingress.ts), which answers
+ * without Koa but must map and log errors exactly as this middleware does.
+ */
+export function toFactoryError(err: unknown, ctx: Pick<Context, 'method' | 'path'>, log: Logger): FactoryError {
   if (err instanceof FactoryError) {
     if (err.status >= 500) log.error({ err, method: ctx.method, path: redactUrl(ctx.path) }, 'request failed');
     return err;
@@ -72,19 +76,24 @@ function codeForStatus(status: number): ErrorCode {
 /** Writes `err` as the response, replacing whatever headers the failed handler had set. */
 export function writeProblem(ctx: Context, err: FactoryError): void {
   for (const name of ctx.response.headerSent ? [] : Object.keys(ctx.response.headers)) ctx.remove(name);
+  ctx.status = err.status;
+  for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
+  ctx.type = PROBLEM_CONTENT_TYPE;
+  ctx.body = problemBody(err, ctx.path);
+}
+
+/** The problem+json body for `err` at request path `path` (redacted); the one place it is built. */
+export function problemBody(err: FactoryError, path: string): Problem {
   const problem: Problem = {
     type: PROBLEM_TYPE_BASE + err.code,
     title: err.title,
     status: err.status,
     detail: err.message,
-    instance: redactUrl(ctx.path),
+    instance: redactUrl(path),
     code: err.code,
     error: err.message,
     retryable: err.retryable,
   };
   if (err.errors?.length) problem.errors = err.errors;
-  ctx.status = err.status;
-  for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
-  ctx.type = PROBLEM_CONTENT_TYPE;
-  ctx.body = problem;
+  return problem;
 }

@@ -3,14 +3,14 @@ import type { Readable } from 'node:stream';
 import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import type { ErrorCode } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
-import type { AcceptedDelivery, DeliveryFacts, DeliveryStore } from '../store/deliveries.ts';
+import type { AcceptedDelivery, AcceptItem, AcceptResult, DeliveryFacts, DeliveryStore } from '../store/deliveries.ts';
 import { declaredLength, readCappedBody } from './body.ts';
 import { bodyIdentity, headerIdentity } from './identity.ts';
 import type { IngressMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import { SCHEMES } from './schemes/index.ts';
 import { secretEquals, type SecretCache } from './secret-cache.ts';
-import type { AcceptedHook, IngressWebhook } from './types.ts';
+import type { AcceptedHook, IngressWebhook, ParsedBody } from './types.ts';
 import { parseIngressPath } from './url.ts';
 
 /**
@@ -22,12 +22,17 @@ import { parseIngressPath } from './url.ts';
 
 export interface IngressDeps {
   clock: Clock;
-  limits: { ingressBodyBytes: number; identityDays: number };
+  limits: { ingressBodyBytes: number };
   trustProxy: boolean;
   findWebhook(uid: string): IngressWebhook | undefined;
   secrets: SecretCache;
   limiter: RateLimiter;
-  deliveries: Pick<DeliveryStore, 'recordRejected' | 'acceptOrDuplicate'>;
+  deliveries: Pick<DeliveryStore, 'recordRejected'>;
+  /**
+   * Steps 8 and 9: claims the identity and writes Duplicate, or Accepted with its payload and
+   * the hooks' runs, in one transaction; settles after the commit (runtime/ingress/group-commit.ts).
+   */
+  accept(item: AcceptItem): Promise<AcceptResult>;
   metrics: IngressMetrics;
   onAccepted: readonly AcceptedHook[];
 }
@@ -179,8 +184,9 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     if (!verdict.ok) return rejectAuth(verdict.reason, body);
   }
 
-  // 7. UTF-8 JSON, any value.
-  if (!isJson(body)) {
+  // 7. UTF-8 JSON, any value. Parsed once; the hooks get this value (no second parse).
+  const parsed = parseJson(body);
+  if (!parsed) {
     metrics.rejected_invalid_json += 1;
     const id = headerIdentity(get, idSources) ?? bodyIdentity(body);
     deps.deliveries.recordRejected(facts(id, body.length), 'rejected_invalid_json', body.length === 0 ? 'empty' : null);
@@ -189,19 +195,30 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
 
   // 8 and 9. Identity, then Duplicate or Accepted, in one transaction under a UNIQUE key.
   const identity = headerIdentity(get, idSources) ?? bodyIdentity(body);
-  const hooks = deps.onAccepted.map((hook) => (delivery: AcceptedDelivery) => hook(webhook, delivery));
-  const result = deps.deliveries.acceptOrDuplicate(facts(identity, body.length), body, deps.limits.identityDays, hooks);
+  const hooks = deps.onAccepted;
+  const onAccepted =
+    hooks.length === 0
+      ? undefined
+      : (delivery: AcceptedDelivery) => {
+          for (const hook of hooks) hook(webhook, delivery, parsed);
+        };
+  // 202 only once this resolves, i.e. after the commit that holds the delivery (SPEC 7.1 step 9).
+  const result = await deps.accept({ facts: facts(identity, body.length), payload: body, onAccepted });
   metrics[result.outcome] += 1;
   return { status: 202, headers: {}, body: { delivery_id: identity } };
 }
 
 /** Strict UTF-8 (no replacement characters, no BOM) and JSON.parse of any value. */
 export function isJson(body: Buffer): boolean {
+  return parseJson(body) !== undefined;
+}
+
+/** The body's JSON value (boxed: `null` is a value), or undefined when not strict UTF-8 JSON. */
+export function parseJson(body: Buffer): ParsedBody | undefined {
   try {
-    JSON.parse(utf8.decode(body));
-    return true;
+    return { json: JSON.parse(utf8.decode(body)) };
   } catch {
-    return false;
+    return undefined;
   }
 }
 

@@ -2,6 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { AcceptedHook } from './types.ts';
+import { GroupCommit } from './group-commit.ts';
 import { newIngressMetrics, type IngressMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { SecretCache } from './secret-cache.ts';
@@ -21,6 +22,8 @@ export interface IngressState {
    * payload, with the webhook and the delivery. Push run creation here.
    */
   onAccepted: AcceptedHook[];
+  /** Accepted/Duplicate writes of concurrent requests, committed together (group-commit.ts). */
+  commits: GroupCommit;
 }
 
 declare module '../services.ts' {
@@ -36,5 +39,6 @@ export function createIngressState(config: Config, store: Store, clock: Clock): 
     secrets: new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime()),
     metrics: newIngressMetrics(),
     onAccepted: [],
+    commits: new GroupCommit((items) => store.deliveries.acceptBatch(items, config.limits.identityDays)),
   };
 }

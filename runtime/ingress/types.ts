@@ -19,4 +19,12 @@ export interface IngressWebhook {
  * matching automations are created (SPEC 8), so that the delivery, its payload and its runs
  * commit together. A hook that throws rolls the delivery back (the sender gets a 500 and retries).
  */
-export type AcceptedHook = (webhook: IngressWebhook, delivery: AcceptedDelivery) => void;
+export type AcceptedHook = (webhook: IngressWebhook, delivery: AcceptedDelivery, body?: ParsedBody) => void;
+
+/**
+ * The body as the pipeline parsed it at SPEC 7.1 step 7 (strict UTF-8, JSON.parse), handed to
+ * hooks so they need not parse it again. Boxed, because `null` is a valid JSON body.
+ */
+export interface ParsedBody {
+  json: unknown;
+}

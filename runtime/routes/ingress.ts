@@ -1,8 +1,13 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FactoryError } from '../../core/errors.ts';
+import type { AppDeps } from '../app.ts';
+import { PROBLEM_CONTENT_TYPE, problemBody, toFactoryError } from '../http/problem.ts';
 import { DISCARD_LIMIT_BYTES, discardRest } from '../ingress/body.ts';
-import { handleIngress, type IngressDeps } from '../ingress/pipeline.ts';
+import { handleIngress, type IngressDeps, type IngressResult } from '../ingress/pipeline.ts';
 import { createIngressState, type IngressState } from '../ingress/state.ts';
 import type { IngressWebhook } from '../ingress/types.ts';
+import { INGRESS_PREFIX } from '../ingress/url.ts';
+import { logRequest } from '../log.ts';
 import type { SignatureScheme } from '../../core/snapshot.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
@@ -10,9 +15,16 @@ import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * `POST /webhooks/w/<uid>[/<token>]` (SPEC 7): the thin Koa adapter around the framework-free
- * pipeline (runtime/ingress/pipeline.ts). Every method is routed here so that the pipeline
- * answers 405 itself; problems go through the one problem+json middleware.
+ * `POST /webhooks/w/<uid>[/<token>]` (SPEC 7): two thin adapters around the framework-free
+ * pipeline (runtime/ingress/pipeline.ts).
+ *
+ * - `ingressListener`, the hot path: the server hands it every request whose URL starts with
+ *   `/webhooks/w/` (app.ts `appListener`) and it answers on the raw node:http objects, without
+ *   Koa's context and middleware, which cost more than the pipeline itself. Its problem bodies
+ *   come from the same `problemBody` and `toFactoryError` as the problem middleware, and it
+ *   writes the same access-log line, so nothing tells the two paths apart from outside.
+ * - `ingressRoutes`, the Koa route: serves what reaches Koa anyway (`/webhooks/w` itself, an
+ *   absolute-form request target, other letter case, or an app served by `app.callback()`).
  */
 export const ingressRoutes: RouteModule = (router, { config, store, clock, services }) => {
   const state = (services.ingress ??= createIngressState(config, store, clock));
@@ -23,17 +35,7 @@ export const ingressRoutes: RouteModule = (router, { config, store, clock, servi
       { method: ctx.method, path: ctx.path, headers: ctx.req.headers, remoteAddress: ctx.req.socket.remoteAddress, body: ctx.req },
       deps,
     );
-    if (result.unread) {
-      const { read, declared } = result.unread;
-      const req = ctx.req;
-      // A body too big to be worth draining: close the connection after the answer.
-      const cut = declared !== undefined && declared > DISCARD_LIMIT_BYTES;
-      if (cut) result.headers.Connection = 'close';
-      ctx.res.once('finish', () => {
-        if (cut) req.socket.destroySoon();
-        else discardRest(req, read);
-      });
-    }
+    handleUnread(result, ctx.req, ctx.res);
     if (result.problem) {
       throw new FactoryError(result.problem.code, result.problem.detail, { headers: result.headers });
     }
@@ -42,6 +44,85 @@ export const ingressRoutes: RouteModule = (router, { config, store, clock, servi
     ctx.body = result.body;
   });
 };
+
+/** True for a request the raw adapter serves (the rest goes through Koa). */
+export function isIngressUrl(url: string | undefined): boolean {
+  return url !== undefined && url.startsWith(INGRESS_PREFIX);
+}
+
+/**
+ * The raw node:http adapter (see the module comment). Builds the pipeline's dependencies once;
+ * the returned listener serves one request whose URL starts with `/webhooks/w/`.
+ */
+export function ingressListener(app: AppDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const { config, store, clock, services, log } = app;
+  const deps = ingressDeps(config, store, clock, (services.ingress ??= createIngressState(config, store, clock)));
+  return (req, res) => {
+    const start = process.hrtime.bigint();
+    const url = req.url ?? '/';
+    const method = req.method ?? 'GET';
+    const cut = url.search(/[?#]/);
+    const path = cut === -1 ? url : url.slice(0, cut);
+    const done = (status: number) => {
+      // The access-log line of app.ts, with the same fields (the token segment redacted).
+      const ms = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
+      logRequest(log, { method, url, status, ms });
+    };
+    handleIngress({ method, path, headers: req.headers, remoteAddress: req.socket.remoteAddress, body: req }, deps).then(
+      (result) => {
+        handleUnread(result, req, res);
+        if (result.problem) {
+          writeProblem(res, new FactoryError(result.problem.code, result.problem.detail, { headers: result.headers }), path);
+        } else {
+          const text = JSON.stringify(result.body);
+          res.writeHead(result.status, {
+            ...result.headers,
+            'Content-Type': 'application/json; charset=utf-8',
+            'Content-Length': Buffer.byteLength(text),
+          });
+          res.end(text);
+        }
+        done(result.status);
+      },
+      (err: unknown) => {
+        // Same mapping and logging as the problem middleware: an unknown error is logged once
+        // and answered as a bare 500 (e.g. a hook that failed, SPEC 7.1 step 9).
+        const problem = toFactoryError(err, { method, path }, log);
+        if (!res.headersSent) writeProblem(res, problem, path);
+        else res.destroy();
+        done(problem.status);
+      },
+    );
+  };
+}
+
+/** problem+json on a raw response, byte for byte what the problem middleware sends. */
+function writeProblem(res: ServerResponse, err: FactoryError, path: string): void {
+  const text = JSON.stringify(problemBody(err, path));
+  res.writeHead(err.status, {
+    ...err.headers,
+    'Content-Type': PROBLEM_CONTENT_TYPE,
+    'Content-Length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+/**
+ * When the body was not read to its end (401 before reading, 413): after the answer, discard
+ * the rest so the client sees the answer, or close the connection when the declared body is too
+ * big to be worth draining (SPEC 7.1 step 5). Sets `Connection: close` in that case, so it must
+ * run before the headers are written.
+ */
+function handleUnread(result: IngressResult, req: IncomingMessage, res: ServerResponse): void {
+  if (!result.unread) return;
+  const { read, declared } = result.unread;
+  const cut = declared !== undefined && declared > DISCARD_LIMIT_BYTES;
+  if (cut) result.headers.Connection = 'close';
+  res.once('finish', () => {
+    if (cut) req.socket.destroySoon();
+    else discardRest(req, read);
+  });
+}
 
 /** Builds the pipeline's dependencies from the app's. */
 function ingressDeps(config: Config, store: Store, clock: Clock, state: IngressState): IngressDeps {
@@ -67,6 +148,7 @@ function ingressDeps(config: Config, store: Store, clock: Clock, state: IngressS
     secrets: state.secrets,
     limiter: state.limiter,
     deliveries: store.deliveries,
+    accept: (item) => state.commits.accept(item),
     metrics: state.metrics,
     onAccepted: state.onAccepted,
   };

@@ -49,6 +49,17 @@ export interface AcceptedDelivery extends DeliveryFacts {
 
 export type AcceptResult = { outcome: 'accepted'; seq: number } | { outcome: 'duplicate'; seq: number };
 
+/** One delivery of a group commit (`acceptBatch`). */
+export interface AcceptItem {
+  facts: DeliveryFacts;
+  payload: Buffer;
+  /** Called inside the delivery's savepoint when it is Accepted (run creation, SPEC 8). */
+  onAccepted?: (delivery: AcceptedDelivery) => void;
+}
+
+/** Per item of a batch: its result, or the error that rolled back its savepoint. */
+export type BatchOutcome = { ok: true; result: AcceptResult } | { ok: false; error: unknown };
+
 export interface PruneLimits {
   /** Newest N entries per webhook are always kept. */
   keep: number;
@@ -134,6 +145,35 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     userAgent: cut(f.userAgent),
   });
 
+  // Steps 8 and 9 for one delivery. Run inside a transaction: on its own (BEGIN IMMEDIATE), or
+  // nested in a group commit, where better-sqlite3 makes it a SAVEPOINT of the batch.
+  const acceptOne = db.transaction(
+    (f: DeliveryFacts, payload: Buffer, identityDays: number, onAccepted: readonly ((delivery: AcceptedDelivery) => void)[]): AcceptResult => {
+      const nowMs = f.receivedAt.getTime();
+      const cutoff = nowMs - identityDays * DAY_MS;
+      const claimed = claimIdentity.run({ uid: f.webhookUid, identity: f.deliveryId, now: nowMs, cutoff }).changes === 1;
+      if (!claimed) return { outcome: 'duplicate', seq: Number(insert.run(facts(f, 'duplicate', null)).lastInsertRowid) };
+      const seq = Number(insert.run(facts(f, 'accepted', null)).lastInsertRowid);
+      insertPayload.run(seq, payload);
+      for (const hook of onAccepted) hook({ ...f, seq, payload });
+      return { outcome: 'accepted', seq };
+    },
+  );
+  const noHooks: readonly ((delivery: AcceptedDelivery) => void)[] = [];
+  const acceptAll = db.transaction((items: readonly AcceptItem[], identityDays: number): BatchOutcome[] =>
+    items.map((item): BatchOutcome => {
+      try {
+        const hooks = item.onAccepted ? [item.onAccepted] : noHooks;
+        return { ok: true, result: acceptOne(item.facts, item.payload, identityDays, hooks) };
+      } catch (error) {
+        // The savepoint is rolled back: only this delivery fails. If SQLite rolled the whole
+        // transaction back (e.g. disk full), the batch fails as a whole: nothing is committed.
+        if (!db.inTransaction) throw error;
+        return { ok: false, error };
+      }
+    }),
+  );
+
   return {
     /** Logs a rejected request (auth, invalid JSON, too large). Returns its seq. */
     recordRejected(f: DeliveryFacts, outcome: Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>, reason: string | null): number {
@@ -153,17 +193,19 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
       identityDays: number,
       onAccepted: readonly ((delivery: AcceptedDelivery) => void)[] = [],
     ): AcceptResult {
-      const run = db.transaction((): AcceptResult => {
-        const nowMs = f.receivedAt.getTime();
-        const cutoff = nowMs - identityDays * DAY_MS;
-        const claimed = claimIdentity.run({ uid: f.webhookUid, identity: f.deliveryId, now: nowMs, cutoff }).changes === 1;
-        if (!claimed) return { outcome: 'duplicate', seq: Number(insert.run(facts(f, 'duplicate', null)).lastInsertRowid) };
-        const seq = Number(insert.run(facts(f, 'accepted', null)).lastInsertRowid);
-        insertPayload.run(seq, payload);
-        for (const hook of onAccepted) hook({ ...f, seq, payload });
-        return { outcome: 'accepted', seq };
-      });
-      return run.immediate();
+      return acceptOne.immediate(f, payload, identityDays, onAccepted);
+    },
+
+    /**
+     * Group commit of steps 8 and 9: `acceptOrDuplicate` for each item, in order, in ONE
+     * transaction (one commit, one WAL write), each item in its own savepoint. Identities are
+     * claimed one after the other, so the same identity twice in a batch is Accepted once, then
+     * Duplicate, exactly as if they had come one by one. An item that throws (a hook) is rolled
+     * back alone and reported as `{ok: false}`; the others commit. Throws, with nothing
+     * committed, when the transaction itself fails (BEGIN, COMMIT, or SQLite aborted it).
+     */
+    acceptBatch(items: readonly AcceptItem[], identityDays: number): BatchOutcome[] {
+      return acceptAll.immediate(items, identityDays);
     },
 
     /** Newest first. `before` is a seq cursor (exclusive). */
