@@ -1,11 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { runCli } from '../../../cli/main.ts';
 import type { CliIO } from '../../../cli/io.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
-import { AGENTS, applyEnvironments, envYaml } from '../../runtime/routes/runs-helpers.ts';
+import { AGENTS, applyEnvironments, envYaml, waitForRun } from '../../runtime/routes/runs-helpers.ts';
 
 function bufferIO(env: Record<string, string>): CliIO & { out: string; err: string } {
   const io = {
@@ -63,4 +65,53 @@ test('factory run create --wait, get, list, transcript and cancel against a real
 
   const usage = await cli('run', 'create', '--prompt', 'x');
   assert.equal(usage.code, 2);
+});
+
+test('run transcript --follow ends when the run finishes; run create --wait exits 1 for a cancelled run', { timeout: 60_000 }, async (t) => {
+  const rt = await startTestRuntime();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-cli-run-'));
+  t.after(async () => {
+    await rt.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const gate = path.join(dir, 'gate');
+  // The agent runs until the test opens the gate, so --follow starts while the run is in progress.
+  const gated = ['/bin/sh', '-c', `echo waiting; while [ ! -f '${gate}' ]; do sleep 0.05; done; echo released`];
+  const stuck = ['/bin/sh', '-c', `while [ ! -f '${gate}.never' ]; do sleep 0.05; done`];
+  await applyEnvironments(rt, { gated: envYaml({ command: gated }), stuck: envYaml({ command: stuck }) });
+  const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+  const cli = async (...args: string[]) => {
+    const io = bufferIO(env);
+    const code = await runCli(args, io);
+    return { code, out: io.out, err: io.err };
+  };
+
+  const created = await cli('run', 'create', '--prompt', 'wait for the gate', '--environment', 'gated');
+  const runId = created.out.trim();
+  await waitForRun(rt, runId, (r) => r.state === 'INPROGRESS');
+  const follow = cli('run', 'transcript', runId, '--follow', '--poll-interval', '20');
+  const waiting = cli('run', 'create', '--prompt', 'never released', '--environment', 'stuck', '--wait', '--poll-interval', '20');
+  // Open the gate only once --follow has printed the agent's first line.
+  let events: { type: string; data: { text?: string } }[] = [];
+  for (let i = 0; i < 600 && !events.some((e) => e.type === 'output' && e.data.text?.includes('waiting')); i++) {
+    events = ((await (await rt.fetch(`/api/v1/agent/runs/${runId}/transcript`)).json()) as { events: typeof events }).events;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  writeFileSync(gate, '');
+  const followed = await follow;
+  assert.equal(followed.code, 0, followed.err);
+  assert.match(followed.out, /waiting\n[^]*released\n[^]*-- SUCCEEDED\n$/);
+
+  // The second run (newest) never ends on its own; cancel it.
+  let secondId = runId;
+  for (let i = 0; i < 600 && secondId === runId; i++) {
+    secondId = ((await (await rt.fetch('/api/v1/agent/runs?limit=1')).json()) as { runs: { run_id: string }[] }).runs[0].run_id;
+    if (secondId === runId) await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.notEqual(secondId, runId);
+  await waitForRun(rt, secondId, (r) => r.state === 'INPROGRESS');
+  assert.equal((await rt.fetch(`/api/v1/agent/runs/${secondId}/cancel`, { method: 'POST' })).status, 200);
+  const cancelled = await waiting;
+  assert.equal(cancelled.code, 1);
+  assert.match(cancelled.out, new RegExp(`^${secondId} CANCELLED: `));
 });
