@@ -41,6 +41,8 @@ export interface PoolDeps {
 
 export interface PoolOptions {
   pollMs?: number;
+  /** How often finished runs' workspaces are checked for removal (default 10 minutes). */
+  cleanupEveryMs?: number;
 }
 
 /** A run that could not be turned into a job: FAILED (the environment is unusable) with a reason. */
@@ -72,7 +74,7 @@ export class ExecutorPool implements Service {
     this.pollTimer.unref();
     this.cleanupTimer = setInterval(() => {
       this.cleanWorkspaces().catch((err) => this.deps.log.warn({ err }, 'workspace clean-up failed'));
-    }, CLEANUP_EVERY_MS);
+    }, this.options.cleanupEveryMs ?? CLEANUP_EVERY_MS);
     this.cleanupTimer.unref();
     this.wake();
   }

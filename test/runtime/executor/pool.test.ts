@@ -1,0 +1,41 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { FakeClock } from '../../../runtime/clock.ts';
+import { parseConfig } from '../../../runtime/config.ts';
+import { ExecutorPool } from '../../../runtime/executor/pool.ts';
+import { createLogger } from '../../../runtime/log.ts';
+import { openStore } from '../../../runtime/store/index.ts';
+import { scratch, waitFor } from './helpers.ts';
+
+test('the clean-up timer removes workspaces of runs finished longer ago than the retention; transcripts stay (SPEC 9)', async (t) => {
+  const dir = scratch(t);
+  const clock = new FakeClock('2026-03-01T10:00:00Z');
+  const store = openStore({ path: path.join(dir, 'factory.db'), clock });
+  const config = parseConfig({ dataDir: dir }, {});
+  const pool = new ExecutorPool({ config, store, clock, log: createLogger({ level: 'silent' }) }, { pollMs: 20, cleanupEveryMs: 20 });
+  t.after(async () => {
+    await pool.stop();
+    store.close();
+  });
+
+  // A run whose environment does not exist: claimed (it started), then FAILED at once.
+  const run = store.runs.create({ prompt: 'x', environmentId: 'missing', source: 'API', creator: { type: 'user', name: 'tester' } });
+  await pool.start();
+  await waitFor(() => store.runs.get(run.run_id)?.state === 'FAILED', 'the run to finish');
+  const ws = path.join(dir, 'workspaces', run.run_id);
+  mkdirSync(ws, { recursive: true });
+  writeFileSync(path.join(ws, 'left-over.txt'), 'x');
+
+  // Within the retention period nothing is removed.
+  assert.equal(await pool.cleanWorkspaces(), 0);
+  assert.ok(existsSync(ws));
+
+  // Past it, the timer (not a direct call) removes the workspace.
+  clock.advance(config.limits.workspaceRetentionHours * 3_600_000 + 1_000);
+  await waitFor(() => !existsSync(ws), 'the timer to remove the workspace');
+  assert.ok(store.runs.events(run.run_id, 0, 100).length > 0, 'the transcript stays');
+  await pool.cleanWorkspaces(); // lets a pass still under way finish recording the removal
+  assert.deepEqual(store.runs.workspacesDue(clock.now()), [], 'a removed workspace is not due again');
+});
