@@ -258,3 +258,18 @@ test('each command reports its process group when it starts and once it is gone'
   assert.deepEqual(groups.map(([e]) => e), ['start', 'end', 'start', 'end', 'start', 'end']);
   for (let i = 0; i < groups.length; i += 2) assert.equal(groups[i][1], groups[i + 1][1]);
 });
+
+test('with the default caps, a run that prints a lot keeps its transcript under 3 MB (SPEC 9)', async (t) => {
+  const dir = scratch(t);
+  const loud = `head -c 100000 /dev/zero | tr '\\0' a`;
+  const s = spec(dir, {
+    setup: Array.from({ length: 24 }, () => loud),
+    agent: { command: ['/bin/sh', '-c', `head -c 3000000 /dev/zero | tr '\\0' 'b\\n'; head -c 500000 /dev/zero | tr '\\0' c >&2`] },
+  });
+  const { result, events } = await run(s);
+  assert.equal(result.state, 'SUCCEEDED');
+  const bytes = events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0);
+  assert.ok(bytes < 3 * 1024 * 1024, `${bytes} bytes`);
+  assert.ok(events.some((e) => e.type === 'output' && e.data.truncated === true));
+  assert.ok(events.some((e) => e.type === 'command' && e.data.phase === 'setup' && e.data.output === '' && e.data.output_truncated === true));
+});
