@@ -92,7 +92,11 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
         else res.destroy();
         done(problem.status);
       },
-    );
+    ).catch((err: unknown) => {
+      // Writing the answer itself failed (Koa would swallow this too): never crash the process.
+      log.warn({ err }, 'ingress response failed');
+      res.destroy();
+    });
   };
 }
 
