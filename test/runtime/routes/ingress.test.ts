@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { sign } from '@octokit/webhooks-methods';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, rawPost, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
@@ -11,7 +12,8 @@ import { createHook, deliver, logOf, rawPost, startIngressRuntime, type CreatedH
 const CAP = 262_144;
 /** A JSON string document of exactly `n` bytes. */
 const jsonOfSize = (n: number) => '"' + 'a'.repeat(n - 2) + '"';
-const PAYLOADS = '/work/shared/reference/payloads/github';
+/** Real GitHub payloads (copied from ../shared/reference/payloads, MIT, see the fixture's LICENSE). */
+const PAYLOADS = fileURLToPath(new URL('../ingress/schemes/fixtures/github', import.meta.url));
 
 let rt: TestRuntime;
 let token: CreatedHook;
