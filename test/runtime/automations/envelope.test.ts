@@ -28,7 +28,16 @@ describe('the run envelope (SPEC 8)', () => {
     assert.match(text, /Delivery id: not shown here/);
   });
 
-  it('is deterministic', () => {
-    assert.equal(runPrompt('p', input), runPrompt('p', input));
+  it('keeps the automation prompt verbatim apart from its trailing whitespace', () => {
+    const prompt = runPrompt('  Indented line\n\n  Second paragraph, `code`  \n\n\n', input);
+    assert.ok(prompt.startsWith('  Indented line\n\n  Second paragraph, `code`\n\n---\n\n'));
+  });
+
+  it('depends on nothing but its input: two runs differ exactly in the facts they name', () => {
+    const other = { factory: 'ops', automation: 'page', webhook: { name: 'alerts', uid: 'wh_alertsalertsalertsalertsa' }, deliveryId: 'dlv_42' };
+    const blank = (text: string, i: typeof input) =>
+      text.replaceAll(i.webhook.uid, 'UID').replaceAll(i.webhook.name, 'WEBHOOK').replaceAll(i.deliveryId, 'ID').replaceAll(`\`${i.factory}\``, 'FACTORY').replaceAll(`\`${i.automation}\``, 'AUTOMATION');
+    assert.notEqual(envelope(input), envelope(other));
+    assert.equal(blank(envelope(input), input), blank(envelope(other), other));
   });
 });
