@@ -8,7 +8,7 @@ import type { Store } from '../../runtime/store/index.ts';
 import { createClient } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { diagnosticFormat } from './validate.ts';
-import { untilSignalled, watchAndApply } from './watch.ts';
+import { assertFactoryRepo, untilSignalled, watchAndApply } from './watch.ts';
 
 /**
  * `factory dev [dir]` (SPEC 10): the runtime in this process, plus apply and watch, for trying a
@@ -61,6 +61,8 @@ export function registerDev(program: Command, io: CliIO): void {
     .action(async (dir: string, flags: ConfigFlags) => {
       const logLevel = flags.logLevel ?? (io.env.FACTORY_LOG_LEVEL ? undefined : 'warn');
       const config = parseConfig({ ...flags, logLevel }, io.env, io.cwd);
+      // Before the server starts: a wrong directory fails at once, with nothing left listening.
+      await assertFactoryRepo(io, dir);
       const server = await startServer(config);
       const { signal, dispose } = untilSignalled();
       try {

@@ -3,6 +3,7 @@ import { watch } from 'chokidar';
 import type { Command } from 'commander';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
+import { loadRepo } from '../compiler/index.ts';
 import type { CliIO } from '../io.ts';
 import { renderApply, requestApply } from './apply.ts';
 import { compileRepo, printRuntimeErrors } from './plan.ts';
@@ -95,6 +96,15 @@ export async function watchAndApply(o: WatchOptions): Promise<void> {
   await watcher.close();
 }
 
+/**
+ * Fails (CliError, one sentence) when `dir` is not a factory repo: missing, not a directory or
+ * without factory.yaml. watch and dev check this before anything starts; once running, they print
+ * errors and go on, but a typo in the directory would otherwise watch nothing forever.
+ */
+export async function assertFactoryRepo(io: CliIO, dir: string): Promise<void> {
+  await loadRepo(dir, { cwd: io.cwd });
+}
+
 /** An AbortSignal that fires on the first SIGINT or SIGTERM; for long-running commands. */
 export function untilSignalled(): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
@@ -119,6 +129,7 @@ export function registerWatch(program: Command, io: CliIO): void {
     .addHelpText('after', '\nExamples:\n  $ factory watch examples/factory\n\nStop with Ctrl-C.\n');
   addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { revision?: string }) => {
     const client = clientFromFlags(opts, io);
+    await assertFactoryRepo(io, dir);
     const { signal, dispose } = untilSignalled();
     io.stdout(`Watching ${dir} (Ctrl-C to stop).\n`);
     try {

@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,3 +73,44 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
   assert.equal(await exited, 0, stderr);
   assert.match(stdout, /Stopping/);
 });
+
+/** Runs bin/factory.js to its end; a child still running after `limitMs` is killed and reported. */
+function runToEnd(args: string[], cwd: string, limitMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string; killed: boolean }> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
+  Object.assign(env, { NO_COLOR: '1', FACTORY_API_KEY: 'fk_unused' });
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [BIN, ...args], { cwd, env });
+    let stdout = '';
+    let stderr = '';
+    let killed = false;
+    // Not a timed assertion: a safety net so a regression (serving forever) fails instead of hanging.
+    const guard = setTimeout(() => ((killed = true), c.kill('SIGKILL')), limitMs);
+    c.stdout.on('data', (d) => (stdout += d));
+    c.stderr.on('data', (d) => (stderr += d));
+    c.on('error', reject);
+    c.on('close', (code) => (clearTimeout(guard), resolve({ code, stdout, stderr, killed })));
+  });
+}
+
+for (const [label, dir, sentence] of [
+  ['a directory that does not exist', 'nonexistent', /^error: nonexistent does not exist\n$/],
+  ['a directory without factory.yaml', 'empty', /^error: empty has no factory\.yaml, so it is not a factory repo\n$/],
+] as const) {
+  test(`dev and watch refuse ${label} before starting anything: one sentence, exit 1`, async () => {
+    const cwd = mkdtempSync(join(tmp, 'bad-'));
+    mkdirSync(join(cwd, 'empty'));
+    const dev = await runToEnd(['dev', dir, '--port', '0', '--data-dir', 'data'], cwd);
+    assert.equal(dev.killed, false, `dev kept running:\n${dev.stdout}${dev.stderr}`);
+    assert.equal(dev.code, 1);
+    assert.match(dev.stderr, sentence);
+    assert.equal(dev.stdout, '', 'no server started, so nothing listening was announced');
+    assert.equal(existsSync(join(cwd, 'data')), false, 'the runtime never started (no data dir, no admin key)');
+
+    const watch = await runToEnd(['watch', dir, '--server', 'http://127.0.0.1:9'], cwd);
+    assert.equal(watch.killed, false, `watch kept running:\n${watch.stdout}${watch.stderr}`);
+    assert.equal(watch.code, 1);
+    assert.match(watch.stderr, sentence);
+    assert.equal(watch.stdout, '');
+  });
+}
