@@ -64,3 +64,34 @@ test('every /api/ route of the runtime is in the scope table', async () => {
     await rt.stop();
   }
 });
+
+test('/sessions/<id>, the one authenticated route outside /api/: the page without a key, else the same checks as the table', async () => {
+  const rt = await startTestRuntime();
+  try {
+    // The checks come before the lookup, so any well-formed id will do (runs.test.ts covers the 200).
+    const runId = 'run_' + 'a'.repeat(26);
+    const revoked = rt.store.keys.create({ name: 'gone', kind: 'agent', scopes: ['admin'] });
+    rt.store.keys.revoke(revoked.id);
+    const noRuns = rt.store.keys.create({ name: 'manager', kind: 'agent', scopes: ['manage'] });
+    const path = `/sessions/${runId}`;
+
+    const page = await rt.fetch(path, { key: null });
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+    const html = await page.text();
+    assert.ok(!html.includes(runId), 'the page is the same for every id');
+
+    for (const [label, key, status, code] of [
+      ['unknown key', 'fk_' + 'A'.repeat(43), 401, 'authentication_required'],
+      ['revoked key', revoked.raw, 401, 'authentication_required'],
+      ['key without runs', noRuns.raw, 403, 'not_authorized'],
+    ] as const) {
+      const res = await rt.fetch(path, { key });
+      assert.equal(res.status, status, label);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/, label);
+      assert.equal(((await res.json()) as { code: string }).code, code, label);
+    }
+  } finally {
+    await rt.stop();
+  }
+});
