@@ -14,10 +14,33 @@ export interface CliIO {
   readonly stdoutIsTTY: boolean;
 }
 
+let stdoutOpen = true;
+let stderrOpen = true;
+let guarded = false;
+
+/**
+ * A reader that goes away (`factory run list | head -1`) is not a failure of the command. Node
+ * reports the EPIPE as an 'error' event on the stream, which would otherwise crash the process with
+ * a stack trace; instead further output is dropped and the command ends with its usual exit code.
+ */
+function guardOutput(): void {
+  if (guarded) return;
+  guarded = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    stdoutOpen = false;
+    if (err.code !== 'EPIPE' && stderrOpen) process.stderr.write(`error: cannot write to standard output: ${err.message}.\n`);
+  });
+  process.stderr.on('error', () => {
+    stderrOpen = false;
+  });
+}
+
+/** The process's own streams and environment, for the entry point. */
 export function processIO(): CliIO {
+  guardOutput();
   return {
-    stdout: (text) => void process.stdout.write(text),
-    stderr: (text) => void process.stderr.write(text),
+    stdout: (text) => void (stdoutOpen && process.stdout.write(text)),
+    stderr: (text) => void (stderrOpen && process.stderr.write(text)),
     env: process.env,
     cwd: process.cwd(),
     stdin: process.stdin,
