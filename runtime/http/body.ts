@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { FactoryError } from '../../core/errors.ts';
+import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 
 export interface ReadJsonOptions {
   /** Hard cap in bytes (config.limits.apiBodyBytes for the management and run APIs). */
@@ -10,7 +11,9 @@ export interface ReadJsonOptions {
  * Reads the request body as JSON for the management and run APIs (the ingress has its own
  * raw-bytes reader). A declared Content-Length over the cap is refused before reading; without
  * one, reading stops at the cap and the rest is discarded unbuffered (413, `Connection: close`).
- * The bytes must be valid UTF-8 (no replacement characters) and then valid JSON (400 invalid_json).
+ * The bytes must be valid UTF-8 (no replacement characters), then valid JSON nested at most
+ * MAX_JSON_DEPTH levels (400 invalid_json): deeper values would overflow the stack of whatever
+ * walks them later (JSON.stringify, Ajv, canonical JSON), a 500 for the client's mistake (SPEC 6).
  */
 export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Promise<unknown> {
   const bytes = await readCapped(ctx, options.limit);
@@ -21,11 +24,16 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
     throw new FactoryError('invalid_json', 'The request body is not valid UTF-8.');
   }
   if (text.trim() === '') throw new FactoryError('invalid_json', 'The request body is empty; expected a JSON document.');
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw new FactoryError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}.`);
   }
+  if (jsonTextDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    throw new FactoryError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
+  }
+  return value;
 }
 
 function tooLarge(limit: number): FactoryError {

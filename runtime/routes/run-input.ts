@@ -5,6 +5,7 @@
 
 import type { FieldError } from '../../core/errors.ts';
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
+import { jsonValueDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 import { isRunState, type RunState } from '../../core/run-state.ts';
 import { decodeCursor, type RunCursor, type RunSource } from '../store/runs.ts';
 
@@ -58,7 +59,11 @@ export function parseCreateRun(body: unknown): { value?: CreateRunInput; errors:
   }
   if (metadata !== undefined && metadata !== null) {
     if (!isObject(metadata)) errors.push({ pointer: '/metadata', message: `metadata must be an object, got ${typeName(metadata)}` });
-    else if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_MAX_BYTES) {
+    // Depth first, without recursion: JSON.stringify below (and the run view later) would
+    // overflow the stack on a value nested thousands of levels deep.
+    else if (jsonValueDepth(metadata, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      errors.push({ pointer: '/metadata', message: `metadata must not nest deeper than ${MAX_JSON_DEPTH} levels` });
+    } else if (Buffer.byteLength(JSON.stringify(metadata)) > METADATA_MAX_BYTES) {
       errors.push({ pointer: '/metadata', message: `metadata must be at most ${METADATA_MAX_BYTES} bytes as JSON` });
     }
   }
