@@ -1,0 +1,99 @@
+/**
+ * What the filter modules share: the filter's types, the operator keys and the small predicates
+ * every walk uses. Pure.
+ */
+import type { Json } from '../snapshot.ts';
+
+export type PayloadFilter = { [key: string]: Json };
+
+export type FilterProblemCode =
+  | 'filter.mixed_operators'
+  | 'filter.unknown_operator'
+  | 'filter.empty_in'
+  | 'filter.in_and_not_in'
+  | 'filter.invalid_value'
+  | 'filter.invalid_exists'
+  | 'filter.not_object';
+
+export interface FilterProblem {
+  /** JSON pointer relative to the filter root, e.g. "/action/in/0" (RFC 6901 escaping). */
+  pointer: string;
+  code: FilterProblemCode;
+  message: string;
+}
+
+export type Explanation = { matches: true } | { matches: false; path: string[]; reason: string };
+
+/** The operator keys. An object holding any of them is an operator object, not a nested filter. */
+export const FILTER_OPERATORS = ['in', 'not_in', 'exists'] as const;
+
+/**
+ * The path segment that stands for "an element of this array" in an explanation's path, shown by
+ * formatPath as `labels[]`.
+ */
+export const ARRAY_ELEMENT = '[]';
+
+/** Nesting deeper than this is refused by checkFilter; it also bounds the evaluator's recursion. */
+export const MAX_FILTER_DEPTH = 32;
+
+export const hasOwn = Object.hasOwn;
+
+export function isPlainObject(value: unknown): value is { [key: string]: unknown } {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+export function isScalar(value: unknown): value is null | boolean | number | string {
+  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+export function isOperatorKey(key: string): boolean {
+  return (FILTER_OPERATORS as readonly string[]).includes(key);
+}
+
+export function hasOperatorKey(obj: { [key: string]: unknown }): boolean {
+  return hasOwn(obj, 'in') || hasOwn(obj, 'not_in') || hasOwn(obj, 'exists');
+}
+
+/** A short, quoted rendering of a value for messages. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (Array.isArray(value)) {
+    const text = safeJson(value);
+    return text.length <= 60 ? text : text.slice(0, 57) + '...';
+  }
+  if (isPlainObject(value)) {
+    const text = safeJson(value);
+    return text.length <= 60 ? text : text.slice(0, 57) + '...}';
+  }
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  const text = safeJson(value);
+  // A long string (a comment body) would drown the message: keep its start.
+  return typeof value === 'string' && text.length > 60 ? text.slice(0, 56) + '..."' : text;
+}
+
+export function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** "a string", "an array", "null", ... for messages. */
+export function kindOf(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return 'a boolean';
+    case 'object':
+      return 'an object';
+    default:
+      return `a ${typeof value}`;
+  }
+}
