@@ -96,16 +96,14 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     const id = String(ctx.params.delivery_id);
     const entry = store.deliveries.get(uid, id);
     if (!entry) throw notFound(`The webhook ${uid} has no delivery ${id} in its log.`);
-    ctx.body = { ...deliveryView(entry, store), runs: deliveryRuns(store, entry) };
+    ctx.type = 'application/json';
+    ctx.body = deliveryDetailJson(entry, store);
   });
 };
 
-/**
- * A log entry as the API shows it (SPEC 7.7). With `store`, the detail view: the payload of an
- * Accepted entry, parsed (the exact bytes stay in the store for the run's attachment).
- */
-export function deliveryView(d: DeliveryEntry, store?: Store): Record<string, unknown> {
-  const out: Record<string, unknown> = {
+/** A log entry as the API shows it (SPEC 7.7), without its payload (see deliveryDetailJson). */
+export function deliveryView(d: DeliveryEntry): Record<string, unknown> {
+  return {
     delivery_id: d.deliveryId,
     webhook_uid: d.webhookUid,
     outcome: d.outcome,
@@ -118,11 +116,19 @@ export function deliveryView(d: DeliveryEntry, store?: Store): Record<string, un
     user_agent: d.userAgent,
     has_payload: d.hasPayload,
   };
-  if (store && d.hasPayload) {
-    const bytes = store.deliveries.payload(d.seq);
-    out.payload = bytes === undefined ? null : (JSON.parse(bytes.toString('utf8')) as unknown);
-  }
-  return out;
+}
+
+/**
+ * The detail view as JSON bytes: deliveryView, the runs, and for an Accepted entry `payload`,
+ * the stored body spliced in exactly as received. Those bytes were judged strict UTF-8 JSON at
+ * the ingress (SPEC 7.1 step 7), which accepts any depth; parsing and re-serialising them would
+ * show another text and, thousands of levels deep, overflow the stack (a 500 for a valid delivery).
+ */
+export function deliveryDetailJson(d: DeliveryEntry, store: Store): Buffer {
+  const rest = JSON.stringify({ ...deliveryView(d), runs: deliveryRuns(store, d) });
+  if (!d.hasPayload) return Buffer.from(rest);
+  const payload = store.deliveries.payload(d.seq) ?? Buffer.from('null');
+  return Buffer.concat([Buffer.from(`${rest.slice(0, -1)},"payload":`), payload, Buffer.from('}')]);
 }
 
 async function optionalBody(ctx: Context, limit: number): Promise<unknown> {

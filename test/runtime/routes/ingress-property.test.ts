@@ -49,6 +49,13 @@ const headerValue = fc.oneof(
   fc.constantFrom('Bearer ', 'Bearer x', 'sha256=', 'v1,abc', 't=1,v1=00', '99999999999999999999', 'gzip'),
 );
 
+/** An opening and its closing: objects, arrays, and a key made of brackets and an escaped quote. */
+const OPENERS: [string, string][] = [['[', ']'], ['{"a":', '}'], ['{"[\\"{":', '}']];
+/** Valid JSON nested up to 700 levels (mostly within the runtime's 4,096-byte cap). */
+const deepJson = fc
+  .tuple(fc.array(fc.constantFrom(...OPENERS), { maxLength: 700, size: 'max' }), fc.jsonValue({ maxDepth: 2 }))
+  .map(([openers, inner]) => openers.map((o) => o[0]).join('') + JSON.stringify(inner) + openers.map((o) => o[1]).reverse().join(''));
+
 it('answers only documented statuses and stays up', async () => {
   await fc.assert(
     fc.asyncProperty(
@@ -60,6 +67,9 @@ it('answers only documented statuses and stays up', async () => {
         fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
         fc.json().map((j) => Buffer.from(j)),
         fc.nat({ max: 6000 }).map((n) => Buffer.alloc(n, 0x30)),
+        deepJson.map((j) => Buffer.from(j)),
+        // Unbalanced: deep, and not JSON.
+        fc.nat({ max: 5000 }).map((n) => Buffer.from('['.repeat(n))),
       ),
       fc.boolean(),
       async (method, which, suffix, headers, body, chunked) => {
@@ -72,4 +82,21 @@ it('answers only documented statuses and stays up', async () => {
     { numRuns: 300 },
   );
   assert.equal((await fetch(rt.url + '/healthz')).status, 200);
+});
+
+it('accepts deeply nested JSON and the delivery log shows it byte for byte', async () => {
+  const hook = hooks[0];
+  await fc.assert(
+    fc.asyncProperty(deepJson.filter((j) => Buffer.byteLength(j) <= 4096), async (body) => {
+      const res = await fetch(hook.url, { method: 'POST', headers: { Authorization: `Bearer ${hook.secret}` }, body });
+      const accepted = (await res.json()) as { delivery_id: string };
+      assert.equal(res.status, 202);
+      const detail = await rt.fetch(`/api/v1/webhooks/${hook.uid}/deliveries/${encodeURIComponent(accepted.delivery_id)}`);
+      const text = await detail.text();
+      assert.equal(detail.status, 200, text.slice(0, 200));
+      assert.ok(text.includes(`"payload":${body}`));
+      assert.deepEqual((JSON.parse(text) as { payload: unknown }).payload, JSON.parse(body));
+    }),
+    { numRuns: 100 },
+  );
 });
