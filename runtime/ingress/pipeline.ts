@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import type { ErrorCode } from '../../core/errors.ts';
@@ -222,12 +223,18 @@ export function parseJson(body: Buffer): ParsedBody | undefined {
   }
 }
 
-/** The sender (SPEC 7.5): the socket address, or X-Forwarded-For's first hop behind a trusted proxy. */
+/**
+ * The sender (SPEC 7.5): the socket's peer address, or behind a trusted proxy the rightmost
+ * X-Forwarded-For entry, the address that proxy itself saw and appended. Entries to its left
+ * were sent by the client and can say anything, so they never pick a rate-limit bucket. An empty
+ * or unparsable last entry falls back to the socket address.
+ */
 export function senderAddress(req: Pick<IngressRequest, 'headers' | 'remoteAddress'>, trustProxy: boolean): string {
   if (trustProxy) {
     const xff = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(xff) ? xff[0] : xff)?.split(',')[0]?.trim();
-    if (first) return first.slice(0, 100);
+    const list = Array.isArray(xff) ? xff.join(',') : xff;
+    const last = list?.slice(list.lastIndexOf(',') + 1).trim();
+    if (last && isIP(last) !== 0) return last;
   }
   return req.remoteAddress ?? 'unknown';
 }

@@ -45,7 +45,12 @@ it('reads a body up to the cap and stops at cap + 1', async () => {
 });
 
 it('sender address and secrets', () => {
-  assert.equal(senderAddress({ headers: { 'x-forwarded-for': '1.2.3.4, 5.6.7.8' }, remoteAddress: '9.9.9.9' }, true), '1.2.3.4');
+  // Behind a trusted proxy: the rightmost entry, the one the proxy appended (docs/ingress.md).
+  const behind = (xff: string | string[] | undefined) => senderAddress({ headers: { 'x-forwarded-for': xff }, remoteAddress: '9.9.9.9' }, true);
+  assert.equal(behind('1.2.3.4, 5.6.7.8'), '5.6.7.8');
+  assert.equal(behind('spoofed, 5.6.7.8 '), '5.6.7.8');
+  assert.equal(behind(['1.2.3.4', '2001:db8::1']), '2001:db8::1');
+  for (const bad of [undefined, '', ' ', '1.2.3.4,', '1.2.3.4, unknown', '5.6.7.8:443', 'x'.repeat(500)]) assert.equal(behind(bad), '9.9.9.9', String(bad));
   assert.equal(senderAddress({ headers: { 'x-forwarded-for': '1.2.3.4' }, remoteAddress: '9.9.9.9' }, false), '9.9.9.9');
   assert.equal(secretEquals('a', 'a'), true);
   assert.equal(secretEquals('a', 'ab'), false);

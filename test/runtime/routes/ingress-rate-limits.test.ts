@@ -16,7 +16,8 @@ before(async () => {
 });
 after(() => rt.stop());
 
-const from = (ip: string, secret = hook.secret) => ({ 'X-Forwarded-For': `${ip}, 10.9.9.9`, Authorization: `Bearer ${secret}` });
+// The trusted proxy appends the sender on the right; the left entry is the client's own claim.
+const from = (ip: string, secret = hook.secret) => ({ 'X-Forwarded-For': `10.9.9.9, ${ip}`, Authorization: `Bearer ${secret}` });
 
 describe('delivery budget', () => {
   it('answers the 61st delivery in a minute with 429 and Retry-After, leaving other senders alone', async () => {
