@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { WEBHOOK_UID_PATTERN } from '../core/ids.ts';
 import type { LogLevel } from './config.ts';
 
 export type { Logger } from 'pino';
@@ -35,16 +36,52 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   );
 }
 
+/** An absolute-form request target's `scheme://authority` (RFC 9112 3.2.2); user info included. */
+const ORIGIN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/]*/;
+const PERCENT = /%[0-9A-Fa-f]{2}/;
+const PERCENT_ALL = /%([0-9A-Fa-f]{2})/g;
+/** Decoding more layers than this is not something a real client does; the rest stays encoded. */
+const MAX_DECODES = 4;
+
 /**
- * The form of a request path that may be logged or echoed (`instance`): the query string is
- * dropped (it may carry anything), and in `/webhooks/w/<uid>/<token>` everything after the UID
- * becomes `[REDACTED]`, since for url_token webhooks that segment is the secret (SPEC 7.2).
+ * The form of a request URL that may be logged or echoed (`instance`): the query string and
+ * fragment are dropped (they may carry anything), as is the scheme and authority of an
+ * absolute-form target. In an ingress path (`/webhooks/w/<uid>/<token>`) only the UID may show,
+ * and only when it has a UID's exact shape; whatever follows becomes `[REDACTED]`, since for
+ * url_token webhooks it is the secret (SPEC 7.2).
+ *
+ * The ingress path is recognised whatever its shape, because a sender's misspelt URL still holds
+ * the real token: letter case, repeated slashes, `.` and `..` segments, an empty UID, a prefix,
+ * backslashes and percent-encoding (`%2F`, even encoded twice) are all normalised before looking
+ * for the `webhooks/w` segments. Such a path is logged in its normal form. Other paths are
+ * logged as received.
  */
-export function redactUrl(path: string): string {
-  const q = path.search(/[?#]/);
-  const bare = q === -1 ? path : path.slice(0, q);
-  const m = /^(\/webhooks\/w\/[^/]+)\/.+$/.exec(bare);
-  return m ? `${m[1]}/[REDACTED]` : bare;
+export function redactUrl(url: string): string {
+  const cut = url.search(/[?#]/);
+  let bare = cut === -1 ? url : url.slice(0, cut);
+  const origin = ORIGIN.exec(bare);
+  if (origin) bare = bare.slice(origin[0].length) || '/';
+  let norm = bare;
+  for (let i = 0; i < MAX_DECODES && PERCENT.test(norm); i++) {
+    norm = norm.replace(PERCENT_ALL, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  }
+  const segments = norm.replace(/\\/g, '/').split('/');
+  const isSkip = (segment: string) => segment === '' || segment === '.';
+  for (let i = 0; i < segments.length; i++) {
+    if (segments[i].toLowerCase() !== 'webhooks') continue;
+    let j = i + 1;
+    while (j < segments.length && isSkip(segments[j])) j++;
+    if (segments[j]?.toLowerCase() !== 'w') continue;
+    const prefix = segments.slice(0, i).filter((s) => !isSkip(s));
+    const head = `/${[...prefix, 'webhooks', 'w'].join('/')}`;
+    const rest = segments.slice(j + 1);
+    let k = 0;
+    while (k < rest.length && isSkip(rest[k])) k++;
+    if (k === rest.length) return head;
+    if (!WEBHOOK_UID_PATTERN.test(rest[k])) return `${head}/[REDACTED]`;
+    return k + 1 < rest.length ? `${head}/${rest[k]}/[REDACTED]` : `${head}/${rest[k]}`;
+  }
+  return bare;
 }
 
 const accessLoggers = new WeakMap<Logger, Logger>();
