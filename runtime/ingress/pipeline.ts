@@ -10,7 +10,8 @@ import { bodyIdentity, headerIdentity } from './identity.ts';
 import type { IngressMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import { SCHEMES } from './schemes/index.ts';
-import { secretEquals, type SecretCache } from './secret-cache.ts';
+import { secretEquals } from './schemes/hmac.ts';
+import type { SecretCache } from './secret-cache.ts';
 import type { AcceptedHook, IngressWebhook, ParsedBody } from './types.ts';
 import { parseIngressPath } from './url.ts';
 

@@ -1,5 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-
 /**
  * Decrypted webhook secrets, cached per (name, version) so the hot path does not run AES-GCM
  * on every delivery. A webhook is bound to one version (SPEC 7.6); rotate, update + enable and
@@ -33,11 +31,4 @@ export class SecretCache {
     this.entries.set(key, { value, at: now });
     return value;
   }
-}
-
-/** Constant-time equality of two secrets of any lengths: compares their SHA-256 digests. */
-export function secretEquals(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given, 'utf8').digest();
-  const b = createHash('sha256').update(expected, 'utf8').digest();
-  return timingSafeEqual(a, b);
 }

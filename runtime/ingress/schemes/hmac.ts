@@ -39,7 +39,8 @@ export function anyDigestEquals(presented: readonly (Buffer | undefined)[], expe
 
 /**
  * Constant-time equality of two secret strings of any length: compares their SHA-256 digests,
- * so neither the content nor the length of the secret shows in the timing.
+ * so neither the content nor the length of the secret shows in the timing. The one secret
+ * comparison of the ingress: `token` and `url_token` (pipeline.ts) and GitLab's token use it.
  */
 export function secretEquals(presented: string, secret: string): boolean {
   return timingSafeEqual(sha256(presented), sha256(secret));

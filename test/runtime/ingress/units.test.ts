@@ -5,7 +5,8 @@ import { readCappedBody, declaredLength } from '../../../runtime/ingress/body.ts
 import { headerIdentity, bodyIdentity, MAX_IDENTITY_LENGTH } from '../../../runtime/ingress/identity.ts';
 import { parseIngressPath } from '../../../runtime/ingress/url.ts';
 import { isJson, senderAddress } from '../../../runtime/ingress/pipeline.ts';
-import { SecretCache, secretEquals } from '../../../runtime/ingress/secret-cache.ts';
+import { SecretCache } from '../../../runtime/ingress/secret-cache.ts';
+import { secretEquals } from '../../../runtime/ingress/schemes/hmac.ts';
 
 it('parses ingress paths', () => {
   assert.deepEqual(parseIngressPath('/webhooks/w/wh_x'), { uid: 'wh_x' });
