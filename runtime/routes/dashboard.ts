@@ -14,11 +14,23 @@ import type { RouteModule } from './index.ts';
 
 const DIR = new URL('../dashboard/', import.meta.url);
 
-/** The assets the page loads, by file name, with their content types. */
-const ASSETS: Record<string, string> = {
-  'app.js': 'text/javascript; charset=utf-8',
+const JS = 'text/javascript; charset=utf-8';
+
+/**
+ * The assets the page loads, by file name, with their content types: the entry module app.js,
+ * the modules it imports (relative `./name.js`, so they resolve to `/dashboard/<name>.js`) and
+ * the stylesheet. A module missing here is a 404 and the whole page fails to start.
+ */
+export const DASHBOARD_ASSETS: Readonly<Record<string, string>> = Object.freeze({
+  'app.js': JS,
+  'automations.js': JS,
+  'deliveries.js': JS,
+  'dom.js': JS,
+  'runs.js': JS,
+  'state.js': JS,
+  'webhooks.js': JS,
   'style.css': 'text/css; charset=utf-8',
-};
+});
 
 /**
  * No inline script or style, no framing, no third-party origin: data from the API is untrusted
@@ -47,7 +59,7 @@ function secure(ctx: Context): void {
 
 export const dashboardRoutes: RouteModule = (router) => {
   const page = readFileSync(new URL('index.html', DIR));
-  const assets = new Map(Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, DIR)) }]));
+  const assets = new Map(Object.entries(DASHBOARD_ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, DIR)) }]));
 
   router.get('/', (ctx) => {
     secure(ctx);

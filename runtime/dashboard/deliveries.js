@@ -1,0 +1,89 @@
+// Deliveries of one webhook (SPEC 7.7, 12): newest first, a page at a time, with the payload of
+// Accepted entries and a way into Test filter.
+
+import { prefillTest } from './automations.js';
+import { $, api, badge, busy, enc, fmtSize, fmtTime, h, showError } from './dom.js';
+import { runLink, stateKind } from './runs.js';
+import { state } from './state.js';
+
+export function openDeliveries(w) {
+  state.deliveries = { webhook: w, cursor: null };
+  $('deliveries-h').textContent = `Deliveries of ${w.name} (${w.uid})`;
+  $('deliveries-list').replaceChildren();
+  $('deliveries').hidden = false;
+  $('deliveries').scrollIntoView({ block: 'start' });
+  loadDeliveries(false);
+}
+
+async function loadDeliveries(more) {
+  const w = state.deliveries.webhook;
+  if (!w) return;
+  if (!more) state.deliveries.cursor = null;
+  const q = new URLSearchParams({ limit: '20' });
+  if (more && state.deliveries.cursor) q.set('cursor', state.deliveries.cursor);
+  try {
+    const page = await api('GET', `/api/v1/webhooks/${enc(w.uid)}/deliveries?${q}`);
+    showError($('deliveries-error'));
+    const items = page.deliveries.map((d) => deliveryItem(w, d));
+    if (more) $('deliveries-list').append(...items);
+    else $('deliveries-list').replaceChildren(...(items.length ? items : [h('p', { class: 'muted', text: 'No deliveries in the log.' })]));
+    state.deliveries.cursor = page.page_info.next_cursor;
+    $('deliveries-more').hidden = !page.page_info.has_next_page;
+  } catch (err) {
+    showError($('deliveries-error'), err);
+  }
+}
+
+function deliveryItem(w, d) {
+  const kind = d.outcome === 'accepted' ? 'ok' : d.outcome === 'duplicate' ? 'neutral' : 'bad';
+  const payloadBox = h('div', { class: 'payload' });
+  const runs = d.runs.length
+    ? h('ul', { class: 'runs-started' }, d.runs.map((r) => h('li', {}, runLink(r.run_id), ' ', badge(r.state, stateKind(r.state)), r.automation ? ` automation ${r.automation}` : '')))
+    : d.outcome === 'accepted'
+      ? h('p', { class: 'muted small', text: 'Started no run (no enabled automation matched).' })
+      : null;
+  const showPayload = d.has_payload
+    ? h('button', {
+        type: 'button',
+        text: 'Show payload',
+        'aria-expanded': 'false',
+        onclick: async (e) => {
+          const button = e.currentTarget;
+          if (button.getAttribute('aria-expanded') === 'true') {
+            payloadBox.replaceChildren();
+            button.setAttribute('aria-expanded', 'false');
+            button.textContent = 'Show payload';
+            return;
+          }
+          await busy(button, async () => {
+            try {
+              const full = await api('GET', `/api/v1/webhooks/${enc(w.uid)}/deliveries/${enc(d.delivery_id)}`);
+              payloadBox.replaceChildren(h('pre', { text: JSON.stringify(full.payload, null, 2) }));
+              button.setAttribute('aria-expanded', 'true');
+              button.textContent = 'Hide payload';
+            } catch (err) {
+              payloadBox.replaceChildren(h('p', { class: 'error' }));
+              showError(payloadBox.firstChild, err);
+            }
+          });
+        },
+      })
+    : null;
+  const test = d.outcome === 'accepted' ? h('button', { type: 'button', text: 'Test filter…', onclick: () => prefillTest(w, d) }) : null;
+  return h(
+    'article',
+    { class: 'delivery' },
+    h('div', { class: 'line' }, badge(d.outcome_label, kind), h('code', { text: d.delivery_id }), h('span', { class: 'muted', text: fmtSize(d.size) }), fmtTime(d.received_at), d.sender ? h('span', { class: 'muted small', text: `from ${d.sender}` }) : null),
+    d.reason ? h('p', { class: 'muted small', text: d.reason }) : null,
+    runs,
+    h('div', { class: 'actions' }, showPayload, test),
+    payloadBox,
+  );
+}
+
+$('deliveries-refresh').addEventListener('click', (e) => busy(e.currentTarget, () => loadDeliveries(false)));
+$('deliveries-more').addEventListener('click', (e) => busy(e.currentTarget, () => loadDeliveries(true)));
+$('deliveries-close').addEventListener('click', () => {
+  $('deliveries').hidden = true;
+  state.deliveries = { webhook: null, cursor: null };
+});

@@ -1,0 +1,102 @@
+// DOM, API and formatting helpers of the dashboard. Every value from the API is untrusted: it is
+// rendered with textContent and DOM nodes only, never as HTML.
+
+import { KEY_STORAGE, app } from './state.js';
+
+export const $ = (id) => document.getElementById(id);
+
+/** Builds an element. `props`: text, class, on<Event> handlers, other attributes (set as attributes). */
+export function h(tag, props = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'text') el.textContent = String(v);
+    else if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail || `The request failed with HTTP ${status}.`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+/** One management or run API call with the signed-in key; a problem+json answer throws ApiError. */
+export async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY_STORAGE) ?? ''}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, { detail: 'The runtime did not answer; is it running?' });
+  }
+  const text = await res.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    const err = new ApiError(res.status, data);
+    if (res.status === 401) app.signOut(err.message);
+    throw err;
+  }
+  return data;
+}
+
+/** Shows an error's problem detail (and its field errors) in `el`; a falsy `err` clears it. */
+export function showError(el, err) {
+  el.replaceChildren();
+  if (!err) return;
+  el.append(err instanceof ApiError || err instanceof Error ? err.message : String(err));
+  const fields = err.problem?.errors;
+  if (Array.isArray(fields) && fields.length) {
+    el.append(h('ul', {}, fields.map((f) => h('li', { text: `${[f.file, f.pointer].filter(Boolean).join(' ') || '(body)'}: ${f.message}` }))));
+  }
+}
+
+export const enc = encodeURIComponent;
+export const fmtTime = (t) => (t ? h('time', { datetime: t, title: t, text: new Date(t).toLocaleString() }) : '—');
+export const fmtSize = (n) => (n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`);
+export const badge = (text, kind) => h('span', { class: `badge ${kind ?? ''}`, text });
+
+async function copy(text, button, field) {
+  try {
+    await navigator.clipboard.writeText(text);
+    const old = button.textContent;
+    button.textContent = 'Copied';
+    setTimeout(() => (button.textContent = old), 1500);
+  } catch {
+    // The clipboard needs a secure context (https or localhost): select the text so Ctrl+C works.
+    if (field.select) field.select();
+    else getSelection()?.selectAllChildren(field);
+  }
+}
+
+/** A value with a Copy button: a read-only field, or with `wrap` a wrapping code element (long URLs). */
+export function copyField(label, value, { wrap = false } = {}) {
+  const id = `cf-${Math.random().toString(36).slice(2)}`;
+  const field = wrap
+    ? h('code', { id, class: 'wrap', text: value })
+    : h('input', { id, readonly: true, value, spellcheck: 'false', class: 'mono', size: Math.min(Math.max(value.length, 20), 64) });
+  const btn = h('button', { type: 'button', 'aria-label': `Copy ${label || value}`, text: 'Copy' });
+  btn.addEventListener('click', () => copy(value, btn, field));
+  return h('div', { class: 'copy' }, label && !wrap ? h('label', { for: id, text: label }) : null, field, btn);
+}
+
+export async function busy(button, fn) {
+  button.disabled = true;
+  try {
+    await fn();
+  } finally {
+    button.disabled = false;
+  }
+}

@@ -1,0 +1,121 @@
+// Runs and their transcripts (SPEC 6, 12): newest first, narrowed by factory and state, with the
+// transcript followed in place until the run finishes.
+
+import { $, api, badge, busy, enc, fmtTime, h, showError } from './dom.js';
+import { state } from './state.js';
+
+export const stateKind = (s) => ({ SUCCEEDED: 'ok', FAILED: 'bad', ERROR: 'bad', CANCELLED: 'neutral', QUEUED: 'neutral', INPROGRESS: 'busy' })[s] ?? '';
+export const runLink = (id) => h('a', { href: `/sessions/${enc(id)}`, class: 'mono', text: id, onclick: (e) => { e.preventDefault(); openTranscript(id); } });
+
+export async function loadRuns(more) {
+  const q = new URLSearchParams({ limit: '20' });
+  if (state.factory) q.set('factory', state.factory);
+  if ($('runs-state').value) q.set('state', $('runs-state').value);
+  if (more && state.runs.cursor) q.set('cursor', state.runs.cursor);
+  try {
+    const page = await api('GET', `/api/v1/agent/runs?${q}`);
+    showError($('runs-error'));
+    const rows = page.runs.map(runRow);
+    const tbody = $('runs-list').querySelector('tbody');
+    if (more && tbody) tbody.append(...rows);
+    else if (!rows.length) $('runs-list').replaceChildren(h('p', { class: 'muted', text: 'No runs.' }));
+    else $('runs-list').replaceChildren(h('table', {}, h('thead', {}, h('tr', {}, ['Run', 'State', 'Title', 'Started by', 'Created', 'Actions'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows)));
+    state.runs.cursor = page.page_info.next_cursor;
+    $('runs-more').hidden = !page.page_info.has_next_page;
+  } catch (err) {
+    $('runs-list').replaceChildren();
+    $('runs-more').hidden = true;
+    showError($('runs-error'), err);
+  }
+}
+
+function runRow(r) {
+  const origin = r.source === 'WEBHOOK' ? `${r.factory ?? ''} / ${r.automation ?? ''} (delivery ${r.delivery_id ?? ''})` : `${r.creator?.type ?? ''} ${r.creator?.name ?? ''}`;
+  const cancellable = r.state === 'QUEUED' || r.state === 'INPROGRESS';
+  return h(
+    'tr',
+    {},
+    h('td', {}, runLink(r.run_id)),
+    h('td', {}, badge(r.state, stateKind(r.state)), r.status_message ? h('div', { class: 'muted small', text: r.status_message }) : null),
+    h('td', { text: r.title ?? '' }),
+    h('td', {}, h('span', { class: 'small', text: origin })),
+    h('td', {}, fmtTime(r.created_at)),
+    h('td', {}, h('div', { class: 'actions' },
+      h('button', { type: 'button', text: 'Transcript', onclick: () => openTranscript(r.run_id) }),
+      cancellable ? h('button', { type: 'button', class: 'danger', text: 'Cancel', onclick: (e) => cancelRun(r, e.currentTarget) }) : null)),
+  );
+}
+
+async function cancelRun(r, button) {
+  if (!confirm(`Cancel the run ${r.run_id}?`)) return;
+  await busy(button, async () => {
+    try {
+      await api('POST', `/api/v1/agent/runs/${enc(r.run_id)}/cancel`);
+      await loadRuns(false);
+    } catch (err) {
+      showError($('runs-error'), err);
+    }
+  });
+}
+
+$('runs-refresh').addEventListener('click', (e) => busy(e.currentTarget, () => loadRuns(false)));
+$('runs-more').addEventListener('click', (e) => busy(e.currentTarget, () => loadRuns(true)));
+$('runs-state').addEventListener('change', () => loadRuns(false));
+
+export function stopTranscript() {
+  clearTimeout(state.transcript.timer);
+  state.transcript = { runId: null, after: 0, timer: null };
+}
+
+function openTranscript(runId) {
+  stopTranscript();
+  state.transcript.runId = runId;
+  $('transcript-h').textContent = `Transcript of ${runId}`;
+  $('transcript-link').href = `/sessions/${enc(runId)}`;
+  $('transcript-events').replaceChildren();
+  $('transcript-state').textContent = '';
+  showError($('transcript-error'));
+  $('transcript').hidden = false;
+  $('transcript').scrollIntoView({ block: 'start' });
+  pollTranscript(runId);
+}
+
+/** Reads the transcript from where it stopped; while the run is not finished, again every 2 s. */
+async function pollTranscript(runId) {
+  try {
+    const run = await api('GET', `/api/v1/agent/runs/${enc(runId)}`);
+    for (;;) {
+      if (state.transcript.runId !== runId) return;
+      const t = await api('GET', `/api/v1/agent/runs/${enc(runId)}/transcript?after=${state.transcript.after}`);
+      if (state.transcript.runId !== runId) return;
+      $('transcript-events').append(...t.events.map(renderEvent));
+      state.transcript.after = t.next_after;
+      $('transcript-state').textContent = `${t.state}${run.status_message ? ` — ${run.status_message}` : ''} · created ${run.created_at}`;
+      if (t.has_more) continue;
+      if (!t.finished) state.transcript.timer = setTimeout(() => pollTranscript(runId), 2000);
+      return;
+    }
+  } catch (err) {
+    if (state.transcript.runId === runId) showError($('transcript-error'), err);
+  }
+}
+
+function renderEvent(ev) {
+  const d = ev.data ?? {};
+  const body = [];
+  if (ev.type === 'command') {
+    body.push(h('div', { class: 'mono', text: `$ ${d.text ?? (Array.isArray(d.argv) ? d.argv.join(' ') : '')}  → exit ${d.exit_code} in ${d.duration_ms} ms` }));
+    if (d.output) body.push(h('pre', { text: d.output }));
+  } else if (ev.type === 'output') body.push(h('pre', { text: d.text ?? '' }));
+  else if (ev.type === 'message') body.push(h('pre', { text: [d.kind, d.tool].filter(Boolean).join(' ') + (d.text ? `: ${d.text}` : '') + (d.input ? ` ${d.input}` : '') }));
+  else if (ev.type === 'file_change') {
+    body.push(h('div', { class: 'mono', text: `${d.kind} ${d.repo ? `${d.repo}/` : ''}${d.path}` }));
+    if (d.diff) body.push(h('pre', { text: d.diff }));
+  } else body.push(h('div', { class: 'mono small', text: JSON.stringify(d) }));
+  return h('div', { class: `ev ${ev.type}` }, h('div', { class: 'muted small', text: `#${ev.seq} ${ev.time} ${ev.type}` }), body);
+}
+
+$('transcript-close').addEventListener('click', () => {
+  stopTranscript();
+  $('transcript').hidden = true;
+});
