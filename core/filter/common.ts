@@ -57,26 +57,62 @@ export function hasOperatorKey(obj: { [key: string]: unknown }): boolean {
 /** A short, quoted rendering of a value for messages. */
 export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
-  if (Array.isArray(value)) {
-    const text = safeJson(value);
-    return text.length <= 60 ? text : text.slice(0, 57) + '...';
-  }
-  if (isPlainObject(value)) {
-    const text = safeJson(value);
-    return text.length <= 60 ? text : text.slice(0, 57) + '...}';
-  }
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
-  const text = safeJson(value);
+  const text = jsonPreview(value, 61);
+  if (text.length <= 60) return text;
   // A long string (a comment body) would drown the message: keep its start.
-  return typeof value === 'string' && text.length > 60 ? text.slice(0, 56) + '..."' : text;
+  if (typeof value === 'string') return text.slice(0, 56) + '..."';
+  return text.slice(0, 57) + (isPlainObject(value) ? '...}' : '...');
 }
 
-export function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
+/**
+ * The first `max` characters of a value's JSON, produced without recursion and without
+ * serialising the rest: a payload may be 256 KiB wide or nested thousands of levels deep, and a
+ * message needs only its start.
+ */
+export function jsonPreview(value: unknown, max: number): string {
+  let out = '';
+  // Each frame is an iterator over the tokens still to write for one array or object.
+  const stack: Iterator<unknown>[] = [];
+  const open = (v: unknown): void => {
+    if (Array.isArray(v)) {
+      out += '[';
+      stack.push(
+        (function* () {
+          for (let i = 0; i < v.length; i++) {
+            if (i) yield ',';
+            yield { value: v[i] };
+          }
+          yield ']';
+        })(),
+      );
+    } else if (isPlainObject(v)) {
+      out += '{';
+      stack.push(
+        (function* () {
+          let first = true;
+          for (const key of Object.keys(v)) {
+            if (v[key] === undefined) continue;
+            yield (first ? '' : ',') + JSON.stringify(key) + ':';
+            first = false;
+            yield { value: v[key] };
+          }
+          yield '}';
+        })(),
+      );
+    } else {
+      // Only the start of a long string can be shown.
+      out += JSON.stringify(typeof v === 'string' && v.length > max ? v.slice(0, max) : v) ?? 'null';
+    }
+  };
+  open(value);
+  while (stack.length && out.length < max) {
+    const next = stack[stack.length - 1].next();
+    if (next.done) stack.pop();
+    else if (typeof next.value === 'string') out += next.value;
+    else open((next.value as { value: unknown }).value);
   }
+  return out.length <= max ? out : out.slice(0, max);
 }
 
 /** "a string", "an array", "null", ... for messages. */
