@@ -34,6 +34,22 @@ async function loadDeliveries(more) {
   }
 }
 
+/**
+ * The payload laid out for reading. JSON.stringify recurses, so a payload nested thousands of
+ * levels deep (valid JSON, which the ingress accepts: SPEC 7.1) throws RangeError; then it is
+ * shown compactly, and when that overflows too, as a one-line note with its size.
+ */
+function payloadView(payload, size) {
+  for (const indent of [2, undefined]) {
+    try {
+      return h('pre', { text: JSON.stringify(payload, null, indent) });
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+    }
+  }
+  return h('p', { class: 'muted small', text: `This payload (${fmtSize(size)}) is nested too deeply to show here.` });
+}
+
 function deliveryItem(w, d) {
   const kind = d.outcome === 'accepted' ? 'ok' : d.outcome === 'duplicate' ? 'neutral' : 'bad';
   const payloadBox = h('div', { class: 'payload' });
@@ -58,7 +74,7 @@ function deliveryItem(w, d) {
           await busy(button, async () => {
             try {
               const full = await api('GET', `/api/v1/webhooks/${enc(w.uid)}/deliveries/${enc(d.delivery_id)}`);
-              payloadBox.replaceChildren(h('pre', { text: JSON.stringify(full.payload, null, 2) }));
+              payloadBox.replaceChildren(payloadView(full.payload, full.size));
               button.setAttribute('aria-expanded', 'true');
               button.textContent = 'Hide payload';
             } catch (err) {

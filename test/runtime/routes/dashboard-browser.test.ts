@@ -6,22 +6,25 @@ import { CHROMIUM, withBrowserPage } from './chromium.ts';
 
 /**
  * The dashboard (SPEC 12) in a real browser: the page loads its ES modules under the CSP, signs
- * in with a key, renders the webhooks, deliveries and a payload from the API, and signs out. Any
+ * in with a key, renders the webhooks, deliveries and payloads from the API, and signs out. Any
  * module that fails to load (a missing asset, a broken import) leaves the sign-in form hidden and
  * is reported by the page, so this test fails on it.
  */
 
 const SKIP = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install -y chromium); the browser check is skipped`;
 
+/** 100,000 levels of arrays (~200 KB, under the ingress cap): JSON.stringify overflows the stack on it. */
+const DEEP = '['.repeat(100_000) + ']'.repeat(100_000);
+
 const text = (selector: string) => `document.querySelector(${JSON.stringify(selector)})?.textContent ?? ''`;
 
-test('in a real browser the page signs in, shows webhooks, deliveries and a payload, and signs out', { skip: SKIP }, async () => {
+test('in a real browser the page signs in, shows webhooks, deliveries and payloads (also one too deep to lay out), and signs out', { skip: SKIP }, async () => {
   const rt = await startTestRuntime();
   try {
     const created = await rt.fetch('/api/v1/factories/shop/webhooks', { method: 'POST', json: { name: 'orders', auth_mode: 'token', delivery_id_header: 'X-Request-Id' } });
     assert.equal(created.status, 201);
     const { webhook, secret } = (await created.json()) as { webhook: { uid: string; url: string }; secret: string };
-    for (const [id, body] of [['plain-1', '{"hello":"<b>world</b>"}'], ['plain-2', '[]']]) {
+    for (const [id, body] of [['plain-1', '{"hello":"<b>world</b>"}'], ['deep-1', DEEP]]) {
       const res = await fetch(`${rt.url}/webhooks/w/${webhook.uid}`, { method: 'POST', headers: { Authorization: `Bearer ${secret}`, 'X-Request-Id': id, 'Content-Type': 'application/json' }, body });
       assert.equal(res.status, 202, id);
     }
@@ -43,13 +46,18 @@ test('in a real browser the page signs in, shows webhooks, deliveries and a payl
 
       await page.eval(`[...document.querySelectorAll('#webhooks-list button')].find((b) => b.textContent === 'Deliveries').click(); true`);
       const ids = await page.waitFor<string[]>(`(() => { const c = [...document.querySelectorAll('#deliveries-list article.delivery code')].map((e) => e.textContent); return c.length === 2 && c; })()`, 'two deliveries');
-      assert.deepEqual(ids, ['plain-2', 'plain-1'], 'newest first');
+      assert.deepEqual(ids, ['deep-1', 'plain-1'], 'newest first');
 
-      // Show payload: laid out as JSON text (the markup in it stays text).
+      // Show payload: laid out as JSON text (the markup in it stays text), and the deep one as a note.
       await page.eval(`document.querySelectorAll('#deliveries-list article.delivery')[1].querySelector('.actions button').click(); true`);
       const plain = await page.waitFor<string>(`document.querySelectorAll('#deliveries-list article.delivery')[1].querySelector('.payload pre')?.textContent`, 'the plain payload');
       assert.equal(plain, JSON.stringify({ hello: '<b>world</b>' }, null, 2));
       assert.equal(await page.eval(`document.querySelector('#deliveries-list b')`), null);
+
+      await page.eval(`document.querySelectorAll('#deliveries-list article.delivery')[0].querySelector('.actions button').click(); true`);
+      const note = await page.waitFor<string>(`document.querySelectorAll('#deliveries-list article.delivery')[0].querySelector('.payload')?.textContent`, 'the deep payload');
+      assert.match(note, /^This payload \(195\.3 KiB\) is nested too deeply to show here\.$/);
+      assert.equal(await page.eval(`document.querySelectorAll('#deliveries-list article.delivery')[0].querySelector('.actions button').textContent`), 'Hide payload');
 
       await page.eval(`document.getElementById('signout').click(); true`);
       await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form again');
