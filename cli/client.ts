@@ -17,6 +17,8 @@ export interface ClientResponse<T = unknown> {
   status: number;
   headers: Headers;
   body: T;
+  /** The body as received, for output that must not re-serialise it (a payload nested too deep). */
+  text: string;
 }
 
 export interface Client {
@@ -96,7 +98,7 @@ export function createClient(options: { server: string; apiKey: string }): Clien
       }
     }
     if (!res.ok) throw toError(res, parsed, server);
-    return { status: res.status, headers: res.headers, body: parsed as T };
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
   };
   return {
     server,

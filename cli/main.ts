@@ -10,17 +10,50 @@ export function buildProgram(io: CliIO): Command {
   const program = new Command('factory')
     .description('Definitions-as-code compiler and runtime for agent runs and webhook ingress')
     .option('--debug', 'print stack traces of unexpected errors')
-    .showHelpAfterError('(run with --help for usage)')
-    .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
-    .exitOverride();
+    .addHelpText('after', TOP_HELP);
   for (const register of COMMANDS) register(program, io);
-  for (const sub of program.commands) applyDefaults(sub, io);
+  applyDefaults(program, io);
   return program;
 }
 
+const TOP_HELP = `
+Examples:
+  $ factory validate examples/factory
+  $ factory dev examples/factory          # runtime + apply + watch, for trying it out
+  $ factory plan && factory apply         # against FACTORY_SERVER, key from ./.factory/admin.key
+  $ printf %s "$TOKEN" | factory secret create ci-token
+  $ factory webhook list
+  $ factory delivery list github
+  $ factory run create --prompt "Fix the flaky test" --environment sandbox --wait
+
+Run \`factory <command> --help\` for a command's options and examples.
+`;
+
+/**
+ * Every command: errors through `io`, no process.exit, and a usage error on one line that names
+ * the command's help (Commander's suggestion, when it has one, joins the same line).
+ */
 function applyDefaults(cmd: Command, io: CliIO): void {
-  cmd.exitOverride().configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) });
+  const path = commandPath(cmd);
+  cmd.exitOverride().configureOutput({
+    writeOut: (s) => io.stdout(s),
+    writeErr: (s) => io.stderr(s),
+    outputError: (s, write) => write(`${oneLine(s)}; run \`${path} --help\` for usage.\n`),
+  });
   for (const sub of cmd.commands) applyDefaults(sub, io);
+}
+
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+function oneLine(message: string): string {
+  const [first = '', ...rest] = message.trim().split('\n').map((line) => line.trim()).filter(Boolean);
+  // Commander's suggestion comes as its own line, "(Did you mean validate?)".
+  const extras = rest.map((line) => (line.startsWith('(') ? line.replace(/^\(D/, '(d') : `(${line})`));
+  return [first.replace(/\.$/, ''), ...extras].join(' ');
 }
 
 /**

@@ -5,30 +5,12 @@ import { CliError, exitWith } from '../../core/errors.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import type { SourceFile } from '../compiler/index.ts';
-import type { CliIO } from '../io.ts';
+import { fsReason, type CliIO } from '../io.ts';
 import { compileRepo, printRuntimeErrors, renderChanges, type PlanFile, type PlanResponse } from './plan.ts';
 import { diagnosticFormat } from './validate.ts';
+import type { WebhookView } from '../../runtime/definitions/views.ts';
 
 /** `factory apply [dir]` (SPEC 4): one transaction in the runtime; prints each webhook's URL. */
-
-export interface WebhookView {
-  uid: string;
-  name: string;
-  factory: string;
-  url: string;
-  auth_mode: string;
-  signature_scheme: string | null;
-  enabled: boolean;
-  secret_name: string;
-  secret_version: number | null;
-  delivery_id_header: string | null;
-  description: string | null;
-  managed_by: string;
-  source_file: string | null;
-  created_at: string;
-  updated_at: string;
-  deleted_at: string | null;
-}
 
 export interface ApplyResponse extends Omit<PlanResponse, 'changed' | 'base_revision'> {
   applied: boolean;
@@ -70,7 +52,7 @@ export function renderApply(r: ApplyResponse): string {
 export function registerApply(program: Command, io: CliIO): void {
   const cmd = program
     .command('apply')
-    .description('apply a factory repo to the runtime in one transaction and print the webhook URLs (SPEC 4)')
+    .description('apply a factory repo to the runtime in one transaction and print the webhook URLs')
     .argument('[dir]', 'the factory repo', '.')
     .option('--plan <file>', 'apply a plan saved by `factory plan --out`; refused if the runtime changed since')
     .option('--revision <rev>', 'a label recorded with the apply, e.g. a commit SHA')
@@ -111,7 +93,7 @@ async function readPlanFile(path: string): Promise<PlanFile> {
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new CliError(`cannot read the plan ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new CliError(`cannot read the plan ${path}: ${fsReason(err)}.`);
   }
   let value: Partial<PlanFile>;
   try {

@@ -51,7 +51,8 @@ Exit status: 0 when the delivery would trigger the automation; 1 when it would n
 `;
 
 export function registerAutomation(program: Command, io: CliIO): void {
-  const group = program.command('automation').description('list automations and test their filters against stored deliveries (SPEC 8)');
+  const group = program.command('automation').description('list automations and test their filters against stored deliveries')
+    .addHelpText('after', '\nExamples:\n  $ factory automation list\n  $ factory automation test triage-pr --delivery 72d3162e-cc78-11e3-81ab-4c9367dc0958\n');
 
   const list = group
     .command('list')

@@ -3,13 +3,13 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError, exitWith } from '../../core/errors.ts';
 import { compileDir, formatDiagnostics, writeSnapshot } from '../compiler/index.ts';
-import type { CliIO } from '../io.ts';
+import { fsReason, type CliIO } from '../io.ts';
 import { asGiven, diagnosticFormat } from './validate.ts';
 
 export function registerBuild(program: Command, io: CliIO): void {
   program
     .command('build')
-    .description('compile a factory repo into a snapshot: canonical JSON with a digest (SPEC 4)')
+    .description('compile a factory repo into a snapshot: canonical JSON with a digest')
     .argument('[dir]', 'the factory repo', '.')
     .option('-o, --out <file>', 'write the snapshot to this file instead of stdout')
     .option('--format <format>', 'how to print diagnostics: text, json or github')
@@ -28,7 +28,7 @@ export function registerBuild(program: Command, io: CliIO): void {
         return;
       }
       await writeFile(resolve(io.cwd, opts.out), bytes).catch((err: NodeJS.ErrnoException) => {
-        throw new CliError(`cannot write ${opts.out}: ${err.code ?? err.message}`);
+        throw new CliError(`cannot write ${opts.out}: ${fsReason(err)}`);
       });
       io.stderr(`wrote ${opts.out} (${result.snapshot.digest})\n`);
     });

@@ -2,7 +2,11 @@ import type { Command } from 'commander';
 import { usageError } from '../../core/errors.ts';
 import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
+import { jsonValueDepth } from '../../core/json-depth.ts';
 import { resolveWebhook, table } from './webhook.ts';
+
+/** Deeper payloads are not indented (nor re-serialised) by `delivery show`. */
+const MAX_PRINT_DEPTH = 1000;
 
 /** `factory delivery list|show` (SPEC 7.7, 10): a webhook's delivery log, newest first. */
 
@@ -32,7 +36,8 @@ export interface DeliveryRun {
 type Flags = ClientFlags & { factory?: string; json?: boolean };
 
 export function registerDelivery(program: Command, io: CliIO): void {
-  const group = program.command('delivery').description("read a webhook's delivery log");
+  const group = program.command('delivery').description("read a webhook's delivery log")
+    .addHelpText('after', '\nExamples:\n  $ factory delivery list github\n  $ factory delivery show github 72d3162e-cc78-11e3-81ab-4c9367dc0958\n');
 
   const list = group
     .command('list')
@@ -72,9 +77,13 @@ export function registerDelivery(program: Command, io: CliIO): void {
   addClientOptions(show).action(async (ref: string, id: string, opts: Flags) => {
     const client = clientFromFlags(opts, io);
     const w = await resolveWebhook(client, ref, opts.factory);
-    const d = await client.request<DeliveryView>('GET', `/api/v1/webhooks/${w.uid}/deliveries/${encodeURIComponent(id)}`);
+    const res = await client.send<DeliveryView>('GET', `/api/v1/webhooks/${w.uid}/deliveries/${encodeURIComponent(id)}`);
+    const d = res.body;
+    // JSON.stringify recurses: a payload nested thousands of levels deep (a sender may send one)
+    // would overflow the stack, so such a payload is never re-serialised.
+    const printable = d.payload === undefined || jsonValueDepth(d.payload, MAX_PRINT_DEPTH) <= MAX_PRINT_DEPTH;
     if (opts.json) {
-      io.stdout(JSON.stringify(d, null, 2) + '\n');
+      io.stdout((printable ? JSON.stringify(d, null, 2) : res.text.trim()) + '\n');
       return;
     }
     const lines: [string, string | null][] = [
@@ -89,6 +98,8 @@ export function registerDelivery(program: Command, io: CliIO): void {
     } else if (d.outcome === 'accepted') {
       io.stdout(`${'runs:'.padEnd(14)}none (no automation matched)\n`);
     }
-    if (d.payload !== undefined) io.stdout(`payload:\n${JSON.stringify(d.payload, null, 2)}\n`);
+    if (d.payload === undefined) return;
+    if (printable) io.stdout(`payload:\n${JSON.stringify(d.payload, null, 2)}\n`);
+    else io.stdout(`${'payload:'.padEnd(14)}nested more than ${MAX_PRINT_DEPTH} levels deep, too deep to indent; \`--json\` prints it as stored\n`);
   });
 }

@@ -4,10 +4,10 @@ import type { Command } from 'commander';
 import { CliError, exitWith } from '../../core/errors.ts';
 import { checkFilter, explainFilter, formatPath, type PayloadFilter } from '../../core/filter.ts';
 import { parseYaml, toPosition } from '../compiler/yaml.ts';
-import type { CliIO } from '../io.ts';
+import { fsReason, type CliIO } from '../io.ts';
 
 const HELP = `
-The filter file holds one payload filter (SPEC 3; docs/filters.md), as YAML or JSON: the
+The filter file holds one payload filter (see docs/filters.md), as YAML or JSON: the
 same object as a trigger's filter.payload. The payload file holds a delivery body as JSON.
 
 Examples:
@@ -27,7 +27,8 @@ problems (each printed as FILTER_FILE: <pointer>: <code>: <message>), or when a 
 
 /** `factory filter test FILTER_FILE PAYLOAD_FILE` (SPEC 10): offline, the runtime's own evaluator. */
 export function registerFilter(program: Command, io: CliIO): void {
-  const filter = program.command('filter').description('payload filters (SPEC 3)');
+  const filter = program.command('filter').description('payload filters')
+    .addHelpText('after', '\nExamples:\n  $ factory filter test only-opened.yaml pull_request.json\n');
   filter
     .command('test')
     .description('test a payload filter against a JSON payload, offline')
@@ -56,9 +57,7 @@ async function readText(io: CliIO, file: string, what: string): Promise<string> 
   try {
     bytes = await readFile(resolve(io.cwd, file));
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : code === 'EACCES' ? 'permission denied' : (err as Error).message;
-    throw new CliError(`cannot read the ${what} file ${file}: ${why}`);
+    throw new CliError(`cannot read the ${what} file ${file}: ${fsReason(err)}`);
   }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);

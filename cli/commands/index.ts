@@ -19,21 +19,25 @@ import { registerRun } from './run.ts';
 export type RegisterCommand = (program: Command, io: CliIO) => void;
 
 /**
- * Every command module, in help order. Each owner adds one import and one entry here.
+ * Every command module, in help order: the offline ones, then the definitions workflow, then
+ * the team and operational groups. Each owner adds one import and one entry here.
  */
 export const COMMANDS: RegisterCommand[] = [
+  // Offline, on a factory repo.
   registerValidate,
   registerBuild,
-  registerServe,
-  registerSecret,
-  registerKey,
-  registerFilter,
+  // Online: the definitions half.
   registerPlan,
   registerApply,
   registerWatch,
   registerDev,
+  registerServe,
+  // Online: team and operations.
+  registerSecret,
+  registerKey,
   registerWebhook,
-  registerAutomation,
   registerDelivery,
+  registerAutomation,
   registerRun,
+  registerFilter,
 ];

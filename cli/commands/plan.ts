@@ -5,7 +5,7 @@ import { CliError, FactoryError, exitWith } from '../../core/errors.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import { compile, formatDiagnostics, loadRepo, locate, type Diagnostic, type SourceFile } from '../compiler/index.ts';
-import type { CliIO } from '../io.ts';
+import { fsReason, type CliIO } from '../io.ts';
 import { asGiven, diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 
 /**
@@ -108,7 +108,7 @@ export async function requestPlan(client: Client, snapshot: Snapshot): Promise<P
 export function registerPlan(program: Command, io: CliIO): void {
   const cmd = program
     .command('plan')
-    .description('show what apply would change in the runtime, per resource (SPEC 4)')
+    .description('show what apply would change in the runtime, per resource')
     .argument('[dir]', 'the factory repo', '.')
     .option('--json', 'print the plan as JSON')
     .option('--detailed-exitcode', 'exit 0 when there are no changes, 2 when there are, 1 on error')
@@ -132,7 +132,7 @@ export function registerPlan(program: Command, io: CliIO): void {
     if (opts.out) {
       const file: PlanFile = { ...plan, snapshot: compiled.snapshot };
       await writeFile(resolve(io.cwd, opts.out), JSON.stringify(file, null, 2) + '\n').catch((err: NodeJS.ErrnoException) => {
-        throw new CliError(`cannot write ${opts.out}: ${err.code ?? err.message}`);
+        throw new CliError(`cannot write ${opts.out}: ${fsReason(err)}`);
       });
     }
     if (opts.json) {

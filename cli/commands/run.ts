@@ -78,7 +78,8 @@ function summary(run: Run): string {
 
 /** `factory run create|get|list|cancel|transcript` (SPEC 6, 10): the agent run API. */
 export function registerRun(program: Command, io: CliIO): void {
-  const run = program.command('run').description('create and follow agent runs (runs scope)');
+  const run = program.command('run').description('create and follow agent runs (runs scope)')
+    .addHelpText('after', '\nExamples:\n  $ factory run create --prompt "Fix the flaky test" --environment sandbox --wait\n  $ factory run list --state FAILED\n  $ factory run transcript run_abcdefghijklmnopqrstuvwxyz --follow\n');
 
   addClientOptions(
     run

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../../core/errors.ts';
 import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
-import type { CliIO } from '../io.ts';
+import { fsReason, type CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 
 interface SecretMeta {
@@ -26,7 +26,8 @@ interface ValueFlags extends ClientFlags {
  * history would see it.
  */
 export function registerSecret(program: Command, io: CliIO): void {
-  const secret = program.command('secret').description('manage team secrets (admin scope); values are write-only');
+  const secret = program.command('secret').description('manage team secrets (admin scope); values are write-only')
+    .addHelpText('after', '\nExamples:\n  $ printf %s "$TOKEN" | factory secret create ci-token\n  $ factory secret update ci-token        # asks for the value, hidden\n  $ factory secret list\n');
 
   addClientOptions(
     secret
@@ -91,7 +92,7 @@ async function readValue(io: CliIO, flags: ValueFlags, name: string): Promise<st
   let value: string;
   if (flags.fromFile) {
     const bytes = await readFile(resolve(io.cwd, flags.fromFile)).catch((err: NodeJS.ErrnoException) => {
-      throw new CliError(`cannot read ${flags.fromFile}: ${err.code ?? err.message}`);
+      throw new CliError(`cannot read ${flags.fromFile}: ${fsReason(err)}`);
     });
     value = stripOneNewline(decode(bytes, flags.fromFile));
   } else if (!io.stdinIsTTY) {

@@ -11,7 +11,7 @@ interface ServeFlags extends ConfigFlags {
 export function registerServe(program: Command, io: CliIO): void {
   program
     .command('serve')
-    .description('run the runtime: webhook ingress, run API, management API and executor (SPEC 5)')
+    .description('run the runtime: webhook ingress, run API, management API and executor')
     .option('--port <port>', 'port to listen on (env FACTORY_PORT, default 8080; 0 picks a free one)')
     .option('--host <host>', 'address to bind (env FACTORY_HOST, default 127.0.0.1)')
     .option('--base-url <url>', 'public URL for ingress URLs and session links (env FACTORY_BASE_URL)')

@@ -26,7 +26,7 @@ const PLAN_CHECKS =
 export function registerValidate(program: Command, io: CliIO): void {
   program
     .command('validate')
-    .description('check a factory repo offline: schemas and cross-file rules (SPEC 4)')
+    .description('check a factory repo offline: schemas and cross-file rules')
     .argument('[dir]', 'the factory repo', '.')
     .option('--format <format>', 'text, json or github (default github when GITHUB_ACTIONS=true, else text)')
     .addHelpText(

@@ -123,7 +123,7 @@ export function untilSignalled(): { signal: AbortSignal; dispose: () => void } {
 export function registerWatch(program: Command, io: CliIO): void {
   const cmd = program
     .command('watch')
-    .description('apply a factory repo now and again on every change (SPEC 4); errors are printed, the watch goes on')
+    .description('apply a factory repo now and again on every change; errors are printed, the watch goes on')
     .argument('[dir]', 'the factory repo', '.')
     .option('--revision <rev>', 'a label recorded with each apply')
     .addHelpText('after', '\nExamples:\n  $ factory watch examples/factory\n\nStop with Ctrl-C.\n');

@@ -4,7 +4,7 @@ import { CliError, usageError } from '../../core/errors.ts';
 import { SIGNATURE_SCHEMES } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
-import type { WebhookView } from './apply.ts';
+import type { WebhookView } from '../../runtime/definitions/views.ts';
 import { stripOneNewline } from './secret.ts';
 import { resolveWebhook } from './webhook.ts';
 

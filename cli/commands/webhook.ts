@@ -3,7 +3,7 @@ import { CliError } from '../../core/errors.ts';
 import { WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
-import type { WebhookView } from './apply.ts';
+import type { WebhookView } from '../../runtime/definitions/views.ts';
 import { addLifecycle } from './webhook-lifecycle.ts';
 
 /**
@@ -12,7 +12,8 @@ import { addLifecycle } from './webhook-lifecycle.ts';
  * `resolveWebhook` to accept a UID or a name.
  */
 export function registerWebhook(program: Command, io: CliIO): void {
-  const group = program.command('webhook').description('list and inspect webhooks (their UIDs, URLs and secret bindings)');
+  const group = program.command('webhook').description('list and inspect webhooks (their UIDs, URLs and secret bindings)')
+    .addHelpText('after', '\nExamples:\n  $ factory webhook list\n  $ factory webhook show github\n  $ factory webhook create deploys --factory ops\n');
   addList(group, io);
   addShow(group, io);
   addLifecycle(group, io);

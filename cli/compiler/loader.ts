@@ -1,6 +1,7 @@
 import { lstat, readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { CliError } from '../../core/errors.ts';
+import { fsReason } from '../io.ts';
 import type { SourceFile } from './compile.ts';
 import { MAX_FILE_BYTES } from './parse-file.ts';
 import { DEFINITION_DIRS, classifyPath } from './paths.ts';
@@ -36,7 +37,7 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
 async function listFiles(root: string, rel: string, depth: number): Promise<string[]> {
   const entries = await readdir(join(root, rel), { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
-    throw new CliError(`cannot read directory ${rel}: ${err.code ?? err.message}`);
+    throw new CliError(`cannot read directory ${rel}: ${fsReason(err)}`);
   });
   const out: string[] = [];
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
@@ -57,14 +58,14 @@ async function readText(root: string, path: string): Promise<string> {
   const info = await stat(full).catch(async (err: NodeJS.ErrnoException) => {
     const link = await lstat(full).catch(() => undefined);
     if (link?.isSymbolicLink()) throw new CliError(`cannot read ${path}: it is a symbolic link to a file that does not exist`);
-    throw new CliError(`cannot read ${path}: ${err.code ?? err.message}`);
+    throw new CliError(`cannot read ${path}: ${fsReason(err)}`);
   });
   if (info.isDirectory()) throw new CliError(`cannot read ${path}: it is a directory, but a file is expected there`);
   if (info.size > MAX_FILE_BYTES) {
     throw new CliError(`${path} is ${info.size} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
   }
   const bytes = await readFile(full).catch((err: NodeJS.ErrnoException) => {
-    throw new CliError(`cannot read ${path}: ${err.code === 'EACCES' ? 'permission denied' : (err.code ?? err.message)}`);
+    throw new CliError(`cannot read ${path}: ${fsReason(err)}`);
   });
   try {
     // ignoreBOM keeps a BOM in the text, so the source hash is the hash of the file's bytes.

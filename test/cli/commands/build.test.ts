@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runCli } from '../../../cli/main.ts';
 import { validateSnapshot } from '../../../core/schemas.ts';
-import { bufferIO } from './validate.test.ts';
+import { bufferIO } from '../helpers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 

@@ -112,3 +112,19 @@ test('delivery show says when an Accepted delivery started no run', async () => 
   const rejected = await cli(['delivery', 'show', 'orders', 'order-2']);
   assert.doesNotMatch(rejected.out, /runs:/);
 });
+
+test('delivery show prints a payload nested 20,000 levels deep without overflowing: a note in text, the stored bytes with --json', async () => {
+  const body = '['.repeat(20_000) + ']'.repeat(20_000);
+  const res = await fetch(hook.url, { method: 'POST', body, headers: { Authorization: `Bearer ${hook.secret}`, 'X-Service-Delivery-Id': 'deep-1' } });
+  assert.equal(res.status, 202);
+  const text = await cli(['delivery', 'show', 'orders', 'deep-1']);
+  assert.equal(text.code, 0, text.err);
+  assert.match(text.out, /outcome:\s+Accepted/);
+  assert.match(text.out, /payload:\s+nested more than 1000 levels deep, too deep to indent; `--json` prints it as stored\n$/);
+  const json = await cli(['delivery', 'show', 'orders', 'deep-1', '--json']);
+  assert.equal(json.code, 0, json.err);
+  assert.ok(json.out.includes(`"payload":${body}`), 'the stored bytes, spliced as the runtime sent them');
+  // A payload of ordinary depth is still indented.
+  const shallow = await cli(['delivery', 'show', 'orders', 'order-1']);
+  assert.match(shallow.out, /payload:\n\{\n  "order": 1\n\}/);
+});

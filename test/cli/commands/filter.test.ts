@@ -127,8 +127,8 @@ describe('factory filter test', () => {
 
   it('bad files: one clear sentence on stderr, exit 1', async () => {
     const cases: [string[], RegExp][] = [
-      [['missing.yaml', 'pr.json'], /^error: cannot read the filter file missing\.yaml: no such file\n$/],
-      [['labeled.yaml', 'missing.json'], /^error: cannot read the payload file missing\.json: no such file\n$/],
+      [['missing.yaml', 'pr.json'], /^error: cannot read the filter file missing\.yaml: no such file or directory\n$/],
+      [['labeled.yaml', 'missing.json'], /^error: cannot read the payload file missing\.json: no such file or directory\n$/],
       [['labeled.yaml', 'bad.json'], /^error: the payload file bad\.json is not valid JSON: /],
       [['labeled.yaml', 'not-utf8.json'], /^error: the payload file not-utf8\.json is not valid UTF-8\n$/],
       [['bad.json', 'pr.json'], /^error: the filter file bad\.json is not valid JSON: /],

@@ -4,27 +4,11 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { runCli } from '../../../cli/main.ts';
-import type { CliIO } from '../../../cli/io.ts';
+import { bufferIO } from '../helpers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
-
-export function bufferIO(env: Record<string, string> = {}): CliIO & { out: string; err: string } {
-  const io = {
-    out: '',
-    err: '',
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-    env,
-    cwd: ROOT,
-    stdin: Readable.from([]),
-    stdinIsTTY: false,
-    stdoutIsTTY: false,
-  };
-  return io;
-}
 
 test('the example repo validates clean (exit 0) and says what waits for plan', async () => {
   const io = bufferIO();
