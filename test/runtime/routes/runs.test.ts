@@ -72,6 +72,12 @@ test('create → 201 QUEUED at once → SUCCEEDED with a session link and a full
   assert.match(page.headers.get('content-type') ?? '', /text\/html/);
   assert.match(await page.text(), /sessionStorage/);
   assert.equal((await rt.fetch(`/sessions/${body.run_id}`, { key: 'fk_wrong' })).status, 401);
+
+  // A SUCCEEDED run cannot be cancelled, and stays as it was.
+  const cancel = await rt.fetch(`/api/v1/agent/runs/${body.run_id}/cancel`, { method: 'POST' });
+  assert.equal(cancel.status, 400);
+  assert.equal(((await cancel.json()) as { code: string }).code, 'operation_not_supported');
+  assert.deepEqual(await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}`)).json(), run);
 });
 
 test('a failing agent, a failing setup, a missing program and a timeout each end FAILED naming the cause', async (t) => {
@@ -122,7 +128,7 @@ test('cancel of a running run kills its process group and ends CANCELLED; cancel
   assert.equal(res.status, 200);
   assert.deepEqual(await res.json(), { run_id: body.run_id });
   const run = await waitForRun(rt, body.run_id);
-  assert.deepEqual([run.state, run.error_code, run.session_link], ['CANCELLED', 'cancelled', null]);
+  assert.deepEqual([run.state, run.error_code, run.status_message, run.retryable, run.session_link], ['CANCELLED', 'cancelled', 'the run was cancelled', false, null]);
   await waitFor(() => isGone(pid), 'the grandchild to be gone');
 
   const again = await rt.fetch(`/api/v1/agent/runs/${body.run_id}/cancel`, { method: 'POST' });
@@ -137,8 +143,7 @@ test('cancel of a QUEUED run ends it at once', async (t) => {
   const { body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' } });
   assert.equal((await rt.fetch(`/api/v1/agent/runs/${body.run_id}/cancel`, { method: 'POST' })).status, 200);
   const run = (await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}`)).json()) as Record<string, unknown>;
-  assert.equal(run.state, 'CANCELLED');
-  assert.equal(run.started_at, null);
+  assert.deepEqual([run.state, run.status_message, run.started_at], ['CANCELLED', 'the run was cancelled before it started', null]);
 });
 
 test('runs are attributed to the key: personal → user, agent → agent', async (t) => {
