@@ -18,7 +18,13 @@ test('redactUrl hides the url_token segment and drops query strings', () => {
 test('secret-like fields and auth headers are redacted', () => {
   const cap = new LogCapture();
   const log = createLogger({ level: 'info', destination: cap });
-  log.info({ secret: 'S1', value: 'V1', token: 'T1', key: 'K1', nested: { secret: 'S2' }, req: { headers: { authorization: 'Bearer B1', cookie: 'C1' } } }, 'x');
-  for (const leaked of ['S1', 'V1', 'T1', 'K1', 'S2', 'B1', 'C1']) assert.ok(!cap.text.includes(leaked), leaked);
+  // Sentinels that cannot occur by chance in a log line (a bare 'T1' is in every ISO time from 10:00 to 19:59).
+  const v = (name: string) => `leak-${name}-7f3a9c`;
+  log.info(
+    { secret: v('s1'), value: v('v1'), token: v('t1'), key: v('k1'), nested: { secret: v('s2') }, req: { headers: { authorization: `Bearer ${v('b1')}`, cookie: v('c1') } } },
+    'x',
+  );
+  assert.ok(cap.text.length > 0);
+  for (const leaked of ['s1', 'v1', 't1', 'k1', 's2', 'b1', 'c1'].map(v)) assert.ok(!cap.text.includes(leaked), leaked);
   assert.match(cap.text, /\[REDACTED\]/);
 });
