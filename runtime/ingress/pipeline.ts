@@ -32,7 +32,7 @@ export interface IngressDeps {
   deliveries: Pick<DeliveryStore, 'recordRejected'>;
   /**
    * Steps 8 and 9: claims the identity and writes Duplicate, or Accepted with its payload and
-   * the hooks' runs, in one transaction; settles after the commit (runtime/ingress/group-commit.ts).
+   * the hooks' runs, in one transaction; settles after the commit (runtime/store/group-commit.ts).
    */
   accept(item: AcceptItem): Promise<AcceptResult>;
   metrics: IngressMetrics;

@@ -2,7 +2,8 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { AcceptedHook } from './types.ts';
-import { GroupCommit } from './group-commit.ts';
+import { GroupCommit } from '../store/group-commit.ts';
+import type { AcceptItem, AcceptResult } from '../store/deliveries.ts';
 import { newIngressMetrics, type IngressMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { SecretCache } from './secret-cache.ts';
@@ -22,8 +23,8 @@ export interface IngressState {
    * payload, with the webhook and the delivery. Push run creation here.
    */
   onAccepted: AcceptedHook[];
-  /** Accepted/Duplicate writes of concurrent requests, committed together (group-commit.ts). */
-  commits: GroupCommit;
+  /** Accepted/Duplicate writes of concurrent requests, committed together (store/group-commit.ts). */
+  commits: GroupCommit<AcceptItem, AcceptResult>;
 }
 
 declare module '../services.ts' {

@@ -152,7 +152,7 @@ function ingressDeps(config: Config, store: Store, clock: Clock, state: IngressS
     secrets: state.secrets,
     limiter: state.limiter,
     deliveries: store.deliveries,
-    accept: (item) => state.commits.accept(item),
+    accept: (item) => state.commits.submit(item),
     metrics: state.metrics,
     onAccepted: state.onAccepted,
   };

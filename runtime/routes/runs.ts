@@ -5,7 +5,8 @@ import { isFinal } from '../../core/run-state.ts';
 import type { AppDeps } from '../app.ts';
 import { principalOf, requireScope, type Principal } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
-import type { RunRecord } from '../store/runs.ts';
+import { GroupCommit } from '../store/group-commit.ts';
+import type { NewRunItem, RunRecord } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
 
@@ -52,6 +53,7 @@ export function transcriptBody(deps: AppDeps, ctx: Context, run: RunRecord) {
 export const runRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
   const runs = requireScope('runs');
+  const creates = new GroupCommit((items: readonly NewRunItem[]) => store.runs.createBatch(items));
 
   router.post(RUNS_PATH, runs, async (ctx) => {
     const idemKey = ctx.get('Idempotency-Key');
@@ -81,13 +83,11 @@ export const runRoutes: RouteModule = (router, deps) => {
       source: 'API' as const,
       creator: creatorOf(principal),
     };
-    let run: RunRecord;
-    let created = true;
-    if (idemKey) {
-      ({ run, created } = store.runs.createIdempotent(newRun, { keyId: principal.keyId, key: idemKey, requestHash: sha256Hex(canonicalJson(body)) }));
-    } else {
-      run = store.runs.create(newRun);
-    }
+    // Group commit: the 201 follows the (fsynced) commit that holds the run.
+    const { run, created } = await creates.submit({
+      input: newRun,
+      idem: idemKey ? { keyId: principal.keyId, key: idemKey, requestHash: sha256Hex(canonicalJson(body)) } : undefined,
+    });
     // The run starts asynchronously (SPEC 6): answer first, then let the pool claim it.
     if (created) setImmediate(() => deps.services.executor?.wake());
     ctx.status = created ? 201 : 200;

@@ -1,4 +1,5 @@
 import type { StoreContext } from './index.ts';
+import type { BatchOutcome as GenericOutcome } from './group-commit.ts';
 
 /**
  * The delivery log (SPEC 7.4, 7.7): entries, stored payloads of Accepted entries, and accepted
@@ -58,7 +59,7 @@ export interface AcceptItem {
 }
 
 /** Per item of a batch: its result, or the error that rolled back its savepoint. */
-export type BatchOutcome = { ok: true; result: AcceptResult } | { ok: false; error: unknown };
+export type BatchOutcome = GenericOutcome<AcceptResult>;
 
 export interface PruneLimits {
   /** Newest N entries per webhook are always kept. */

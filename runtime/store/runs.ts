@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
+import type Database from 'better-sqlite3';
 import { conflict } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { sourcesOf, type RunState } from '../../core/run-state.ts';
 import { iso } from '../clock.ts';
+import type { BatchOutcome } from './group-commit.ts';
 import type { StoreContext } from './index.ts';
 
 export type RunSource = 'API' | 'WEBHOOK';
@@ -34,6 +36,19 @@ export interface RunRecord {
 }
 
 /** Inputs of a run that the caller has already validated. */
+/** The Idempotency-Key of a create (SPEC 6), per API key. */
+export interface RunIdempotency {
+  keyId: string;
+  key: string;
+  requestHash: string;
+}
+
+/** One creation of a group commit: a run, under an Idempotency-Key or not. */
+export interface NewRunItem {
+  input: NewRun;
+  idem?: RunIdempotency;
+}
+
 export interface NewRun {
   prompt: string;
   environmentId: string;
@@ -130,6 +145,8 @@ export function decodeCursor(text: string): RunCursor | undefined {
 export class RunStore {
   private readonly ctx: StoreContext;
   private readonly stmts;
+  private readonly createOne: Database.Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
+  private readonly createAll: Database.Transaction<(items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[]>;
 
   constructor(ctx: StoreContext) {
     this.ctx = ctx;
@@ -167,6 +184,36 @@ export class RunStore {
       groupsClear: db.prepare('DELETE FROM run_process_groups WHERE run_id = ?'),
       byDelivery: db.prepare('SELECT run_id, automation, state FROM runs WHERE webhook_uid = ? AND delivery_id = ? ORDER BY seq'),
     };
+    // One item of `createBatch`: a savepoint when nested, else a transaction of its own.
+    this.createOne = db.transaction(({ input, idem }: NewRunItem): { run: RunRecord; created: boolean } => {
+      if (!idem) return { run: this.createInTx([input])[0], created: true };
+      const nowDate = this.ctx.clock.now();
+      const seen = this.stmts.idemGet.get(idem.keyId, idem.key) as { request_hash: string; run_id: string; created_at: string } | undefined;
+      if (seen && Date.parse(seen.created_at) > nowDate.getTime() - IDEMPOTENCY_TTL_MS) {
+        if (seen.request_hash !== idem.requestHash) {
+          throw conflict('This Idempotency-Key was already used with a different request body within the last 24 hours.');
+        }
+        const run = this.get(seen.run_id);
+        if (run) return { run, created: false };
+      }
+      if (seen) this.stmts.idemDelete.run(idem.keyId, idem.key);
+      const run = this.createInTx([input])[0];
+      this.stmts.idemInsert.run(idem.keyId, idem.key, idem.requestHash, run.run_id, iso(nowDate));
+      return { run, created: true };
+    });
+
+    this.createAll = db.transaction((items: readonly NewRunItem[]) =>
+      items.map((item): BatchOutcome<{ run: RunRecord; created: boolean }> => {
+        try {
+          return { ok: true, result: this.createOne(item) };
+        } catch (error) {
+          // The savepoint is rolled back: only this item fails, unless SQLite aborted the whole
+          // transaction (then nothing of the batch is committed).
+          if (!db.inTransaction) throw error;
+          return { ok: false, error };
+        }
+      }),
+    );
   }
 
   private now(): string {
@@ -241,22 +288,18 @@ export class RunStore {
    * return the first run (`created: false`); the same key with another request is a 409.
    * Keys are per API key, so two clients never see each other's runs through a shared key.
    */
-  createIdempotent(input: NewRun, idem: { keyId: string; key: string; requestHash: string }): { run: RunRecord; created: boolean } {
-    return this.ctx.db.transaction(() => {
-      const nowDate = this.ctx.clock.now();
-      const seen = this.stmts.idemGet.get(idem.keyId, idem.key) as { request_hash: string; run_id: string; created_at: string } | undefined;
-      if (seen && Date.parse(seen.created_at) > nowDate.getTime() - IDEMPOTENCY_TTL_MS) {
-        if (seen.request_hash !== idem.requestHash) {
-          throw conflict('This Idempotency-Key was already used with a different request body within the last 24 hours.');
-        }
-        const run = this.get(seen.run_id);
-        if (run) return { run, created: false };
-      }
-      if (seen) this.stmts.idemDelete.run(idem.keyId, idem.key);
-      const run = this.createInTx([input])[0];
-      this.stmts.idemInsert.run(idem.keyId, idem.key, idem.requestHash, run.run_id, iso(nowDate));
-      return { run, created: true };
-    })();
+  createIdempotent(input: NewRun, idem: RunIdempotency): { run: RunRecord; created: boolean } {
+    return this.createOne.immediate({ input, idem });
+  }
+
+  /**
+   * Group commit of run creations (store/group-commit.ts): each item as `create` or
+   * `createIdempotent` would do it, in order, in ONE transaction, each in its own savepoint, so
+   * an item that fails (a 409 of its Idempotency-Key) fails alone. Throws, with nothing
+   * committed, when the transaction itself fails.
+   */
+  createBatch(items: readonly NewRunItem[]): BatchOutcome<{ run: RunRecord; created: boolean }>[] {
+    return this.createAll.immediate(items);
   }
 
   /** Forgets idempotency keys older than 24 hours. */

@@ -1,18 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { GroupCommit } from '../../../runtime/ingress/group-commit.ts';
+import { GroupCommit } from '../../../runtime/store/group-commit.ts';
 import { openStore } from '../../../runtime/store/index.ts';
 import type { AcceptItem } from '../../../runtime/store/deliveries.ts';
-import { createHook, deliver, startIngressRuntime } from './helpers.ts';
+import { createHook, deliver, startIngressRuntime } from '../ingress/helpers.ts';
 
-/** The group-commit queue (runtime/ingress/group-commit.ts) over a real store. */
+/** The group-commit queue (runtime/store/group-commit.ts) over a real store. */
 
 function setup(t: { after: (fn: () => void) => void }) {
   const store = openStore({ path: ':memory:', clock: new FakeClock() });
   t.after(() => store.close());
   const batches: number[] = [];
-  const commits = new GroupCommit((items) => {
+  const commits = new GroupCommit((items: readonly AcceptItem[]) => {
     batches.push(items.length);
     return store.deliveries.acceptBatch(items, 30);
   });
@@ -27,7 +27,7 @@ function setup(t: { after: (fn: () => void) => void }) {
 test('deliveries queued in one turn are one commit, and each settles only after it', async (t) => {
   const { store, commits, batches, item } = setup(t);
   const ids = ['a', 'b', 'a', 'c', 'b'];
-  const pending = ids.map((id) => commits.accept(item(id)));
+  const pending = ids.map((id) => commits.submit(item(id)));
   // Nothing is written before the commit, so nothing can have been answered yet.
   assert.equal(commits.pending, 5);
   assert.equal(store.deliveries.count('wh_a'), 0);
@@ -36,14 +36,14 @@ test('deliveries queued in one turn are one commit, and each settles only after 
   assert.deepEqual(results.map((r) => r.outcome), ['accepted', 'accepted', 'duplicate', 'accepted', 'duplicate']);
   assert.equal(store.deliveries.count('wh_a'), 5);
   // A later turn is a new commit.
-  assert.equal((await commits.accept(item('c'))).outcome, 'duplicate');
+  assert.equal((await commits.submit(item('c'))).outcome, 'duplicate');
   assert.deepEqual(batches, [5, 1]);
 });
 
 test('a batch larger than MAX_BATCH is split into several commits in the same turn, in order', async (t) => {
   const { commits, batches, item } = setup(t);
   const n = GroupCommit.MAX_BATCH + 3;
-  const results = await Promise.all(Array.from({ length: n }, (_, i) => commits.accept(item(i === n - 1 ? 'id-0' : `id-${i}`))));
+  const results = await Promise.all(Array.from({ length: n }, (_, i) => commits.submit(item(i === n - 1 ? 'id-0' : `id-${i}`))));
   assert.deepEqual(batches, [GroupCommit.MAX_BATCH, 3]);
   assert.equal(results[n - 1].outcome, 'duplicate', 'the last one repeats the first identity, committed in the previous batch');
 });
@@ -53,17 +53,17 @@ test('a failing hook rejects only its own delivery; a failed transaction rejects
   const boom = () => {
     throw new Error('hook failed');
   };
-  const [ok, failed, later] = await Promise.allSettled([commits.accept(item('k')), commits.accept(item('l', boom)), commits.accept(item('l'))]);
+  const [ok, failed, later] = await Promise.allSettled([commits.submit(item('k')), commits.submit(item('l', boom)), commits.submit(item('l'))]);
   assert.equal(ok.status === 'fulfilled' && ok.value.outcome, 'accepted');
   assert.equal(failed.status, 'rejected');
   assert.equal(later.status === 'fulfilled' && later.value.outcome, 'accepted');
 
   const abort = () => store.db.exec('ROLLBACK');
-  const all = await Promise.allSettled([commits.accept(item('m')), commits.accept(item('n', abort))]);
+  const all = await Promise.allSettled([commits.submit(item('m')), commits.submit(item('n', abort))]);
   assert.deepEqual(all.map((r) => r.status), ['rejected', 'rejected']);
   assert.equal(store.deliveries.get('wh_a', 'm'), undefined);
   // The queue keeps working after a failed batch.
-  assert.equal((await commits.accept(item('m'))).outcome, 'accepted');
+  assert.equal((await commits.submit(item('m'))).outcome, 'accepted');
 });
 
 test('through the server: racing duplicates across batches give one Accepted each, and one log entry per 202', async (t) => {

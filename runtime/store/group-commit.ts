@@ -1,0 +1,63 @@
+/** The result of one item of a group commit: its value, or the error that rolled back its savepoint. */
+export type BatchOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
+
+/**
+ * Group commit: each request that has a write to make queues it here; once per event-loop turn
+ * (setImmediate, i.e. after the I/O callbacks of this turn have run) everything queued is written
+ * by `commit` in one transaction, and only then is each request's promise settled, so every
+ * answer (a 202 of the ingress, SPEC 7.1; a 201 of the run API, SPEC 6) follows the commit that
+ * holds its write.
+ *
+ * Why: the database runs with `synchronous = FULL` (db.ts), so a commit is an fsync; under load
+ * one fsync now carries many writes instead of one each. A lone request waits one turn, not a
+ * timer. `commit` must give the semantics of one-by-one commits: items in arrival order, each in
+ * its own savepoint, so one item that throws fails only itself (see `acceptBatch`,
+ * `createBatch`). If the transaction itself fails, every request of the batch gets the error
+ * (nothing of the batch was committed).
+ *
+ * Used by the ingress (runtime/ingress/state.ts) and the run API (runtime/routes/runs.ts).
+ */
+export class GroupCommit<I, R> {
+  /** Most items per transaction; the rest go into the next one, in the same turn. */
+  static readonly MAX_BATCH = 256;
+
+  private queue: { item: I; resolve: (r: R) => void; reject: (err: unknown) => void }[] = [];
+  private scheduled = false;
+
+  constructor(private readonly commit: (items: readonly I[]) => BatchOutcome<R>[]) {}
+
+  /** Queues one item; resolves after the commit that holds it. */
+  submit(item: I): Promise<R> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  /** Items waiting for the next commit (for tests and metrics). */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, GroupCommit.MAX_BATCH);
+      let outcomes: BatchOutcome<R>[];
+      try {
+        outcomes = this.commit(batch.map((p) => p.item));
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+        continue;
+      }
+      for (let i = 0; i < batch.length; i++) {
+        const o = outcomes[i];
+        if (o.ok) batch[i].resolve(o.result);
+        else batch[i].reject(o.error);
+      }
+    }
+  };
+}
