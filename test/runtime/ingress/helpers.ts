@@ -1,4 +1,9 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Limits } from '../../../runtime/config.ts';
 import type { Clock } from '../../../runtime/clock.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
@@ -61,4 +66,58 @@ export function rawPost(
     });
     write(req);
   });
+}
+
+/** A runtime in its own process (`factory serve`), for tests that measure or kill the server. */
+export interface ChildRuntime {
+  proc: import('node:child_process').ChildProcess;
+  url: string;
+  dataDir: string;
+  /** `fetch` relative to the server URL with the admin key. */
+  fetch(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
+  /** SIGTERM, wait for the exit, remove the data dir. */
+  stop(): Promise<void>;
+}
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** Starts `bin/factory.js serve` on port 0 with a temp data dir and the given environment. */
+export async function startChildRuntime(env: Record<string, string> = {}): Promise<ChildRuntime> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'factory-child-'));
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn'], {
+    cwd: ROOT,
+    env: { ...process.env, FACTORY_MASTER_KEY: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      const m = /factory runtime listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    proc.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${out}`)));
+  });
+  const key = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim();
+  return {
+    proc,
+    url,
+    dataDir,
+    fetch(p, init = {}) {
+      const { json, ...rest } = init;
+      const headers = new Headers(rest.headers);
+      headers.set('Authorization', `Bearer ${key}`);
+      if (json !== undefined) headers.set('Content-Type', 'application/json');
+      return fetch(url + p, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+    },
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
