@@ -5,7 +5,7 @@ import type { CliIO } from '../../cli/io.ts';
 const ROOT = resolve(import.meta.dirname, '../..');
 
 /** An in-process CliIO that collects stdout and stderr, with the repo root as working directory. */
-export function bufferIO(env: Record<string, string> = {}): CliIO & { out: string; err: string } {
+export function bufferIO(env: Record<string, string> = {}, over: Partial<Pick<CliIO, 'cwd' | 'stdin' | 'stdinIsTTY' | 'stdoutIsTTY'>> = {}): CliIO & { out: string; err: string } {
   const io = {
     out: '',
     err: '',
@@ -16,6 +16,7 @@ export function bufferIO(env: Record<string, string> = {}): CliIO & { out: strin
     stdin: Readable.from([]),
     stdinIsTTY: false,
     stdoutIsTTY: false,
+    ...over,
   };
   return io;
 }

@@ -2,10 +2,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { runCli } from '../../../cli/main.ts';
-import type { CliIO } from '../../../cli/io.ts';
+import { bufferIO } from '../helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
 import { FACTORY, GITHUB_UID, OTHER_UID, PR_OPENED, applyFactory, createSecret, deliverGithub } from '../../runtime/automations/helpers.ts';
 
@@ -19,17 +18,7 @@ describe('factory automation', () => {
   let closed: string;
 
   const run = async (...args: string[]) => {
-    const io: CliIO & { out: string; err: string } = {
-      out: '',
-      err: '',
-      stdout: (s: string) => void (io.out += s),
-      stderr: (s: string) => void (io.err += s),
-      env,
-      cwd: ROOT,
-      stdin: Readable.from([]),
-      stdinIsTTY: false,
-      stdoutIsTTY: false,
-    };
+    const io = bufferIO(env);
     const code = await runCli(['automation', ...args], io);
     return { code, out: io.out, err: io.err };
   };

@@ -1,8 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Readable } from 'node:stream';
 import { runCli } from '../../../cli/main.ts';
-import type { CliIO } from '../../../cli/io.ts';
+import { bufferIO } from '../helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
 import { PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns } from '../../runtime/automations/helpers.ts';
 
@@ -24,17 +23,7 @@ before(async () => {
 after(() => rt.stop());
 
 async function cli(args: string[]) {
-  const io = {
-    out: '',
-    err: '',
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-    env: { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey },
-    cwd: rt.dataDir,
-    stdin: Readable.from([]),
-    stdinIsTTY: true,
-    stdoutIsTTY: false,
-  } satisfies CliIO & { out: string; err: string };
+  const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey }, { cwd: rt.dataDir, stdinIsTTY: true });
   return { code: await runCli(args, io), out: io.out, err: io.err };
 }
 
@@ -76,17 +65,7 @@ test('delivery show lists the runs a delivery started; delivery list counts them
   const started = await deliveryRuns(other, deliveryId);
   assert.equal(started.length, 2);
   const cliOther = async (args: string[]) => {
-    const io = {
-      out: '',
-      err: '',
-      stdout: (s: string) => void (io.out += s),
-      stderr: (s: string) => void (io.err += s),
-      env: { FACTORY_SERVER: other.url, FACTORY_API_KEY: other.adminKey },
-      cwd: other.dataDir,
-      stdin: Readable.from([]),
-      stdinIsTTY: true,
-      stdoutIsTTY: false,
-    } satisfies CliIO & { out: string; err: string };
+    const io = bufferIO({ FACTORY_SERVER: other.url, FACTORY_API_KEY: other.adminKey }, { cwd: other.dataDir, stdinIsTTY: true });
     return { code: await runCli(args, io), out: io.out, err: io.err };
   };
 

@@ -1,24 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Readable } from 'node:stream';
 import { runCli } from '../../../cli/main.ts';
-import type { CliIO } from '../../../cli/io.ts';
+import { bufferIO } from '../helpers.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 
-function bufferIO(env: Record<string, string>): CliIO & { out: string; err: string } {
-  const io = {
-    out: '',
-    err: '',
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-    env,
-    cwd: process.cwd(),
-    stdin: Readable.from([]),
-    stdinIsTTY: false,
-    stdoutIsTTY: false,
-  };
-  return io;
-}
 
 test('factory key create|list|revoke against a real runtime', async () => {
   const rt = await startTestRuntime();

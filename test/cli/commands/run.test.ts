@@ -3,26 +3,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { runCli } from '../../../cli/main.ts';
-import type { CliIO } from '../../../cli/io.ts';
+import { bufferIO } from '../helpers.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 import { AGENTS, applyEnvironments, envYaml, waitForRun } from '../../runtime/routes/runs-helpers.ts';
 
-function bufferIO(env: Record<string, string>): CliIO & { out: string; err: string } {
-  const io = {
-    out: '',
-    err: '',
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-    env,
-    cwd: process.cwd(),
-    stdin: Readable.from([]),
-    stdinIsTTY: false,
-    stdoutIsTTY: false,
-  };
-  return io;
-}
 
 test('factory run create --wait, get, list, transcript and cancel against a real runtime', async (t) => {
   const rt = await startTestRuntime();

@@ -15,7 +15,7 @@ test('openDatabase: WAL, foreign keys, all migrations recorded', () => {
     const db = openDatabase(join(dir, 'f.db'));
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
     assert.equal(db.pragma('foreign_keys', { simple: true }), 1);
-    assert.equal(db.pragma('synchronous', { simple: true }), 1); // NORMAL
+    assert.equal(db.pragma('synchronous', { simple: true }), 2); // FULL: every commit fsynced
     const versions = (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((r) => r.version);
     assert.deepEqual(versions, readMigrations().map((m) => m.version));
     assert.ok(versions.includes(1));

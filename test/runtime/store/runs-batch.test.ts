@@ -67,9 +67,3 @@ test('more than MAX_BATCH creations in one turn become several commits, none los
   assert.equal(new Set(runs.map((r) => r.run.run_id)).size, n);
   assert.equal(store.runs.list({ limit: 1000 }).runs.length, n);
 });
-
-test('the database fsyncs every commit (synchronous = FULL)', (t) => {
-  const { store } = setup(t);
-  // 2 is FULL (0 OFF, 1 NORMAL, 3 EXTRA): an acknowledged write survives a power loss.
-  assert.equal(store.db.pragma('synchronous', { simple: true }), 2);
-});
