@@ -41,14 +41,14 @@ export function compile(files: SourceFile[], options: { root?: string } = {}): C
       at1(source.path, 'file.invalid_name', `'${c.name}' is not a valid ${c.kind} name: lowercase letters, digits and -, starting with a letter or digit, at most 63 characters`);
     }
     const r = parseFile(source.path, source.text, c.kind, c.name);
-    diagnostics.push(...r.diagnostics);
+    for (const d of r.diagnostics) diagnostics.push(d);
     parsed.push(r.file);
-    if (r.file.value !== undefined) diagnostics.push(...schemaDiagnostics(c.kind, source.path, r.file.value, r.file.at));
+    if (r.file.value !== undefined) for (const d of schemaDiagnostics(c.kind, source.path, r.file.value, r.file.at)) diagnostics.push(d);
   }
   if (!parsed.some((f) => f.kind === 'factory')) {
     at1('factory.yaml', 'repo.missing_factory_yaml', 'factory.yaml is missing; it is the root of a factory repo (name: <factory name>)');
   }
-  diagnostics.push(...crossFileRules(parsed));
+  for (const d of crossFileRules(parsed)) diagnostics.push(d);
 
   const sorted = sortDiagnostics(diagnostics);
   if (sorted.some((d) => d.severity === 'error')) return { diagnostics: sorted };

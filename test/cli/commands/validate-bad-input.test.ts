@@ -1,0 +1,124 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type SpawnOptions } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/**
+ * Issue 2: bad input never crashes the CLI. Each case runs the real CLI (bin/factory.js) as a child
+ * process on a repo holding one kind of bad input: an unreadable file, invalid UTF-8, a 5 MB YAML
+ * file, YAML alias bombs, a directory without factory.yaml. Each
+ * ends with exit 1 and says what is wrong, with no stack trace.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+const BIN = join(ROOT, 'bin', 'factory.js');
+const tmp = mkdtempSync(join(tmpdir(), 'factory-bad-input-'));
+// Other users may enter it: the unreadable-file case runs as `nobody` when the tests run as root.
+chmodSync(tmp, 0o755);
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+function childEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
+  env.NO_COLOR = '1';
+  return env;
+}
+
+/**
+ * `factory validate <dir>` as a child process. The kill timer only guards against a hang (it is
+ * far longer than any of these takes); a killed child fails the exit-code assertion.
+ */
+function validate(dir: string, options: SpawnOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [BIN, 'validate', dir], { cwd: tmp, env: childEnv(), timeout: 120_000, ...options });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolvePromise({ code, stdout, stderr }));
+  });
+}
+
+/** A repo with a valid factory.yaml plus the given files (text, bytes, or a callback that makes them). */
+function repo(name: string, files: Record<string, string | Buffer | ((path: string) => void)>): string {
+  const dir = join(tmp, name);
+  mkdirSync(join(dir, 'webhooks'), { recursive: true });
+  writeFileSync(join(dir, 'factory.yaml'), 'name: t\n');
+  for (const [path, content] of Object.entries(files)) {
+    if (typeof content === 'function') content(join(dir, path));
+    else writeFileSync(join(dir, path), content);
+  }
+  return dir;
+}
+
+/** One sentence on stderr, nothing on stdout, exit 1. */
+async function oneSentence(dir: string, expected: RegExp, options: SpawnOptions = {}) {
+  const r = await validate(dir, options);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^error: [^\n]+\n$/, 'one line on stderr');
+  assert.match(r.stderr, expected);
+}
+
+/** Billion laughs: nine levels, each a list of nine aliases of the level before. */
+function aliasBomb(): string {
+  const names = 'abcdefghi';
+  const lines = [`a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]`];
+  for (let i = 1; i < names.length; i++) lines.push(`${names[i]}: &${names[i]} [${Array(9).fill(`*${names[i - 1]}`).join(',')}]`);
+  return lines.join('\n') + '\n';
+}
+
+test('an unreadable file: one sentence naming it, exit 1', async () => {
+  const dir = repo('unreadable', { 'webhooks/a.yaml': 'secretName: s\n' });
+  chmodSync(join(dir, 'webhooks/a.yaml'), 0o000);
+  // root reads any file whatever its mode, so as root the CLI runs as nobody.
+  const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: permission denied/, asNobody);
+});
+
+test('invalid UTF-8: one sentence with the byte offset, exit 1', async () => {
+  const dir = repo('utf8', { 'webhooks/a.yaml': Buffer.from([0x73, 0x65, 0x63, 0x72, 0x65, 0x74, 0x4e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0xc3, 0x28, 0x0a]) });
+  await oneSentence(dir, /^error: webhooks\/a\.yaml is not valid UTF-8 \(at byte offset 12\); save it as UTF-8\n$/);
+});
+
+test('a 5 MB YAML file: one sentence with its size and the limit, exit 1', async () => {
+  const dir = repo('big', { 'webhooks/big.yaml': 'secretName: s\n' + '# padding\n'.repeat(512 * 1024) });
+  await oneSentence(dir, /^error: webhooks\/big\.yaml is 5242894 bytes; definitions files may be at most 1048576 bytes \(1 MiB\)\n$/);
+});
+
+test('a directory without factory.yaml, and one that does not exist: one sentence, exit 1', async () => {
+  mkdirSync(join(tmp, 'no-factory', 'webhooks'), { recursive: true });
+  writeFileSync(join(tmp, 'no-factory', 'webhooks', 'a.yaml'), 'secretName: s\n');
+  await oneSentence('no-factory', /^error: no-factory has no factory\.yaml, so it is not a factory repo\n$/);
+  await oneSentence('nowhere', /^error: nowhere does not exist\n$/);
+});
+
+test('a YAML alias bomb: reported alias by alias at its position, never expanded, exit 1', async () => {
+  const dir = repo('bomb', { 'webhooks/bomb.yaml': aliasBomb() });
+  const r = await validate(dir);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stderr, '');
+  const lines = r.stdout.trimEnd().split('\n');
+  const problems = lines.filter((l) => l.startsWith(`${dir}/`));
+  // 9 anchors and 8 × 9 aliases, each once: nothing was expanded.
+  assert.equal(problems.length, 81);
+  assert.ok(problems.every((l) => /\/webhooks\/bomb\.yaml:\d+:\d+: error yaml\.(alias|anchor): /.test(l)), problems.join('\n'));
+  assert.ok(problems.includes(`${dir}/webhooks/bomb.yaml:2:8: error yaml.alias: aliases (*a) are not allowed; write the value out`));
+  assert.ok(lines.includes('81 errors, 0 warnings.'));
+});
+
+test('a file of a third of a million aliases: every one reported, no crash, exit 1', async () => {
+  // Before: diagnostics.push(...all) overflowed the stack and the CLI printed only that.
+  const row = `[${Array(300).fill('*a').join(',')}]`;
+  const lines = ['a: &a [x]'];
+  for (let i = 0; lines.join('\n').length < 1_000_000 - row.length - 20; i++) lines.push(`k${i}: ${row}`);
+  const dir = repo('flood', { 'webhooks/flood.yaml': lines.join('\n') + '\n' });
+  const aliases = (lines.length - 1) * 300;
+  const r = await validate(dir);
+  assert.equal(r.code, 1, r.stderr.slice(0, 500));
+  assert.equal(r.stderr, '');
+  assert.ok(r.stdout.includes(`\n${aliases + 1} errors, 0 warnings.\n`), r.stdout.slice(-500));
+});
