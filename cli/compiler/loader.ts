@@ -61,6 +61,8 @@ async function readText(root: string, path: string): Promise<string> {
     throw new CliError(`cannot read ${path}: ${fsReason(err)}`);
   });
   if (info.isDirectory()) throw new CliError(`cannot read ${path}: it is a directory, but a file is expected there`);
+  // A FIFO or a device would block or never end; only regular files are definitions.
+  if (!info.isFile()) throw new CliError(`cannot read ${path}: it is not a regular file (a pipe, socket or device)`);
   if (info.size > MAX_FILE_BYTES) {
     throw new CliError(`${path} is ${info.size} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
   }

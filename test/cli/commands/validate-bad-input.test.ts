@@ -1,6 +1,6 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type SpawnOptions } from 'node:child_process';
+import { execFileSync, spawn, type SpawnOptions } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 /**
  * Issue 2: bad input never crashes the CLI. Each case runs the real CLI (bin/factory.js) as a child
  * process on a repo holding one kind of bad input: an unreadable file, invalid UTF-8, a 5 MB YAML
- * file, YAML alias bombs, a directory without factory.yaml. Each
+ * file, YAML alias bombs, a FIFO, a directory without factory.yaml. Each
  * ends with exit 1 and says what is wrong, with no stack trace.
  */
 
@@ -94,6 +94,11 @@ test('a directory without factory.yaml, and one that does not exist: one sentenc
   writeFileSync(join(tmp, 'no-factory', 'webhooks', 'a.yaml'), 'secretName: s\n');
   await oneSentence('no-factory', /^error: no-factory has no factory\.yaml, so it is not a factory repo\n$/);
   await oneSentence('nowhere', /^error: nowhere does not exist\n$/);
+});
+
+test('a FIFO named like a definitions file is refused instead of read forever', async () => {
+  const dir = repo('fifo', { 'webhooks/a.yaml': (path) => execFileSync('mkfifo', [path]) });
+  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: it is not a regular file/);
 });
 
 test('a YAML alias bomb: reported alias by alias at its position, never expanded, exit 1', async () => {
