@@ -34,7 +34,9 @@ export function parseYaml(text: string): ParsedYaml {
         ? 'a file holds exactly one YAML document; remove this `---` separator and what follows'
         : code === 'yaml.duplicate_key'
           ? `duplicate key ${quoteKeyAt(text, e.pos[0])}; each key may appear once`
-          : firstLine(e.message);
+          : e.code === 'RESOURCE_EXHAUSTION'
+            ? 'the YAML nests too deeply to read here; definitions need only a few levels'
+            : firstLine(e.message);
     problems.push({ code, message, offset: e.pos[0] });
   }
   visit(doc, {

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 /**
  * Issue 2: bad input never crashes the CLI. Each case runs the real CLI (bin/factory.js) as a child
  * process on a repo holding one kind of bad input: an unreadable file, invalid UTF-8, a 5 MB YAML
- * file, YAML alias bombs, a FIFO, a directory without factory.yaml. Each
+ * file, YAML alias bombs, YAML nested too deeply, a FIFO, a directory without factory.yaml. Each
  * ends with exit 1 and says what is wrong, with no stack trace.
  */
 
@@ -126,4 +126,14 @@ test('a file of a third of a million aliases: every one reported, no crash, exit
   assert.equal(r.code, 1, r.stderr.slice(0, 500));
   assert.equal(r.stderr, '');
   assert.ok(r.stdout.includes(`\n${aliases + 1} errors, 0 warnings.\n`), r.stdout.slice(-500));
+});
+
+test('YAML nested too deeply to read: one diagnostic that says so, exit 1', async () => {
+  const dir = repo('deep', { 'webhooks/deep.yaml': `secretName: s\ndescription: ${'['.repeat(5000)}${']'.repeat(5000)}\n` });
+  const r = await validate(dir);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stderr, '');
+  const problems = r.stdout.split('\n').filter((l) => l.startsWith(`${dir}/`));
+  assert.equal(problems.length, 1);
+  assert.match(problems[0], /\/webhooks\/deep\.yaml:2:\d+: error yaml\.syntax: the YAML nests too deeply to read here; definitions need only a few levels$/);
 });
