@@ -156,8 +156,13 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   const read = await readCappedBody(req.body, deps.limits.ingressBodyBytes, declared);
   if (!read.ok) {
     if (read.reason === 'aborted') {
+      // The sender closed the connection before the body ended. It is still a request to an
+      // enabled webhook, so it is logged (SPEC 7.1): what arrived is not a JSON document.
       metrics.aborted += 1;
-      return { status: 400, headers: {}, problem: { code: 'invalid_request', detail: 'The request body ended early.' } };
+      metrics.rejected_invalid_json += 1;
+      const id = headerIdentity(get, idSources) ?? newId('dlv');
+      deps.deliveries.recordRejected(facts(id, read.size), 'rejected_invalid_json', 'body_incomplete');
+      return { status: 400, headers: {}, problem: { code: 'invalid_json', detail: 'The request body ended before it was complete.' } };
     }
     metrics.rejected_too_large += 1;
     const id = headerIdentity(get, idSources) ?? newId('dlv');
