@@ -72,7 +72,7 @@ export function registerApply(program: Command, io: CliIO): void {
       snapshot = saved.snapshot;
       baseRevision = saved.base_revision;
     } else {
-      const compiled = await compileRepo(io, dir, format);
+      const compiled = await compileRepo(io, dir, format, client);
       if (!compiled) throw exitWith(1);
       snapshot = compiled.snapshot;
       files = compiled.files;

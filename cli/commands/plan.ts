@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { CliError, FactoryError, exitWith } from '../../core/errors.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
-import { compile, formatDiagnostics, loadRepo, locate, type Diagnostic, type SourceFile } from '../compiler/index.ts';
+import { compile, factoryNameOf, formatDiagnostics, loadRepo, locate, type Diagnostic, type SourceFile } from '../compiler/index.ts';
 import { fsReason, type CliIO } from '../io.ts';
 import { asGiven, diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 
@@ -46,13 +46,31 @@ export interface Compiled {
 /**
  * Loads and compiles `dir`, printing diagnostics (warnings too) to stderr. Returns undefined
  * when there are errors; the caller decides whether that ends the command (plan) or not (watch).
+ * With a client (plan, apply, watch), a webhook name written in `webhook_ids` gets the UID the
+ * runtime knows for it as its hint (SPEC 2).
  */
-export async function compileRepo(io: CliIO, dir: string, format: DiagnosticFormat): Promise<Compiled | undefined> {
+export async function compileRepo(io: CliIO, dir: string, format: DiagnosticFormat, client?: Client): Promise<Compiled | undefined> {
   const root = resolve(io.cwd, dir);
   const files = await loadRepo(root);
-  const result = compile(files, { root });
+  let result = compile(files, { root });
+  if (client && result.diagnostics.some((d) => d.code === 'automation.webhook_ids_file_name')) {
+    const runtimeWebhooks = await runtimeWebhookUids(client, factoryNameOf(files));
+    if (runtimeWebhooks) result = compile(files, { root, runtimeWebhooks });
+  }
   if (result.diagnostics.length) io.stderr(formatDiagnostics(asGiven(dir, result.diagnostics), format));
   return result.snapshot ? { snapshot: result.snapshot, files } : undefined;
+}
+
+/** The factory's webhooks in the runtime (name → UID); undefined when the runtime cannot say. */
+async function runtimeWebhookUids(client: Client, factory: string | undefined): Promise<Map<string, string> | undefined> {
+  if (!factory) return undefined;
+  try {
+    const body = await client.request<{ webhooks: { name: string; uid: string }[] }>('GET', `/api/v1/webhooks?factory=${encodeURIComponent(factory)}`);
+    return new Map(body.webhooks.map((w) => [w.name, w.uid]));
+  } catch {
+    // Unreachable, no key, not allowed: the offline hint stays, and plan reports the errors as usual.
+    return undefined;
+  }
 }
 
 /**
@@ -120,7 +138,7 @@ export function registerPlan(program: Command, io: CliIO): void {
   addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { json?: boolean; detailedExitcode?: boolean; out?: string }) => {
     const format = diagnosticFormat(io, undefined);
     const client = clientFromFlags(opts, io);
-    const compiled = await compileRepo(io, dir, format);
+    const compiled = await compileRepo(io, dir, format, client);
     if (!compiled) throw exitWith(1);
     let plan: PlanResponse;
     try {

@@ -37,7 +37,7 @@ export interface WatchOptions {
 /** One validate + apply; never throws (watch must survive every error). */
 export async function applyOnce(o: Omit<WatchOptions, 'signal' | 'onCycle'>): Promise<'applied' | 'unchanged' | 'failed'> {
   try {
-    const compiled = await compileRepo(o.io, o.dir, o.format);
+    const compiled = await compileRepo(o.io, o.dir, o.format, o.client);
     if (!compiled) {
       o.io.stderr('Not applied: fix the errors above; watching for changes.\n');
       return 'failed';

@@ -17,12 +17,21 @@ export interface CompileResult {
   diagnostics: Diagnostic[];
 }
 
+export interface CompileOptions {
+  /** The repo's absolute directory; only resolves relative local repo URLs. */
+  root?: string;
+  /**
+   * The factory's webhooks as the runtime knows them (name → UID), when plan or apply could ask;
+   * a webhook name in `webhook_ids` then gets that UID as its hint (SPEC 2).
+   */
+  runtimeWebhooks?: ReadonlyMap<string, string>;
+}
+
 /**
  * Compiles a factory repo (SPEC 2, 3, 4). Pure: the files come in, the snapshot and every
  * diagnostic come out; the snapshot only when there is no error (warnings are allowed).
- * `root` (the repo's absolute directory) only resolves relative local repo URLs.
  */
-export function compile(files: SourceFile[], options: { root?: string } = {}): CompileResult {
+export function compile(files: SourceFile[], options: CompileOptions = {}): CompileResult {
   const diagnostics: Diagnostic[] = [];
   const parsed: ParsedFile[] = [];
   const sources: SourceFile[] = [];
@@ -48,7 +57,7 @@ export function compile(files: SourceFile[], options: { root?: string } = {}): C
   if (!parsed.some((f) => f.kind === 'factory')) {
     at1('factory.yaml', 'repo.missing_factory_yaml', 'factory.yaml is missing; it is the root of a factory repo (name: <factory name>)');
   }
-  for (const d of crossFileRules(parsed)) diagnostics.push(d);
+  for (const d of crossFileRules(parsed, options.runtimeWebhooks)) diagnostics.push(d);
 
   const sorted = sortDiagnostics(diagnostics);
   if (sorted.some((d) => d.severity === 'error')) return { diagnostics: sorted };

@@ -8,8 +8,9 @@ import { classifyPath } from './paths.ts';
 import { splitFrontMatter } from './front-matter.ts';
 import { parseYaml, positionOf } from './yaml.ts';
 import { loadRepo } from './loader.ts';
+import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 
-export { compile, type CompileResult, type SourceFile } from './compile.ts';
+export { compile, type CompileOptions, type CompileResult, type SourceFile } from './compile.ts';
 export { formatDiagnostics, sortDiagnostics, DIAGNOSTIC_CODES, type Diagnostic } from './diagnostics.ts';
 export { writeSnapshot, resolveRepoUrl } from './build-snapshot.ts';
 export { loadRepo } from './loader.ts';
@@ -35,4 +36,13 @@ export function locate(files: SourceFile[], file: string, pointer: string): { li
     return positionOf(parseYaml(fm.yaml), pointer);
   }
   return positionOf(parseYaml(source.text), pointer);
+}
+
+/** The factory's name from factory.yaml, when it parses and is a valid name; else undefined. */
+export function factoryNameOf(files: SourceFile[]): string | undefined {
+  const source = files.find((f) => f.path === 'factory.yaml');
+  if (!source) return undefined;
+  const value: unknown = parseYaml(source.text).value;
+  const name = value !== null && typeof value === 'object' ? (value as { name?: unknown }).name : undefined;
+  return typeof name === 'string' && RESOURCE_NAME_PATTERN.test(name) ? name : undefined;
 }

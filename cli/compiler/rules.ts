@@ -19,7 +19,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
  * rule is a small function over the parsed files; values may be schema-invalid here, so every
  * rule checks the shape it reads.
  */
-export function crossFileRules(files: ParsedFile[]): Diagnostic[] {
+export function crossFileRules(files: ParsedFile[], runtimeWebhooks?: ReadonlyMap<string, string>): Diagnostic[] {
   const out: Diagnostic[] = [];
   const report: Report = (f, pointer, code, message, severity = 'error', mode = 'value') => {
     const pos = f.at(pointer, mode);
@@ -30,7 +30,7 @@ export function crossFileRules(files: ParsedFile[]): Diagnostic[] {
   signatureSchemes(files, report);
   const pinned = pinnedUids(files, report);
   const environments = new Set(files.filter((f) => f.kind === 'environment').map((f) => f.name));
-  for (const f of files) if (f.kind === 'automation') automationRules(f, pinned, environments, report);
+  for (const f of files) if (f.kind === 'automation') automationRules(f, pinned, environments, report, runtimeWebhooks);
   return out;
 }
 
@@ -82,7 +82,13 @@ function pinnedUids(files: ParsedFile[], report: Report): Map<string, string> {
   return pinned;
 }
 
-function automationRules(f: ParsedFile, pinned: Map<string, string>, environments: Set<string>, report: Report): void {
+function automationRules(
+  f: ParsedFile,
+  pinned: Map<string, string>,
+  environments: Set<string>,
+  report: Report,
+  runtimeWebhooks?: ReadonlyMap<string, string>,
+): void {
   if (f.frontMatter && promptOf(f.frontMatter.body) === '') {
     report(f, '/prompt', 'automation.empty_prompt', 'the prompt (the text after the front matter) is empty');
   }
@@ -139,9 +145,14 @@ function automationRules(f: ParsedFile, pinned: Map<string, string>, environment
         const asName = id.replace(/^(\.\/)?webhooks\//, '').replace(/\.ya?ml$/, '');
         if (RESOURCE_NAME_PATTERN.test(asName)) {
           const uid = [...pinned].find(([, name]) => name === asName)?.[0];
+          const known = runtimeWebhooks?.get(asName);
           const hint = uid
             ? `webhook '${asName}' pins uid ${uid} in this repo: use [${uid}]`
-            : '`factory webhook list` shows the UIDs (plan gives the hint too when the runtime knows the webhook)';
+            : known
+              ? `the runtime knows webhook '${asName}' of this factory as ${known}: use [${known}]`
+              : runtimeWebhooks
+                ? `the runtime has no webhook '${asName}' in this factory yet; once applied, \`factory webhook list\` shows its UID (or pin one with uid: in webhooks/${asName}.yaml)`
+                : '`factory webhook list` shows the UIDs (plan gives the hint too when the runtime knows the webhook)';
           report(f, pointer, 'automation.webhook_ids_file_name', `'${id}' looks like a webhook name, but webhook_ids takes a UID (wh_...); ${hint}`);
         } else {
           report(
