@@ -39,6 +39,17 @@ export function parseYaml(text: string): ParsedYaml {
             : firstLine(e.message);
     problems.push({ code, message, offset: e.pos[0] });
   }
+  // An alias bomb holds thousands of anchors and aliases: each kind is reported once per file, at
+  // its first place, with a count of the others, so the diagnostic stays one clear line.
+  const firsts = new Map<DiagnosticCode, { problem: YamlProblem; more: number }>();
+  const once = (problem: YamlProblem) => {
+    const seen = firsts.get(problem.code);
+    if (seen) seen.more += 1;
+    else {
+      firsts.set(problem.code, { problem, more: 0 });
+      problems.push(problem);
+    }
+  };
   visit(doc, {
     Pair(_, pair) {
       if (isScalar(pair.key) && pair.key.type === 'PLAIN' && pair.key.value === '<<') {
@@ -46,7 +57,7 @@ export function parseYaml(text: string): ParsedYaml {
       }
     },
     Alias(_, node) {
-      problems.push({ code: 'yaml.alias', message: `aliases (*${node.source}) are not allowed; write the value out`, offset: start(node) });
+      once({ code: 'yaml.alias', message: `aliases (*${node.source}) are not allowed; write the value out`, offset: start(node) });
     },
     Node(_, node) {
       if (isAlias(node)) return;
@@ -54,7 +65,7 @@ export function parseYaml(text: string): ParsedYaml {
       // A node's range starts after its anchor and tag; point at the `&` or `!` itself.
       if (n.anchor) {
         const at = text.lastIndexOf(`&${n.anchor}`, start(n));
-        problems.push({ code: 'yaml.anchor', message: `anchors (&${n.anchor}) are not allowed`, offset: at < 0 ? start(n) : at });
+        once({ code: 'yaml.anchor', message: `anchors (&${n.anchor}) are not allowed`, offset: at < 0 ? start(n) : at });
       }
       if (n.tag) {
         let at = text.lastIndexOf('!', start(n));
@@ -64,6 +75,9 @@ export function parseYaml(text: string): ParsedYaml {
       }
     },
   });
+  for (const { problem, more } of firsts.values()) {
+    if (more > 0) problem.message += ` (${more} more in this file)`;
+  }
   const value = problems.length === 0 ? doc.toJS({ maxAliasCount: 0 }) : undefined;
   return { doc, lineCounter, value, problems };
 }
