@@ -22,7 +22,7 @@ test('a broken tree: exit 1, every problem as path:line:col: severity code: mess
   assert.equal(await runCli(['validate', 'test/fixtures/broken'], io), 1);
   const lines = io.out.split('\n');
   assert.ok(lines.includes("test/fixtures/broken/webhooks/tok.yaml:3:1: error webhook.unknown_key: unknown key 'secretname' in this file; did you mean 'secretName'?"));
-  assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:10:18: error filter.empty_in: ')));
+  assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:10:22: error filter.empty_in: ')));
   assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:2:14: warning automation.unknown_environment: ')));
   assert.match(io.out, /23 errors, 6 warnings\./);
   assert.equal(io.err, '');

@@ -28,7 +28,7 @@ test('every error kind of the broken tree is reported at the offending node', as
     'automations/fm.md:3:10 error automation.invalid_value',
     'automations/fm.md:5:15 error automation.unknown_provider',
     'automations/fm.md:8:21 error automation.webhook_ids_file_name',
-    'automations/fm.md:10:18 error filter.empty_in',
+    'automations/fm.md:10:22 error filter.empty_in',
     'automations/fm.md:11:24 error filter.mixed_operators',
     'automations/fm.md:15:20 error automation.webhook_ids_count',
     'automations/fm.md:15:21 warning automation.unknown_webhook_uid',
