@@ -16,7 +16,7 @@ interface Run {
   session_link: string | null;
 }
 
-interface TranscriptEvent {
+export interface TranscriptEvent {
   seq: number;
   time: string;
   type: string;
@@ -48,7 +48,10 @@ export function formatEvent(e: TranscriptEvent): string {
   switch (e.type) {
     case 'command': {
       const status = d.exit_code === null ? `signal ${String(d.signal ?? '?')}` : `exit ${String(d.exit_code)}`;
-      const out = typeof d.output === 'string' && d.output ? d.output.replace(/^/gm, '  ') + (d.output.endsWith('\n') ? '' : '\n') : '';
+      const out = typeof d.output === 'string' && d.output ? d.output.replace(/\n$/, '').replace(/^/gm, '  ') + '\n' : '';
+      // The agent's output streams as `output` events while it runs; its `command` event comes at
+      // the end, with the exit code, so it reads as a closing line rather than a header.
+      if (d.phase === 'agent') return `$ ${String(d.text)}  (agent ended: ${status}, ${String(d.duration_ms)} ms; its output is above)\n${out}`;
       return `$ ${String(d.text)}  (${d.phase}, ${status}, ${String(d.duration_ms)} ms)\n${out}`;
     }
     case 'output':
