@@ -4,6 +4,8 @@ import { newStandardWebhooksSecret, newTokenSecret } from '../../core/ids.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { parseConfig, type ConfigFlags } from '../../runtime/config.ts';
 import { startServer } from '../../runtime/server.ts';
+import { createLogger } from '../../runtime/log.ts';
+import { prettyDestination } from '../../runtime/log-pretty.ts';
 import type { Store } from '../../runtime/store/index.ts';
 import { createClient } from '../client.ts';
 import type { CliIO } from '../io.ts';
@@ -53,17 +55,18 @@ export function registerDev(program: Command, io: CliIO): void {
     .option('--base-url <url>', 'public URL for ingress URLs (env FACTORY_BASE_URL)')
     .option('--data-dir <dir>', 'database, keys and workspaces (env FACTORY_DATA_DIR, default ./.factory)')
     .option('--max-concurrent-runs <n>', 'runs executed at once (env FACTORY_MAX_CONCURRENT_RUNS, default 2)')
-    .option('--log-level <level>', 'runtime log level (env FACTORY_LOG_LEVEL; default warn here, to keep the output readable)')
+    .option('--log-level <level>', 'runtime log level (env FACTORY_LOG_LEVEL, default info); dev prints one short line per delivery, run and change')
     .addHelpText(
       'after',
       '\nExamples:\n  $ factory dev examples/factory\n  $ npm start            # the same, for the example\n\nNot for production: it creates any missing team secret with a random value and prints it. Use `factory serve` and `factory apply` there.\n',
     )
     .action(async (dir: string, flags: ConfigFlags) => {
-      const logLevel = flags.logLevel ?? (io.env.FACTORY_LOG_LEVEL ? undefined : 'warn');
-      const config = parseConfig({ ...flags, logLevel }, io.env, io.cwd);
+      const config = parseConfig(flags, io.env, io.cwd);
       // Before the server starts: a wrong directory fails at once, with nothing left listening.
       await assertFactoryRepo(io, dir);
-      const server = await startServer(config);
+      // An activity feed for a person at a terminal instead of JSON lines (serve keeps those).
+      const log = createLogger({ level: config.logLevel, destination: prettyDestination((text) => io.stdout(text)) });
+      const server = await startServer(config, { log });
       const { signal, dispose } = untilSignalled();
       try {
         io.stdout(`factory runtime listening on ${server.url}\n`);

@@ -118,7 +118,17 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
       return { state: 'FAILED', statusMessage: (err as Error).message, errorCode: 'repo_failed', agentStarted: false };
     }
     if (plan.kind === 'copy') {
-      await copyDir(plan.from, plan.target);
+      const inside = path.relative(plan.from, ws);
+      if (inside === '' || (!inside.startsWith('..') && !path.isAbsolute(inside))) {
+        const why = `repo ${repo.url} is the directory ${plan.from}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`;
+        return { state: 'FAILED', statusMessage: why, errorCode: 'repo_failed', agentStarted: false };
+      }
+      try {
+        await copyDir(plan.from, plan.target);
+      } catch (err) {
+        const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        return { state: 'FAILED', statusMessage: `copying repo ${repo.url} (${plan.from}) into the workspace failed: ${why}`, errorCode: 'repo_failed', agentStarted: false };
+      }
       onEvent({ type: 'command', data: { phase: 'repo', text: `copy ${plan.from} ${path.relative(ws, plan.target)}`, exit_code: 0, duration_ms: 0, output: '' } });
       continue;
     }

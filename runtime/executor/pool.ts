@@ -17,7 +17,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { Service, ServiceFactory } from '../services.ts';
 import type { Store } from '../store/index.ts';
-import type { RunRecord } from '../store/runs.ts';
+import type { FinalState, FinishInput, RunRecord } from '../store/runs.ts';
 import { parseDuration } from './duration.ts';
 import { runJob, type JobResult } from './job.ts';
 import { killOrphanGroup } from './process.ts';
@@ -165,6 +165,11 @@ export class ExecutorPool implements Service {
 
   private async execute(run: RunRecord, signal: AbortSignal): Promise<void> {
     const { store, log } = this.deps;
+    log.info({ runId: run.run_id, environment: run.config.environment_id, creator: `${run.creator.type} ${run.creator.name}` }, 'run started');
+    const finish = (state: FinalState, outcome: FinishInput) => {
+      store.runs.finish(run.run_id, state, outcome);
+      log.info({ runId: run.run_id, state, statusMessage: outcome.statusMessage ?? undefined }, 'run finished');
+    };
     let result: JobResult;
     try {
       const env = this.environmentOf(run);
@@ -196,11 +201,11 @@ export class ExecutorPool implements Service {
       );
     } catch (err) {
       if (err instanceof RunSetupError) {
-        store.runs.finish(run.run_id, 'FAILED', { statusMessage: err.message, errorCode: 'environment_invalid', retryable: false });
+        finish('FAILED', { statusMessage: err.message, errorCode: 'environment_invalid', retryable: false });
         return;
       }
       log.error({ err, runId: run.run_id }, 'run failed in the executor');
-      store.runs.finish(run.run_id, 'ERROR', {
+      finish('ERROR', {
         statusMessage: 'the runtime could not prepare or run the workspace',
         errorCode: 'platform_error',
         retryable: true,
@@ -208,15 +213,10 @@ export class ExecutorPool implements Service {
       return;
     }
     if (result.state === 'CANCELLED' && this.stopping) {
-      store.runs.finish(run.run_id, 'ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
+      finish('ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
       return;
     }
-    store.runs.finish(run.run_id, result.state, {
-      statusMessage: result.statusMessage,
-      errorCode: result.errorCode,
-      retryable: false,
-    });
-    log.info({ runId: run.run_id, state: result.state }, 'run finished');
+    finish(result.state, { statusMessage: result.statusMessage, errorCode: result.errorCode, retryable: false });
   }
 
   private environmentOf(run: RunRecord): EnvironmentDef {

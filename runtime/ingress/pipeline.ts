@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import type { ErrorCode } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
-import type { AcceptedDelivery, AcceptItem, AcceptResult, DeliveryFacts, DeliveryStore } from '../store/deliveries.ts';
+import type { AcceptedDelivery, AcceptItem, AcceptResult, DeliveryFacts, DeliveryOutcome, DeliveryStore } from '../store/deliveries.ts';
 import { declaredLength, readCappedBody } from './body.ts';
 import { bodyIdentity, headerIdentity } from './identity.ts';
 import type { IngressMetrics } from './metrics.ts';
@@ -58,6 +58,8 @@ export interface IngressResult {
   problem?: { code: ErrorCode; detail: string };
   /** Set when the request body was not read to its end: the adapter discards or cuts the rest. */
   unread?: { read: number; declared?: number };
+  /** What the delivery log holds for this request, when it was logged (for the access line). */
+  logged?: { outcome: DeliveryOutcome; deliveryId: string };
 }
 
 const NOT_FOUND: IngressResult = Object.freeze({
@@ -140,6 +142,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
       headers: {},
       problem: { code: 'authentication_required', detail: 'The request could not be authenticated for this webhook.' },
       unread,
+      logged: { outcome: 'rejected_auth', deliveryId: id },
     };
   };
 
@@ -162,7 +165,12 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
       metrics.rejected_invalid_json += 1;
       const id = headerIdentity(get, idSources) ?? newId('dlv');
       deps.deliveries.recordRejected(facts(id, read.size), 'rejected_invalid_json', 'body_incomplete');
-      return { status: 400, headers: {}, problem: { code: 'invalid_json', detail: 'The request body ended before it was complete.' } };
+      return {
+        status: 400,
+        headers: {},
+        problem: { code: 'invalid_json', detail: 'The request body ended before it was complete.' },
+        logged: { outcome: 'rejected_invalid_json', deliveryId: id },
+      };
     }
     metrics.rejected_too_large += 1;
     const id = headerIdentity(get, idSources) ?? newId('dlv');
@@ -172,6 +180,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
       headers: {},
       problem: { code: 'payload_too_large', detail: `The body is larger than ${deps.limits.ingressBodyBytes} bytes.` },
       unread: { read: declared !== undefined ? 0 : read.size, declared },
+      logged: { outcome: 'rejected_too_large', deliveryId: id },
     };
   }
   const body = read.body;
@@ -197,7 +206,12 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     metrics.rejected_invalid_json += 1;
     const id = headerIdentity(get, idSources) ?? bodyIdentity(body);
     deps.deliveries.recordRejected(facts(id, body.length), 'rejected_invalid_json', body.length === 0 ? 'empty' : null);
-    return { status: 400, headers: {}, problem: { code: 'invalid_json', detail: 'The body is not valid UTF-8 JSON.' } };
+    return {
+      status: 400,
+      headers: {},
+      problem: { code: 'invalid_json', detail: 'The body is not valid UTF-8 JSON.' },
+      logged: { outcome: 'rejected_invalid_json', deliveryId: id },
+    };
   }
 
   // 8 and 9. Identity, then Duplicate or Accepted, in one transaction under a UNIQUE key.
@@ -212,7 +226,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // 202 only once this resolves, i.e. after the commit that holds the delivery (SPEC 7.1 step 9).
   const result = await deps.accept({ facts: facts(identity, body.length), payload: body, onAccepted });
   metrics[result.outcome] += 1;
-  return { status: 202, headers: {}, body: { delivery_id: identity } };
+  return { status: 202, headers: {}, body: { delivery_id: identity }, logged: { outcome: result.outcome, deliveryId: identity } };
 }
 
 /** Strict UTF-8 (no replacement characters, no BOM) and JSON.parse of any value. */

@@ -63,10 +63,11 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
     const method = req.method ?? 'GET';
     const cut = url.search(/[?#]/);
     const path = cut === -1 ? url : url.slice(0, cut);
-    const done = (status: number) => {
-      // The access-log line of app.ts, with the same fields (the token segment redacted).
+    const done = (status: number, delivery?: IngressResult['logged']) => {
+      // The access-log line of app.ts, with the same fields (the token segment redacted), plus
+      // the outcome the delivery log holds for it.
       const ms = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
-      logRequest(log, { method, url, status, ms });
+      logRequest(log, { method, url, status, ms, delivery });
     };
     handleIngress({ method, path, headers: req.headers, remoteAddress: req.socket.remoteAddress, body: req }, deps).then(
       (result) => {
@@ -82,7 +83,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
           });
           res.end(text);
         }
-        done(result.status);
+        done(result.status, result.logged);
       },
       (err: unknown) => {
         // Same mapping and logging as the problem middleware: an unknown error is logged once

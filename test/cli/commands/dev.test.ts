@@ -24,6 +24,9 @@ after(() => {
 test('dev serves, creates the missing secrets once, applies, re-applies on change and survives errors', async () => {
   const repo = join(tmp, 'repo');
   cpSync(join(ROOT, 'examples', 'factory'), repo, { recursive: true });
+  // The example's `url: ../..` is this project relative to examples/factory; from the copy, name it outright.
+  const sandbox = join(repo, 'environments', 'sandbox.yaml');
+  writeFileSync(sandbox, readFileSync(sandbox, 'utf8').replace('url: ../..', `url: ${ROOT.replace(/\/$/, '')}`));
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
   env.NO_COLOR = '1';
@@ -56,6 +59,19 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
   const key = readFileSync(join(tmp, 'data', 'admin.key'), 'utf8').trim();
   const list = (await (await fetch(`${url}/api/v1/webhooks`, { headers: { Authorization: `Bearer ${key}` } })).json()) as { webhooks: { name: string }[] };
   assert.deepEqual(list.webhooks.map((w) => w.name), ['alerts', 'ci', 'github']);
+
+  // The activity feed: one short line per delivery and run, never a JSON line, never the token.
+  const alertsUrl = `${url}/webhooks/w/wh_examplealerts2345abcdefghi`;
+  const firing = JSON.stringify({ status: 'firing', labels: { severity: 'critical' } });
+  assert.equal((await fetch(`${alertsUrl}/${alerts}`, { method: 'POST', body: firing, headers: { 'X-Service-Delivery-Id': 'alert-1' } })).status, 202);
+  assert.equal((await fetch(`${alertsUrl}/wrong-token`, { method: 'POST', body: '{}', headers: { 'X-Service-Delivery-Id': 'alert-2' } })).status, 401);
+  await waitFor(() => /run run_\w+ SUCCEEDED/.test(stdout) && stdout.includes('alert-2'), 'the activity lines');
+  assert.match(stdout, /^\d\d:\d\d:\d\d {2}delivery alert-1 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 202 Accepted \(\d+ ms\)$/m);
+  assert.match(stdout, /^\d\d:\d\d:\d\d {2}run run_\w+ started \(automation alerts, environment sandbox\)$/m);
+  assert.match(stdout, /^\d\d:\d\d:\d\d {2}delivery alert-2 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 401 Rejected \(auth\)/m);
+  assert.ok(!stdout.includes('wrong-token'));
+  assert.equal(stdout.split(alerts).length, 2, 'the token appears once: where it was created');
+  assert.doesNotMatch(stdout, /^\{/m, 'no JSON log lines');
 
   const ci = join(repo, 'webhooks', 'ci.yaml');
   writeFileSync(ci, readFileSync(ci, 'utf8').replace('Build results from the CI system', 'CI builds'));

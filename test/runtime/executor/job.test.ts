@@ -72,6 +72,34 @@ test('a local directory that is not a git repository is copied', async (t) => {
   assert.equal(output, 'x');
 });
 
+test('a local directory that holds the workspace itself is refused, naming it, instead of copied into itself', async (t) => {
+  // E.g. the example factory copied somewhere, whose `url: ../..` now names a directory that holds
+  // the runtime's data directory.
+  const dir = scratch(t);
+  const { result, events } = await run(spec(dir, { repos: [{ url: dir, path: 'app' }] }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'repo_failed');
+  assert.equal(
+    result.statusMessage,
+    `repo ${dir} is the directory ${dir}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`,
+  );
+  assert.equal(events.some((e) => e.data.phase === 'agent'), false);
+});
+
+test('a local directory that cannot be copied ends FAILED naming it', async (t) => {
+  const dir = scratch(t);
+  const plain = path.join(dir, 'fixtures');
+  mkdirSync(plain);
+  writeFileSync(path.join(plain, 'data.txt'), 'x');
+  // A workspace target that already exists as a file makes the copy fail.
+  mkdirSync(path.join(dir, 'ws'), { recursive: true });
+  writeFileSync(path.join(dir, 'ws', 'fixtures'), 'in the way');
+  const { result } = await run(spec(dir, { repos: [{ url: plain }] }));
+  assert.equal(result.state, 'FAILED');
+  assert.equal(result.errorCode, 'repo_failed');
+  assert.match(result.statusMessage!, new RegExp(`^copying repo ${plain} \\(${plain}\\) into the workspace failed: `));
+});
+
 test('a clone that fails ends FAILED naming the repo', async (t) => {
   const dir = scratch(t);
   const { result, events } = await run(spec(dir, { repos: [{ url: path.join(dir, 'missing.git') }] }));

@@ -1,0 +1,68 @@
+import type { DestinationStream } from 'pino';
+import { OUTCOME_LABELS, type DeliveryOutcome } from './store/deliveries.ts';
+
+/**
+ * A pino destination that turns the runtime's JSON log lines into one short line each, for a
+ * person watching `factory dev` in a terminal: deliveries as they arrive (with their outcome),
+ * runs as they start and end, changes made through the API, warnings and errors. Read-only
+ * requests that succeed (the dashboard polling, `factory webhook list`) are left out. `serve`
+ * keeps the JSON lines, for machines.
+ *
+ * It only reads fields the logger has already redacted, and the access line's path is already
+ * free of URL tokens (log.ts `redactUrl`).
+ */
+export function prettyDestination(write: (text: string) => void): DestinationStream {
+  return {
+    write(line: string) {
+      const text = prettyLine(line);
+      if (text !== undefined) write(text + '\n');
+    },
+  };
+}
+
+/** Messages `factory dev` prints in its own words already. */
+const SAID_BY_DEV = new Set(['factory runtime listening', 'created the admin API key; it is in this file']);
+
+/** One JSON log line as a human line, or undefined to leave it out. */
+export function prettyLine(line: string): string | undefined {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return line.trimEnd();
+  }
+  const msg = str(o.msg);
+  if (SAID_BY_DEV.has(msg)) return undefined;
+  const time = typeof o.time === 'string' ? o.time.slice(11, 19) : '';
+  const level = typeof o.level === 'number' ? o.level : 30;
+  let text: string | undefined;
+  if (msg === 'request') text = request(o);
+  else if (msg === 'run started') text = `run ${str(o.runId)} started (${str(o.creator)}, environment ${str(o.environment)})`;
+  else if (msg === 'run finished') text = `run ${str(o.runId)} ${str(o.state)}${o.statusMessage ? `: ${str(o.statusMessage)}` : ''}`;
+  else {
+    const err = o.err as { message?: unknown } | undefined;
+    const tag = level >= 50 ? 'error: ' : level >= 40 ? 'warning: ' : '';
+    text = `${tag}${msg}${err && typeof err.message === 'string' ? `: ${err.message}` : ''}`;
+  }
+  return text === undefined ? undefined : `${time}  ${text}`;
+}
+
+function request(o: Record<string, unknown>): string | undefined {
+  const status = typeof o.status === 'number' ? o.status : 0;
+  const where = `${str(o.method)} ${str(o.path)}`;
+  const ms = typeof o.ms === 'number' ? ` (${Math.round(o.ms)} ms)` : '';
+  if (typeof o.outcome === 'string') {
+    const label = OUTCOME_LABELS[o.outcome as DeliveryOutcome] ?? o.outcome;
+    return `delivery ${str(o.delivery_id)} to ${str(o.path)}: ${status} ${label}${ms}`;
+  }
+  const readOnly = o.method === 'GET' || o.method === 'HEAD';
+  if (readOnly && status < 400) return undefined;
+  return `${where} → ${status}${ms}`;
+}
+
+/** A field as text, with control characters escaped so one log line stays one terminal line. */
+function str(v: unknown): string {
+  const s = typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v);
+  // eslint-disable-next-line no-control-regex
+  return /[\u0000-\u001f\u007f]/.test(s) ? JSON.stringify(s).slice(1, -1) : s;
+}
