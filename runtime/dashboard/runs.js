@@ -19,7 +19,7 @@ export async function loadRuns(more) {
     const tbody = $('runs-list').querySelector('tbody');
     if (more && tbody) tbody.append(...rows);
     else if (!rows.length) $('runs-list').replaceChildren(h('p', { class: 'muted', text: 'No runs.' }));
-    else $('runs-list').replaceChildren(h('table', {}, h('thead', {}, h('tr', {}, ['Run', 'State', 'Title', 'Started by', 'Created', 'Actions'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows)));
+    else $('runs-list').replaceChildren(h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, ['Run', 'State', 'Title', 'Started by', 'Created', 'Actions'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows))));
     state.runs.cursor = page.page_info.next_cursor;
     $('runs-more').hidden = !page.page_info.has_next_page;
   } catch (err) {
@@ -38,7 +38,7 @@ function runRow(r) {
     h('td', {}, runLink(r.run_id)),
     h('td', {}, badge(r.state, stateKind(r.state)), r.status_message ? h('div', { class: 'muted small', text: r.status_message }) : null),
     h('td', { text: r.title ?? '' }),
-    h('td', {}, h('span', { class: 'small', text: origin })),
+    h('td', { class: 'break-any' }, h('span', { class: 'small', text: origin })),
     h('td', {}, fmtTime(r.created_at)),
     h('td', {}, h('div', { class: 'actions' },
       h('button', { type: 'button', text: 'Transcript', onclick: () => openTranscript(r.run_id) }),

@@ -31,12 +31,20 @@ export function renderWebhooks() {
         : null;
     const toggle = h('input', { type: 'checkbox', id: `en-${w.uid}`, checked: w.enabled });
     toggle.addEventListener('change', () => setEnabled(w, toggle));
-    const actions = [
-      h('button', { type: 'button', text: 'Deliveries', onclick: () => openDeliveries(w) }),
-      h('button', { type: 'button', text: 'Rotate', onclick: (e) => rotate(w, e.currentTarget) }),
-      w.auth_mode === 'signature' ? h('button', { type: 'button', text: 'Set secret', onclick: (e) => setSecret(w, e.currentTarget) }) : null,
-      h('button', { type: 'button', class: 'danger', text: 'Delete', onclick: (e) => remove(w, e.currentTarget) }),
-    ];
+    // A definitions-managed webhook's secret and existence come from its file (SPEC 7.6: rotate,
+    // set-secret and delete answer 409), so only what works is offered, plus how to rotate.
+    const managed = w.managed_by === 'definitions';
+    const actions = managed
+      ? [
+          h('button', { type: 'button', text: 'Deliveries', onclick: () => openDeliveries(w) }),
+          h('p', { class: 'muted small', text: `To rotate: factory secret update ${w.secret_name}, then re-apply or toggle Enabled.` }),
+        ]
+      : [
+          h('button', { type: 'button', text: 'Deliveries', onclick: () => openDeliveries(w) }),
+          h('button', { type: 'button', text: 'Rotate', onclick: (e) => rotate(w, e.currentTarget) }),
+          w.auth_mode === 'signature' ? h('button', { type: 'button', text: 'Set secret', onclick: (e) => setSecret(w, e.currentTarget) }) : null,
+          h('button', { type: 'button', class: 'danger', text: 'Delete', onclick: (e) => remove(w, e.currentTarget) }),
+        ];
     return h(
       'tr',
       {},

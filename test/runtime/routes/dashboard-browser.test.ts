@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { startTestRuntime } from '../helpers.ts';
 import { CHROMIUM, withBrowserPage } from './chromium.ts';
+import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../automations/helpers.ts';
 
 /**
  * The dashboard (SPEC 12) in a real browser: the page loads its ES modules under the CSP, signs
@@ -63,6 +64,34 @@ test('in a real browser the page signs in, shows webhooks, deliveries and payloa
       await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form again');
       assert.equal(await page.eval(`sessionStorage.getItem('factory.apiKey')`), null);
       assert.equal(await page.eval(`document.getElementById('webhooks-list').childElementCount + document.getElementById('deliveries-list').childElementCount`), 0);
+      assert.deepEqual(page.problems, []);
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser a definitions-managed webhook offers only what works: deliveries, the toggle, and how to rotate', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    await createSecret(rt);
+    await applyFactory(rt, { review: {} });
+    assert.equal((await rt.fetch('/api/v1/factories/ops/webhooks', { method: 'POST', json: { name: 'orders' } })).status, 201);
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form');
+      await page.eval(`document.getElementById('signin-key').value = ${JSON.stringify(rt.adminKey)}; document.getElementById('signin-form').requestSubmit(); true`);
+      await page.waitFor(`document.querySelectorAll('#webhooks-list tbody tr').length === 2`, 'both webhooks');
+      const rows = await page.eval<{ text: string; buttons: string[]; toggle: boolean }[]>(`[...document.querySelectorAll('#webhooks-list tbody tr')].map((tr) => ({
+        text: tr.textContent,
+        buttons: [...tr.querySelectorAll('button')].map((b) => b.textContent).filter((t) => t !== 'Copy'),
+        toggle: !!tr.querySelector('input[type=checkbox]'),
+      }))`);
+      const managed = rows.find((r) => r.text.includes(GITHUB_UID))!;
+      const api = rows.find((r) => r.text.includes('orders'))!;
+      assert.deepEqual(managed.buttons, ['Deliveries']);
+      assert.ok(managed.toggle, 'enable/disable stays: it re-binds the current secret version (SPEC 7.6)');
+      assert.match(managed.text, new RegExp(`To rotate: factory secret update ${SECRET_NAME}, then re-apply or toggle Enabled\\.`));
+      assert.deepEqual(api.buttons, ['Deliveries', 'Rotate', 'Delete']);
       assert.deepEqual(page.problems, []);
     });
   } finally {
