@@ -54,10 +54,15 @@ pre{background:#f6f6f6;padding:.5rem;overflow:auto;white-space:pre-wrap;margin:.
     const box = el('div', 'ev ' + ev.type);
     box.append(el('div', 'meta', '#' + ev.seq + ' ' + ev.time + ' ' + ev.type));
     const d = ev.data || {};
-    if (ev.type === 'command') { box.append(el('div', '', '$ ' + d.text + '  → exit ' + d.exit_code + ' in ' + d.duration_ms + ' ms')); if (d.output) box.append(el('pre', '', d.output)); }
+    if (ev.type === 'command') {
+      const status = d.exit_code === null || d.exit_code === undefined ? 'signal ' + (d.signal || '?') : 'exit ' + d.exit_code;
+      box.append(el('div', '', '$ ' + d.text + '  (' + (d.phase === 'agent' ? 'agent ended' : d.phase || 'command') + ': ' + status + ', ' + d.duration_ms + ' ms)'));
+      if (d.output) box.append(el('pre', '', d.output));
+    }
     else if (ev.type === 'output') box.append(el('pre', '', d.text));
     else if (ev.type === 'message') box.append(el('pre', '', (d.kind || '') + (d.tool ? ' ' + d.tool : '') + (d.text ? ': ' + d.text : '') + (d.input ? ' ' + d.input : '')));
     else if (ev.type === 'file_change') { box.append(el('div', '', d.kind + ' ' + (d.repo ? d.repo + '/' : '') + d.path)); if (d.diff) box.append(el('pre', '', d.diff)); }
+    else if (ev.type === 'state') box.append(el('div', '', (d.from ? d.from + ' → ' : '') + (d.to || '') + (d.status_message ? ': ' + d.status_message : '')));
     else box.append(el('div', '', JSON.stringify(d)));
     $('events').append(box);
   }

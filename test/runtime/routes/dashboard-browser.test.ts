@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { startTestRuntime } from '../helpers.ts';
 import { CHROMIUM, withBrowserPage } from './chromium.ts';
 import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../automations/helpers.ts';
+import { applyEnvironments, envYaml, waitForRun } from './runs-helpers.ts';
 
 /**
  * The dashboard (SPEC 12) in a real browser: the page loads its ES modules under the CSP, signs
@@ -92,6 +93,35 @@ test('in a real browser a definitions-managed webhook offers only what works: de
       assert.ok(managed.toggle, 'enable/disable stays: it re-binds the current secret version (SPEC 7.6)');
       assert.match(managed.text, new RegExp(`To rotate: factory secret update ${SECRET_NAME}, then re-apply or toggle Enabled\\.`));
       assert.deepEqual(api.buttons, ['Deliveries', 'Rotate', 'Delete']);
+      assert.deepEqual(page.problems, []);
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser the session page asks for a key, then shows the transcript in words', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    await applyEnvironments(rt, { ok: envYaml({ command: ['/bin/sh', '-c', 'echo agent says hi'], setup: ['echo from setup'] }) });
+    const created = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'Say hi', config: { environment_id: 'ok' } } });
+    assert.equal(created.status, 201);
+    const { run_id: runId } = (await created.json()) as { run_id: string };
+    assert.equal((await waitForRun(rt, runId)).state, 'SUCCEEDED');
+
+    await withBrowserPage(`${rt.url}/sessions/${runId}`, async (page) => {
+      await page.waitFor(`!document.getElementById('login').hidden`, 'the key form');
+      assert.equal(await page.eval(`document.getElementById('events').childElementCount`), 0);
+      await page.eval(`document.getElementById('key').value = ${JSON.stringify(rt.adminKey)}; document.getElementById('login').requestSubmit(); true`);
+      const lines = await page.waitFor<string[]>(
+        `(() => { const l = [...document.querySelectorAll('#events .ev')].map((e) => e.children[1]?.textContent ?? ''); return l.some((t) => t === 'SUCCEEDED') && l; })()`,
+        'the transcript to its end',
+      );
+      assert.deepEqual(
+        lines.map((l) => l.replace(/\d+ ms/, 'N ms')),
+        ['QUEUED → INPROGRESS', '$ echo from setup  (setup: exit 0, N ms)', 'agent says hi\n', "$ /bin/sh -c echo agent says hi  (agent ended: exit 0, N ms)", 'SUCCEEDED'],
+      );
+      assert.match(await page.eval<string>(`document.getElementById('state').textContent`), /^SUCCEEDED/);
       assert.deepEqual(page.problems, []);
     });
   } finally {
