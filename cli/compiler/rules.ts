@@ -2,6 +2,7 @@ import { checkFilter } from '../../core/filter.ts';
 import { WEBHOOK_UID_PATTERN, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import type { Diagnostic } from './diagnostics.ts';
 import { promptOf } from './front-matter.ts';
+import { closest } from './suggest.ts';
 import type { ParsedFile } from './parse-file.ts';
 
 /** SPEC 7.6 and 11: at most 20 webhooks per factory. */
@@ -102,7 +103,7 @@ function automationRules(
       f,
       '/environment',
       'automation.unknown_environment',
-      `environment '${v.environment}' is not defined in this repo (environments/${v.environment}.yaml); plan checks that it exists on the runtime`,
+      unknownEnvironmentMessage(v.environment, environments),
       'warning',
     );
   }
@@ -173,4 +174,11 @@ function automationRules(
       }
     }
   });
+}
+
+/** The warning for an environment this repo does not define: a typo of one it does gets a "did you mean". */
+function unknownEnvironmentMessage(name: string, environments: Set<string>): string {
+  const near = closest(name, [...environments].sort());
+  const base = `environment '${name}' is not defined in this repo (environments/${name}.yaml)`;
+  return near ? `${base}; did you mean '${near}'?` : `${base}; plan checks that it exists on the runtime`;
 }
