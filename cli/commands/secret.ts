@@ -3,9 +3,10 @@ import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import { fsReason, type CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
+import type { WebhookView } from '../../runtime/definitions/views.ts';
 
 interface SecretMeta {
   name: string;
@@ -65,6 +66,7 @@ export function registerSecret(program: Command, io: CliIO): void {
       const value = await readValue(io, flags, name);
       const meta = await client.request<SecretMeta>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, { value });
       io.stdout(`updated secret ${meta.name} (version ${meta.current_version})\n`);
+      await hintStaleBindings(client, io, meta);
     });
 
   addClientOptions(secret.command('list').description('list team secrets (names and versions, never values)').option('--json', 'print JSON'))
@@ -153,4 +155,25 @@ function promptHidden(io: CliIO, label: string): Promise<string> {
     stdin.on('data', onData);
     stdin.resume();
   });
+}
+
+/**
+ * Webhooks keep the secret version they were applied or enabled with (SPEC 7.6), so after an
+ * update say which ones still use an older value and how to move them. Best effort: a key that
+ * may not list webhooks just gets no hint.
+ */
+async function hintStaleBindings(client: Client, io: CliIO, meta: SecretMeta): Promise<void> {
+  let webhooks: WebhookView[];
+  try {
+    ({ webhooks } = await client.request<{ webhooks: WebhookView[] }>('GET', '/api/v1/webhooks'));
+  } catch {
+    return;
+  }
+  const stale = webhooks.filter((w) => w.secret_name === meta.name && w.secret_version !== null && w.secret_version < meta.current_version);
+  if (!stale.length) return;
+  const names = stale.map((w) => `${w.factory}/${w.name} (version ${w.secret_version})`).join(', ');
+  io.stderr(
+    `${stale.length === 1 ? 'This webhook still uses' : 'These webhooks still use'} an older value: ${names}. ` +
+      `Run \`factory apply\` for ${stale.length === 1 ? 'its' : 'their'} factory, or disable and enable ${stale.length === 1 ? 'it' : 'them'}, to move to version ${meta.current_version}.\n`,
+  );
 }
