@@ -20,3 +20,10 @@ export function bufferIO(env: Record<string, string> = {}, over: Partial<Pick<Cl
   };
   return io;
 }
+
+/** The environment of a fresh terminal for a child CLI: no FACTORY_* variables, no CI annotations, no colour. */
+export function terminalEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
+  return { ...env, NO_COLOR: '1', ...extra };
+}

@@ -5,6 +5,7 @@ import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { terminalEnv } from './helpers.ts';
 
 /**
  * cli/io.ts processIO: a reader that goes away (`factory ... | head -1`) ends the output quietly
@@ -16,12 +17,7 @@ const BIN = join(ROOT, 'bin', 'factory.js');
 const tmp = mkdtempSync(join(tmpdir(), 'factory-io-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-function childEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
-  env.NO_COLOR = '1';
-  return env;
-}
+const childEnv = () => terminalEnv();
 
 /**
  * `factory filter test` with its payload read from a FIFO: the test closes the read end of the

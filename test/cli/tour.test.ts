@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { terminalEnv } from './helpers.ts';
 
 /**
  * The README's tour as a user runs it, with real processes: `factory dev examples/factory` in one
@@ -26,12 +27,6 @@ after(() => {
   rmSync(cwd, { recursive: true, force: true });
 });
 
-/** The environment of a fresh terminal: no FACTORY_* variables, no CI annotations, no colour. */
-function terminalEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
-  return { ...env, NO_COLOR: '1', ...extra };
-}
 
 /** Starts a long-running command; `until` resolves once its stdout matches. */
 function start(args: string[]) {

@@ -5,6 +5,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { terminalEnv } from '../helpers.ts';
 
 /**
  * `factory dev` as a user runs it: a child process serving on port 0 with a temp data dir, the
@@ -27,9 +28,7 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
   // The example's `url: ../..` is this project relative to examples/factory; from the copy, name it outright.
   const sandbox = join(repo, 'environments', 'sandbox.yaml');
   writeFileSync(sandbox, readFileSync(sandbox, 'utf8').replace('url: ../..', `url: ${ROOT.replace(/\/$/, '')}`));
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
-  env.NO_COLOR = '1';
+  const env = terminalEnv();
   child = spawn(process.execPath, [BIN, 'dev', 'repo', '--port', '0', '--data-dir', 'data'], { cwd: tmp, env });
   let stdout = '';
   let stderr = '';
@@ -92,9 +91,7 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
 
 /** Runs bin/factory.js to its end; a child still running after `limitMs` is killed and reported. */
 function runToEnd(args: string[], cwd: string, limitMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string; killed: boolean }> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
-  Object.assign(env, { NO_COLOR: '1', FACTORY_API_KEY: 'fk_unused' });
+  const env = terminalEnv({ FACTORY_API_KEY: 'fk_unused' });
   return new Promise((resolve, reject) => {
     const c = spawn(process.execPath, [BIN, ...args], { cwd, env });
     let stdout = '';

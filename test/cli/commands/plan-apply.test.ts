@@ -12,6 +12,7 @@ import { parseConfig } from '../../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../../runtime/server.ts';
 import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
 import type { Snapshot } from '../../../core/snapshot.ts';
+import { terminalEnv } from '../helpers.ts';
 
 /**
  * Issue 3's end-to-end test: the real CLI (child processes of bin/factory.js) against a real
@@ -45,9 +46,7 @@ interface Result {
 
 /** The CLI as a user runs it: a child process, the key in FACTORY_API_KEY. */
 function cli(args: string[], stdin = ''): Promise<Result> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
-  Object.assign(env, { FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey, NO_COLOR: '1' });
+  const env = terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey });
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: tmp, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';

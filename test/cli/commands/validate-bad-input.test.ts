@@ -4,6 +4,7 @@ import { execFileSync, spawn, type SpawnOptions } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { terminalEnv } from '../helpers.ts';
 
 /**
  * Issue 2: bad input never crashes the CLI. Each case runs the real CLI (bin/factory.js) as a child
@@ -19,12 +20,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'factory-bad-input-'));
 chmodSync(tmp, 0o755);
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-function childEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('FACTORY_') && k !== 'GITHUB_ACTIONS') env[k] = v;
-  env.NO_COLOR = '1';
-  return env;
-}
+const childEnv = () => terminalEnv();
 
 /**
  * `factory validate <dir>` as a child process. The kill timer only guards against a hang (it is

@@ -1,10 +1,9 @@
 import { after, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
 import { GITHUB_UID, applyFactory, createSecret, deliverGithub, webhookRuns, type Api, type AutomationSpec } from './helpers.ts';
 
 /**
@@ -13,8 +12,6 @@ import { GITHUB_UID, applyFactory, createSecret, deliverGithub, webhookRuns, typ
  * the same data dir: every delivery that got a 202 is in the log, and every Accepted delivery has
  * exactly the runs of its matching automations, no more, no fewer.
  */
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 const AUTOMATIONS: Record<string, AutomationSpec & { payload?: Record<string, unknown> }> = {
   opened: { payload: { action: 'opened' } },
@@ -37,45 +34,13 @@ function expectedFor(body: { action?: unknown; parity?: unknown }): string[] {
     .sort();
 }
 
-interface Child extends Api {
-  proc: ChildProcess;
-  exited: Promise<unknown>;
-}
-
-async function serve(dataDir: string): Promise<Child> {
-  const proc = spawn(process.execPath, [path.join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--max-concurrent-runs', '1', '--log-level', 'warn'], {
-    cwd: ROOT,
-    env: { ...process.env, FACTORY_RATE_DELIVERIES_PER_MINUTE: '100000', FACTORY_MASTER_KEY: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-      const m = /factory runtime listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    proc.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${out}`)));
-  });
-  const key = readFileSync(path.join(dataDir, 'admin.key'), 'utf8').trim();
-  return {
-    proc,
-    exited,
-    url,
-    fetch(p, init = {}) {
-      const { key: k, json, ...rest } = init;
-      const headers = new Headers(rest.headers);
-      headers.set('Authorization', `Bearer ${k ?? key}`);
-      if (json !== undefined) headers.set('Content-Type', 'application/json');
-      return fetch(url + p, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
-    },
-  };
+/** The runtime in its own process on `dataDir`, as a restart would find it. */
+function serve(dataDir: string): Promise<ChildRuntime> {
+  return startChildRuntime({ FACTORY_RATE_DELIVERIES_PER_MINUTE: '100000' }, { dataDir, args: ['--max-concurrent-runs', '1'] });
 }
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-crash-'));
-let current: Child | undefined;
+let current: ChildRuntime | undefined;
 after(async () => {
   if (current && current.proc.exitCode === null && current.proc.signalCode === null) {
     current.proc.kill('SIGTERM');

@@ -71,24 +71,27 @@ export function rawPost(
 /** A runtime in its own process (`factory serve`), for tests that measure or kill the server. */
 export interface ChildRuntime {
   proc: import('node:child_process').ChildProcess;
+  /** Resolves when the process has exited (however it ended). */
+  exited: Promise<unknown>;
   url: string;
   dataDir: string;
-  /** `fetch` relative to the server URL with the admin key. */
-  fetch(path: string, init?: RequestInit & { json?: unknown }): Promise<Response>;
-  /** SIGTERM, wait for the exit, remove the data dir. */
+  /** `fetch` relative to the server URL with the admin key (or `key`, when given). */
+  fetch(path: string, init?: RequestInit & { json?: unknown; key?: string }): Promise<Response>;
+  /** SIGTERM, wait for the exit, and remove the data dir when this helper made it. */
   stop(): Promise<void>;
 }
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** Starts `bin/factory.js serve` on port 0 with a temp data dir and the given environment. */
-export async function startChildRuntime(env: Record<string, string> = {}): Promise<ChildRuntime> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'factory-child-'));
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn'], {
-    cwd: ROOT,
-    env: { ...process.env, FACTORY_MASTER_KEY: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/**
+ * Starts `bin/factory.js serve` on port 0 with the given environment, in a new temp data dir or
+ * in `options.dataDir` (a restart on the same data), with any extra serve flags.
+ */
+export async function startChildRuntime(env: Record<string, string> = {}, options: { dataDir?: string; args?: string[] } = {}): Promise<ChildRuntime> {
+  const ownDir = options.dataDir === undefined;
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-child-'));
+  const args = [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...(options.args ?? [])];
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, FACTORY_MASTER_KEY: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
@@ -100,15 +103,16 @@ export async function startChildRuntime(env: Record<string, string> = {}): Promi
     proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
     proc.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${out}`)));
   });
-  const key = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim();
+  const adminKey = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim();
   return {
     proc,
+    exited,
     url,
     dataDir,
     fetch(p, init = {}) {
-      const { json, ...rest } = init;
+      const { json, key, ...rest } = init;
       const headers = new Headers(rest.headers);
-      headers.set('Authorization', `Bearer ${key}`);
+      headers.set('Authorization', `Bearer ${key ?? adminKey}`);
       if (json !== undefined) headers.set('Content-Type', 'application/json');
       return fetch(url + p, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
     },
@@ -117,7 +121,7 @@ export async function startChildRuntime(env: Record<string, string> = {}): Promi
         proc.kill('SIGTERM');
         await exited;
       }
-      rmSync(dataDir, { recursive: true, force: true });
+      if (ownDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
