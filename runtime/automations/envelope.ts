@@ -19,7 +19,8 @@ export interface EnvelopeInput {
 
 // Factory, webhook and automation names and UIDs are resource names (SPEC 2), so they are safe to
 // show. The delivery id may come from a sender's header (SPEC 7.4): it is shown only when it is
-// made of these characters, which cannot spell a sentence; otherwise the run's `delivery_id`
+// made of these characters (no spaces, quotes, backticks or newlines, at most 200), so it cannot
+// leave its code span or read as a paragraph of instructions; otherwise the run's `delivery_id`
 // field carries it and the prompt says so.
 const SAFE_ID = /^[A-Za-z0-9._:@/+=-]{1,200}$/;
 
