@@ -18,8 +18,8 @@ const JS = 'text/javascript; charset=utf-8';
 
 /**
  * The assets the page loads, by file name, with their content types: the entry module app.js,
- * the modules it imports (relative `./name.js`, so they resolve to `/dashboard/<name>.js`) and
- * the stylesheet. A module missing here is a 404 and the whole page fails to start.
+ * the modules it imports (relative `./name.js`, so they resolve to `/dashboard/<name>.js`), the
+ * session page's module session.js (runtime/routes/sessions.ts) and the stylesheet. A module missing here is a 404 and the whole page fails to start.
  */
 export const DASHBOARD_ASSETS: Readonly<Record<string, string>> = Object.freeze({
   'app.js': JS,
@@ -27,7 +27,9 @@ export const DASHBOARD_ASSETS: Readonly<Record<string, string>> = Object.freeze(
   'deliveries.js': JS,
   'dom.js': JS,
   'runs.js': JS,
+  'session.js': JS,
   'state.js': JS,
+  'transcript.js': JS,
   'webhooks.js': JS,
   'style.css': 'text/css; charset=utf-8',
 });

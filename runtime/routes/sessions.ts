@@ -20,7 +20,7 @@ export const sessionRoutes: RouteModule = (router, deps) => {
       return;
     }
     const nonce = randomBytes(16).toString('base64');
-    ctx.set('Content-Security-Policy', `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`);
+    ctx.set('Content-Security-Policy', `default-src 'none'; script-src 'self'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`);
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Referrer-Policy', 'no-referrer');
     ctx.type = 'text/html; charset=utf-8';
@@ -28,7 +28,10 @@ export const sessionRoutes: RouteModule = (router, deps) => {
   });
 };
 
-/** The page reads the run id from its own URL; every value is rendered with textContent. */
+/**
+ * The page: markup and style only. Its script is the dashboard module session.js (with the
+ * dashboard's transcript renderer), loaded from this origin; nothing inline runs.
+ */
 function sessionPage(nonce: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -37,51 +40,14 @@ function sessionPage(nonce: string): string {
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:60rem;padding:0 1rem;color:#222}
 pre{background:#f6f6f6;padding:.5rem;overflow:auto;white-space:pre-wrap;margin:.25rem 0}
 .ev{border-left:3px solid #ccc;padding-left:.6rem;margin:.6rem 0}.ev.command{border-color:#36c}.ev.state{border-color:#999}
-.ev.message{border-color:#6a3}.ev.file_change{border-color:#c83}.meta{color:#666;font-size:12px}#err{color:#b00}
-</style></head><body>
+.ev.message{border-color:#6a3}.ev.file_change{border-color:#c83}.muted,.meta{color:#666}.small,.meta{font-size:12px}
+.mono{font-family:ui-monospace,monospace}#err{color:#b00}
+</style>
+<script type="module" src="/dashboard/session.js"></script></head><body>
 <h1 id="title">Run</h1>
 <form id="login" hidden><p>This page shows a run's transcript. Enter an API key with the <code>runs</code> scope; it is kept in this tab only.</p>
 <input id="key" type="password" size="50" autocomplete="off" placeholder="fk_…"> <button>Show transcript</button></form>
 <p id="err"></p><p id="state" class="meta"></p><div id="events"></div>
-<script nonce="${nonce}">
-(() => {
-  const id = decodeURIComponent(location.pathname.split('/').pop());
-  const $ = (s) => document.getElementById(s);
-  const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
-  let after = 0;
-  const headers = () => ({ Authorization: 'Bearer ' + sessionStorage.getItem('factory.apiKey') });
-  function render(ev) {
-    const box = el('div', 'ev ' + ev.type);
-    box.append(el('div', 'meta', '#' + ev.seq + ' ' + ev.time + ' ' + ev.type));
-    const d = ev.data || {};
-    if (ev.type === 'command') {
-      const status = d.exit_code === null || d.exit_code === undefined ? 'signal ' + (d.signal || '?') : 'exit ' + d.exit_code;
-      box.append(el('div', '', '$ ' + d.text + '  (' + (d.phase === 'agent' ? 'agent ended' : d.phase || 'command') + ': ' + status + ', ' + d.duration_ms + ' ms)'));
-      if (d.output) box.append(el('pre', '', d.output));
-    }
-    else if (ev.type === 'output') box.append(el('pre', '', d.text));
-    else if (ev.type === 'message') box.append(el('pre', '', (d.kind || '') + (d.tool ? ' ' + d.tool : '') + (d.text ? ': ' + d.text : '') + (d.input ? ' ' + d.input : '')));
-    else if (ev.type === 'file_change') { box.append(el('div', '', d.kind + ' ' + (d.repo ? d.repo + '/' : '') + d.path)); if (d.diff) box.append(el('pre', '', d.diff)); }
-    else if (ev.type === 'state') box.append(el('div', '', (d.from ? d.from + ' → ' : '') + (d.to || '') + (d.status_message ? ': ' + d.status_message : '')));
-    else box.append(el('div', '', JSON.stringify(d)));
-    $('events').append(box);
-  }
-  async function load() {
-    const r = await fetch('/api/v1/agent/runs/' + encodeURIComponent(id), { headers: headers() });
-    if (r.status === 401 || r.status === 403) { sessionStorage.removeItem('factory.apiKey'); $('login').hidden = false; $('err').textContent = (await r.json()).detail; return; }
-    if (!r.ok) { $('err').textContent = (await r.json()).detail; return; }
-    const run = await r.json();
-    $('title').textContent = run.title || run.run_id;
-    $('state').textContent = run.state + (run.status_message ? ' — ' + run.status_message : '') + ' · created ' + run.created_at;
-    for (;;) {
-      const t = await (await fetch('/api/v1/agent/runs/' + encodeURIComponent(id) + '/transcript?after=' + after, { headers: headers() })).json();
-      t.events.forEach(render); after = t.next_after;
-      if (!t.has_more) { if (!t.finished) setTimeout(load, 2000); else $('state').textContent = t.state + (run.status_message ? ' — ' + run.status_message : ''); return; }
-    }
-  }
-  $('login').addEventListener('submit', (e) => { e.preventDefault(); sessionStorage.setItem('factory.apiKey', $('key').value.trim()); $('login').hidden = true; $('err').textContent = ''; load(); });
-  if (sessionStorage.getItem('factory.apiKey')) load(); else $('login').hidden = false;
-})();
-</script></body></html>
+</body></html>
 `;
 }

@@ -79,7 +79,7 @@ test('the page names app.js and style.css; every listed asset is served as it is
     }
   }));
 
-test('the modules import only each other, by relative paths that are listed assets, and app.js reaches every one', () => {
+test('the modules import only each other, by relative paths that are listed assets, and app.js or session.js reaches every one', () => {
   // Every script or stylesheet in the directory is listed (a new module must be added to the list).
   const onDisk = readdirSync(DIR).filter((f) => /\.(js|css)$/.test(f)).sort();
   assert.deepEqual(onDisk, Object.keys(DASHBOARD_ASSETS).sort());
@@ -98,7 +98,9 @@ test('the modules import only each other, by relative paths that are listed asse
       visit(m[1]);
     }
   };
+  // Two entry points: the dashboard (app.js) and the session page (session.js, runtime/routes/sessions.ts).
   visit('app.js');
+  visit('session.js');
   assert.deepEqual([...reached].sort(), [...MODULES.keys()].sort(), 'every listed module is imported (no dead file)');
 });
 

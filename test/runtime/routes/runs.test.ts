@@ -70,7 +70,12 @@ test('create → 201 QUEUED at once → SUCCEEDED with a session link and a full
   const page = await rt.fetch(`/sessions/${body.run_id}`, { key: null });
   assert.equal(page.status, 200);
   assert.match(page.headers.get('content-type') ?? '', /text\/html/);
-  assert.match(await page.text(), /sessionStorage/);
+  const html = await page.text();
+  // The page's script is the dashboard module session.js; nothing inline runs.
+  assert.match(html, /<script type="module" src="\/dashboard\/session\.js"><\/script>/);
+  assert.equal(html.match(/<script/g)?.length, 1);
+  assert.match(page.headers.get('content-security-policy') ?? '', /script-src 'self';/);
+  assert.equal((await rt.fetch('/dashboard/session.js', { key: null })).status, 200);
   assert.equal((await rt.fetch(`/sessions/${body.run_id}`, { key: 'fk_wrong' })).status, 401);
 
   // A SUCCEEDED run cannot be cancelled, and stays as it was.

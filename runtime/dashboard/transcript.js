@@ -1,0 +1,24 @@
+// One transcript event as DOM nodes (SPEC 9 event types), shared by the dashboard's transcript
+// panel (runs.js) and the session page (session.js), so both read the same.
+
+import { h } from './dom.js';
+
+export function renderEvent(ev) {
+  const d = ev.data ?? {};
+  const body = [];
+  if (ev.type === 'command') {
+    const status = d.exit_code === null || d.exit_code === undefined ? `signal ${d.signal ?? '?'}` : `exit ${d.exit_code}`;
+    // The agent's command event comes when it ends, after its streamed output.
+    const phase = d.phase === 'agent' ? 'agent ended' : d.phase ?? 'command';
+    body.push(h('div', { class: 'mono', text: `$ ${d.text ?? (Array.isArray(d.argv) ? d.argv.join(' ') : '')}  (${phase}: ${status}, ${d.duration_ms} ms)` }));
+    if (d.output) body.push(h('pre', { text: d.output }));
+  } else if (ev.type === 'output') body.push(h('pre', { text: d.text ?? '' }));
+  else if (ev.type === 'message') body.push(h('pre', { text: [d.kind, d.tool].filter(Boolean).join(' ') + (d.text ? `: ${d.text}` : '') + (d.input ? ` ${d.input}` : '') }));
+  else if (ev.type === 'file_change') {
+    body.push(h('div', { class: 'mono', text: `${d.kind} ${d.repo ? `${d.repo}/` : ''}${d.path}` }));
+    if (d.diff) body.push(h('pre', { text: d.diff }));
+  } else if (ev.type === 'state') {
+    body.push(h('div', { class: 'mono', text: `${d.from ? `${d.from} → ` : ''}${d.to ?? ''}${d.status_message ? `: ${d.status_message}` : ''}` }));
+  } else body.push(h('div', { class: 'mono small', text: JSON.stringify(d) }));
+  return h('div', { class: `ev ${ev.type}` }, h('div', { class: 'muted small', text: `#${ev.seq} ${ev.time} ${ev.type}` }), body);
+}
