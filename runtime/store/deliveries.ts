@@ -1,5 +1,5 @@
 import type { StoreContext } from './index.ts';
-import type { BatchOutcome as GenericOutcome } from './group-commit.ts';
+import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 
 /**
  * The delivery log (SPEC 7.4, 7.7): entries, stored payloads of Accepted entries, and accepted
@@ -57,9 +57,6 @@ export interface AcceptItem {
   /** Called inside the delivery's savepoint when it is Accepted (run creation, SPEC 8). */
   onAccepted?: (delivery: AcceptedDelivery) => void;
 }
-
-/** Per item of a batch: its result, or the error that rolled back its savepoint. */
-export type BatchOutcome = GenericOutcome<AcceptResult>;
 
 export interface PruneLimits {
   /** Newest N entries per webhook are always kept. */
@@ -161,18 +158,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
   );
   const noHooks: readonly ((delivery: AcceptedDelivery) => void)[] = [];
-  const acceptAll = db.transaction((items: readonly AcceptItem[], identityDays: number): BatchOutcome[] =>
-    items.map((item): BatchOutcome => {
-      try {
-        const hooks = item.onAccepted ? [item.onAccepted] : noHooks;
-        return { ok: true, result: acceptOne(item.facts, item.payload, identityDays, hooks) };
-      } catch (error) {
-        // The savepoint is rolled back: only this delivery fails. If SQLite rolled the whole
-        // transaction back (e.g. disk full), the batch fails as a whole: nothing is committed.
-        if (!db.inTransaction) throw error;
-        return { ok: false, error };
-      }
-    }),
+  const acceptAll = savepointBatch(db, (item: AcceptItem, identityDays: number) =>
+    acceptOne(item.facts, item.payload, identityDays, item.onAccepted ? [item.onAccepted] : noHooks),
   );
 
   return {
@@ -205,8 +192,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
      * back alone and reported as `{ok: false}`; the others commit. Throws, with nothing
      * committed, when the transaction itself fails (BEGIN, COMMIT, or SQLite aborted it).
      */
-    acceptBatch(items: readonly AcceptItem[], identityDays: number): BatchOutcome[] {
-      return acceptAll.immediate(items, identityDays);
+    acceptBatch(items: readonly AcceptItem[], identityDays: number): BatchOutcome<AcceptResult>[] {
+      return acceptAll(items, identityDays);
     },
 
     /** Newest first. `before` is a seq cursor (exclusive). */

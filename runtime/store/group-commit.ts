@@ -1,5 +1,30 @@
+import type { DB } from './db.ts';
+
 /** The result of one item of a group commit: its value, or the error that rolled back its savepoint. */
 export type BatchOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
+
+/**
+ * The store's side of a group commit: `one` (a `db.transaction`, so a SAVEPOINT when nested) for
+ * each item, in order, with the batch's shared `args`, inside ONE immediate transaction. An item that throws is rolled back alone
+ * and reported as `{ok: false}`, so the batch means what one-by-one commits would; if SQLite
+ * rolled the whole transaction back (e.g. disk full), the batch throws and nothing is committed.
+ */
+export function savepointBatch<I, R, A extends unknown[] = []>(
+  db: DB,
+  one: (item: I, ...args: A) => R,
+): (items: readonly I[], ...args: A) => BatchOutcome<R>[] {
+  const all = db.transaction((items: readonly I[], args: A) =>
+    items.map((item): BatchOutcome<R> => {
+      try {
+        return { ok: true, result: one(item, ...args) };
+      } catch (error) {
+        if (!db.inTransaction) throw error;
+        return { ok: false, error };
+      }
+    }),
+  );
+  return (items, ...args) => all.immediate(items, args);
+}
 
 /**
  * Group commit: each request that has a write to make queues it here; once per event-loop turn

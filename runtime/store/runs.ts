@@ -4,7 +4,7 @@ import { conflict } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { sourcesOf, type RunState } from '../../core/run-state.ts';
 import { iso } from '../clock.ts';
-import type { BatchOutcome } from './group-commit.ts';
+import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 import type { StoreContext } from './index.ts';
 
 export type RunSource = 'API' | 'WEBHOOK';
@@ -35,7 +35,6 @@ export interface RunRecord {
   delivery_id: string | null;
 }
 
-/** Inputs of a run that the caller has already validated. */
 /** The Idempotency-Key of a create (SPEC 6), per API key. */
 export interface RunIdempotency {
   keyId: string;
@@ -49,6 +48,7 @@ export interface NewRunItem {
   idem?: RunIdempotency;
 }
 
+/** Inputs of a run that the caller has already validated. */
 export interface NewRun {
   prompt: string;
   environmentId: string;
@@ -146,7 +146,7 @@ export class RunStore {
   private readonly ctx: StoreContext;
   private readonly stmts;
   private readonly createOne: Database.Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
-  private readonly createAll: Database.Transaction<(items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[]>;
+  private readonly createAll: (items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[];
 
   constructor(ctx: StoreContext) {
     this.ctx = ctx;
@@ -184,7 +184,7 @@ export class RunStore {
       groupsClear: db.prepare('DELETE FROM run_process_groups WHERE run_id = ?'),
       byDelivery: db.prepare('SELECT run_id, automation, state FROM runs WHERE webhook_uid = ? AND delivery_id = ? ORDER BY seq'),
     };
-    // One item of `createBatch`: a savepoint when nested, else a transaction of its own.
+    // One item of `createBatch`, in its own savepoint.
     this.createOne = db.transaction(({ input, idem }: NewRunItem): { run: RunRecord; created: boolean } => {
       if (!idem) return { run: this.createInTx([input])[0], created: true };
       const nowDate = this.ctx.clock.now();
@@ -202,18 +202,7 @@ export class RunStore {
       return { run, created: true };
     });
 
-    this.createAll = db.transaction((items: readonly NewRunItem[]) =>
-      items.map((item): BatchOutcome<{ run: RunRecord; created: boolean }> => {
-        try {
-          return { ok: true, result: this.createOne(item) };
-        } catch (error) {
-          // The savepoint is rolled back: only this item fails, unless SQLite aborted the whole
-          // transaction (then nothing of the batch is committed).
-          if (!db.inTransaction) throw error;
-          return { ok: false, error };
-        }
-      }),
-    );
+    this.createAll = savepointBatch(db, (item: NewRunItem) => this.createOne(item));
   }
 
   private now(): string {
@@ -284,22 +273,15 @@ export class RunStore {
   }
 
   /**
-   * Creates a run under an Idempotency-Key (SPEC 6): the same key and request hash within 24 hours
-   * return the first run (`created: false`); the same key with another request is a 409.
-   * Keys are per API key, so two clients never see each other's runs through a shared key.
-   */
-  createIdempotent(input: NewRun, idem: RunIdempotency): { run: RunRecord; created: boolean } {
-    return this.createOne.immediate({ input, idem });
-  }
-
-  /**
-   * Group commit of run creations (store/group-commit.ts): each item as `create` or
-   * `createIdempotent` would do it, in order, in ONE transaction, each in its own savepoint, so
-   * an item that fails (a 409 of its Idempotency-Key) fails alone. Throws, with nothing
-   * committed, when the transaction itself fails.
+   * Creates runs through the group commit (store/group-commit.ts), in order, in ONE transaction,
+   * each in its own savepoint, so an item that fails (a 409 of its Idempotency-Key) fails alone.
+   * An item with `idem` (SPEC 6): the same key and request hash within 24 hours return the first
+   * run (`created: false`); the same key with another request is a 409. Keys are per API key, so
+   * two clients never see each other's runs through a shared key. Throws, with nothing committed,
+   * when the transaction itself fails.
    */
   createBatch(items: readonly NewRunItem[]): BatchOutcome<{ run: RunRecord; created: boolean }>[] {
-    return this.createAll.immediate(items);
+    return this.createAll(items);
   }
 
   /** Forgets idempotency keys older than 24 hours. */

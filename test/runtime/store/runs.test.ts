@@ -110,14 +110,20 @@ test('list filters', (t) => {
 test('idempotent creates: same key and body → same run; other body → 409; expired → new run', (t) => {
   const { store, clock } = setup(t);
   const idem = { keyId: 'key_1', key: 'abc', requestHash: 'h1' };
-  const first = store.runs.createIdempotent(input(), idem);
+  // One create under an Idempotency-Key, as the run API makes it: a batch of one.
+  const createIdempotent = (run: NewRun, key: typeof idem) => {
+    const [outcome] = store.runs.createBatch([{ input: run, idem: key }]);
+    if (!outcome.ok) throw outcome.error;
+    return outcome.result;
+  };
+  const first = createIdempotent(input(), idem);
   assert.equal(first.created, true);
-  const again = store.runs.createIdempotent(input(), idem);
+  const again = createIdempotent(input(), idem);
   assert.deepEqual([again.created, again.run.run_id], [false, first.run.run_id]);
-  assert.throws(() => store.runs.createIdempotent(input(), { ...idem, requestHash: 'h2' }), (e: unknown) => e instanceof FactoryError && e.code === 'conflict');
-  assert.equal(store.runs.createIdempotent(input(), { ...idem, keyId: 'key_2' }).created, true, 'keys are per API key');
+  assert.throws(() => createIdempotent(input(), { ...idem, requestHash: 'h2' }), (e: unknown) => e instanceof FactoryError && e.code === 'conflict');
+  assert.equal(createIdempotent(input(), { ...idem, keyId: 'key_2' }).created, true, 'keys are per API key');
   clock.advance(24 * 3600 * 1000 + 1);
-  const later = store.runs.createIdempotent(input(), { ...idem, requestHash: 'h2' });
+  const later = createIdempotent(input(), { ...idem, requestHash: 'h2' });
   assert.equal(later.created, true);
   assert.notEqual(later.run.run_id, first.run.run_id);
 });
