@@ -103,7 +103,11 @@ export function logRequest(
     access = log.child({}, { redact: { paths: [] } });
     accessLoggers.set(log, access);
   }
-  const fields = { method: line.method, path: redactUrl(line.url), status: line.status, ms: line.ms };
-  if (line.delivery) access.info({ ...fields, outcome: line.delivery.outcome, delivery_id: line.delivery.deliveryId }, 'request');
-  else access.info(fields, 'request');
+  const d = line.delivery;
+  access.info(
+    d
+      ? { method: line.method, path: redactUrl(line.url), status: line.status, ms: line.ms, outcome: d.outcome, delivery_id: d.deliveryId }
+      : { method: line.method, path: redactUrl(line.url), status: line.status, ms: line.ms },
+    'request',
+  );
 }

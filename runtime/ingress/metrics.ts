@@ -11,7 +11,7 @@ export interface IngressMetrics {
   rejected_auth: number;
   rejected_invalid_json: number;
   rejected_too_large: number;
-  /** Requests whose body stream broke before it ended (client went away); not logged. */
+  /** Requests whose body stream broke before it ended (client went away); also counted and logged as rejected_invalid_json. */
   aborted: number;
 }
 

@@ -5,6 +5,8 @@ import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import type { ErrorCode } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import type { AcceptedDelivery, AcceptItem, AcceptResult, DeliveryFacts, DeliveryOutcome, DeliveryStore } from '../store/deliveries.ts';
+
+type RejectedOutcome = Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>;
 import { declaredLength, readCappedBody } from './body.ts';
 import { bodyIdentity, headerIdentity } from './identity.ts';
 import type { IngressMetrics } from './metrics.ts';
@@ -132,18 +134,30 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   const secret = webhook.secretVersion === null ? undefined : deps.secrets.get(webhook.secretName, webhook.secretVersion);
   const declared = declaredLength(get('content-length'));
 
+  /**
+   * Every rejection of a request to this webhook, in one place: counted, logged with its outcome
+   * and reason (SPEC 7.1), and answered with `answer` plus what was logged (for the access line).
+   * Its id is the sender's when a header gives one, else the body's hash, else a generated one.
+   */
+  const reject = (
+    outcome: RejectedOutcome,
+    reason: string | null,
+    seen: { body?: Buffer; size: number },
+    answer: Omit<IngressResult, 'logged'>,
+  ): IngressResult => {
+    metrics[outcome] += 1;
+    const id = headerIdentity(get, idSources) ?? (seen.body ? bodyIdentity(seen.body) : newId('dlv'));
+    deps.deliveries.recordRejected(facts(id, seen.size), outcome, reason);
+    return { ...answer, logged: { outcome, deliveryId: id } };
+  };
   const rejectAuth = (reason: string, body?: Buffer, unread?: IngressResult['unread']): IngressResult => {
     deps.limiter.failedAuth(webhook.uid, sender);
-    metrics.rejected_auth += 1;
-    const id = headerIdentity(get, idSources) ?? (body ? bodyIdentity(body) : newId('dlv'));
-    deps.deliveries.recordRejected(facts(id, body?.length ?? declared ?? 0), 'rejected_auth', reason);
-    return {
+    return reject('rejected_auth', reason, { body, size: body?.length ?? declared ?? 0 }, {
       status: 401,
       headers: {},
       problem: { code: 'authentication_required', detail: 'The request could not be authenticated for this webhook.' },
       unread,
-      logged: { outcome: 'rejected_auth', deliveryId: id },
-    };
+    });
   };
 
   // 4. Header-only credentials, before a byte of the body is read.
@@ -162,26 +176,18 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
       // The sender closed the connection before the body ended. It is still a request to an
       // enabled webhook, so it is logged (SPEC 7.1): what arrived is not a JSON document.
       metrics.aborted += 1;
-      metrics.rejected_invalid_json += 1;
-      const id = headerIdentity(get, idSources) ?? newId('dlv');
-      deps.deliveries.recordRejected(facts(id, read.size), 'rejected_invalid_json', 'body_incomplete');
-      return {
+      return reject('rejected_invalid_json', 'body_incomplete', { size: read.size }, {
         status: 400,
         headers: {},
         problem: { code: 'invalid_json', detail: 'The request body ended before it was complete.' },
-        logged: { outcome: 'rejected_invalid_json', deliveryId: id },
-      };
+      });
     }
-    metrics.rejected_too_large += 1;
-    const id = headerIdentity(get, idSources) ?? newId('dlv');
-    deps.deliveries.recordRejected(facts(id, read.size), 'rejected_too_large', null);
-    return {
+    return reject('rejected_too_large', null, { size: read.size }, {
       status: 413,
       headers: {},
       problem: { code: 'payload_too_large', detail: `The body is larger than ${deps.limits.ingressBodyBytes} bytes.` },
       unread: { read: declared !== undefined ? 0 : read.size, declared },
-      logged: { outcome: 'rejected_too_large', deliveryId: id },
-    };
+    });
   }
   const body = read.body;
 
@@ -203,15 +209,11 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // 7. UTF-8 JSON, any value. Parsed once; the hooks get this value (no second parse).
   const parsed = parseJson(body);
   if (!parsed) {
-    metrics.rejected_invalid_json += 1;
-    const id = headerIdentity(get, idSources) ?? bodyIdentity(body);
-    deps.deliveries.recordRejected(facts(id, body.length), 'rejected_invalid_json', body.length === 0 ? 'empty' : null);
-    return {
+    return reject('rejected_invalid_json', body.length === 0 ? 'empty' : null, { body, size: body.length }, {
       status: 400,
       headers: {},
       problem: { code: 'invalid_json', detail: 'The body is not valid UTF-8 JSON.' },
-      logged: { outcome: 'rejected_invalid_json', deliveryId: id },
-    };
+    });
   }
 
   // 8 and 9. Identity, then Duplicate or Accepted, in one transaction under a UNIQUE key.
