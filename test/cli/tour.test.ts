@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { terminalEnv } from './helpers.ts';
+import { startCli, terminalEnv } from './helpers.ts';
 
 /**
  * The README's tour as a user runs it, with real processes: `factory dev examples/factory` in one
@@ -30,24 +30,14 @@ after(() => {
 
 /** Starts a long-running command; `until` resolves once its stdout matches. */
 function start(args: string[]) {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: terminalEnv() });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  const waiters: (() => void)[] = [];
-  const wake = () => waiters.splice(0).forEach((w) => w());
-  child.stdout.on('data', (d) => ((stdout += d), wake()));
-  child.stderr.on('data', (d) => ((stderr += d), wake()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => (wake(), resolve(code))));
+  const p = startCli(args, { cwd });
+  children.push(p.child);
   const until = async (re: RegExp): Promise<RegExpExecArray> => {
-    for (;;) {
-      const m = re.exec(stdout);
-      if (m) return m;
-      if (child.exitCode !== null) assert.fail(`factory ${args[0]} exited before printing ${re}:\n${stdout}\n${stderr}`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
+    let m: RegExpExecArray | null = null;
+    await p.waitFor(() => (m = re.exec(p.stdout())) !== null, `${re}`);
+    return m!;
   };
-  return { child, until, exited, output: () => stdout };
+  return { child: p.child, until, exited: p.exited, output: p.stdout };
 }
 
 /** Runs one CLI command to its end, as from a second terminal. */

@@ -5,7 +5,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { terminalEnv } from '../helpers.ts';
+import { startCli, terminalEnv } from '../helpers.ts';
 
 /**
  * `factory dev` as a user runs it: a child process serving on port 0 with a temp data dir, the
@@ -28,31 +28,19 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
   // The example's `url: ../..` is this project relative to examples/factory; from the copy, name it outright.
   const sandbox = join(repo, 'environments', 'sandbox.yaml');
   writeFileSync(sandbox, readFileSync(sandbox, 'utf8').replace('url: ../..', `url: ${ROOT.replace(/\/$/, '')}`));
-  const env = terminalEnv();
-  child = spawn(process.execPath, [BIN, 'dev', 'repo', '--port', '0', '--data-dir', 'data'], { cwd: tmp, env });
-  let stdout = '';
-  let stderr = '';
-  const waiters: (() => void)[] = [];
-  const wake = () => waiters.splice(0).forEach((w) => w());
-  child.stdout.on('data', (d) => ((stdout += d), wake()));
-  child.stderr.on('data', (d) => ((stderr += d), wake()));
-  const exited = new Promise<number | null>((resolve) => child!.on('exit', (code) => (wake(), resolve(code))));
-  const waitFor = async (what: () => boolean, label: string) => {
-    while (!what()) {
-      if (child!.exitCode !== null) assert.fail(`dev exited while waiting for ${label}:\n${stdout}\n${stderr}`);
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  const count = (re: RegExp) => (stdout.match(re) ?? []).length;
+  const dev = startCli(['dev', 'repo', '--port', '0', '--data-dir', 'data'], { cwd: tmp });
+  child = dev.child;
+  const { waitFor, exited } = dev;
+  const count = (re: RegExp) => (dev.stdout().match(re) ?? []).length;
 
-  await waitFor(() => stdout.includes('Webhooks:'), 'the first apply');
-  const url = /listening on (http:\/\/\S+)/.exec(stdout)![1];
-  assert.match(stdout, /Development convenience: created these missing team secrets/);
-  const alerts = /alerts-url-token = (\S+)/.exec(stdout)![1];
+  await waitFor(() => dev.stdout().includes('Webhooks:'), 'the first apply');
+  const url = /listening on (http:\/\/\S+)/.exec(dev.stdout())![1];
+  assert.match(dev.stdout(), /Development convenience: created these missing team secrets/);
+  const alerts = /alerts-url-token = (\S+)/.exec(dev.stdout())![1];
   assert.match(alerts, /^[A-Za-z0-9_-]{43}$/);
-  assert.match(stdout, /ci-webhook-token = [A-Za-z0-9_-]{43}\n/);
-  assert.match(stdout, /Applied factory example: 9 created/);
-  assert.ok(stdout.includes(`${url}/webhooks/w/wh_examplealerts2345abcdefghi/{token}`));
+  assert.match(dev.stdout(), /ci-webhook-token = [A-Za-z0-9_-]{43}\n/);
+  assert.match(dev.stdout(), /Applied factory example: 9 created/);
+  assert.ok(dev.stdout().includes(`${url}/webhooks/w/wh_examplealerts2345abcdefghi/{token}`));
 
   // The admin key it wrote lets a second terminal list the webhooks.
   const key = readFileSync(join(tmp, 'data', 'admin.key'), 'utf8').trim();
@@ -64,29 +52,29 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
   const firing = JSON.stringify({ status: 'firing', labels: { severity: 'critical' } });
   assert.equal((await fetch(`${alertsUrl}/${alerts}`, { method: 'POST', body: firing, headers: { 'X-Service-Delivery-Id': 'alert-1' } })).status, 202);
   assert.equal((await fetch(`${alertsUrl}/wrong-token`, { method: 'POST', body: '{}', headers: { 'X-Service-Delivery-Id': 'alert-2' } })).status, 401);
-  await waitFor(() => /run run_\w+ SUCCEEDED/.test(stdout) && stdout.includes('alert-2'), 'the activity lines');
-  assert.match(stdout, /^\d\d:\d\d:\d\d {2}delivery alert-1 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 202 Accepted \(\d+ ms\)$/m);
-  assert.match(stdout, /^\d\d:\d\d:\d\d {2}run run_\w+ started \(automation alerts, environment sandbox\)$/m);
-  assert.match(stdout, /^\d\d:\d\d:\d\d {2}delivery alert-2 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 401 Rejected \(auth\)/m);
-  assert.ok(!stdout.includes('wrong-token'));
-  assert.equal(stdout.split(alerts).length, 2, 'the token appears once: where it was created');
-  assert.doesNotMatch(stdout, /^\{/m, 'no JSON log lines');
+  await waitFor(() => /run run_\w+ SUCCEEDED/.test(dev.stdout()) && dev.stdout().includes('alert-2'), 'the activity lines');
+  assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}delivery alert-1 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 202 Accepted \(\d+ ms\)$/m);
+  assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}run run_\w+ started \(automation alerts, environment sandbox\)$/m);
+  assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}delivery alert-2 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 401 Rejected \(auth\)/m);
+  assert.ok(!dev.stdout().includes('wrong-token'));
+  assert.equal(dev.stdout().split(alerts).length, 2, 'the token appears once: where it was created');
+  assert.doesNotMatch(dev.stdout(), /^\{/m, 'no JSON log lines');
 
   const ci = join(repo, 'webhooks', 'ci.yaml');
   writeFileSync(ci, readFileSync(ci, 'utf8').replace('Build results from the CI system', 'CI builds'));
   await waitFor(() => count(/^Applied factory example/gm) === 2, 'the re-apply');
-  assert.match(stdout, /~ webhook ci +update +webhooks\/ci\.yaml\n +description: "Build results from the CI system" -> "CI builds"/);
+  assert.match(dev.stdout(), /~ webhook ci +update +webhooks\/ci\.yaml\n +description: "Build results from the CI system" -> "CI builds"/);
 
   writeFileSync(ci, 'authMode: nope\n');
-  await waitFor(() => stderr.includes('Not applied'), 'the diagnostics');
-  assert.match(stderr, /repo\/webhooks\/ci\.yaml:1:\d+: error webhook\./);
+  await waitFor(() => dev.stderr().includes('Not applied'), 'the diagnostics');
+  assert.match(dev.stderr(), /repo\/webhooks\/ci\.yaml:1:\d+: error webhook\./);
   assert.equal(child.exitCode, null, 'still running');
 
   // Secrets are created once: nothing is printed again, and no value shows up twice.
   assert.equal(count(/Development convenience/g), 1);
   child.kill('SIGTERM');
-  assert.equal(await exited, 0, stderr);
-  assert.match(stdout, /Stopping/);
+  assert.equal(await exited, 0, dev.stderr());
+  assert.match(dev.stdout(), /Stopping/);
 });
 
 /** Runs bin/factory.js to its end; a child still running after `limitMs` is killed and reported. */

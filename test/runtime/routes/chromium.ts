@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -26,8 +26,6 @@ export interface BrowserPage {
   waitFor<T = unknown>(expression: string, what: string): Promise<T>;
   /** Everything the page reported so far. */
   readonly problems: PageProblem[];
-  /** A PNG of the page as it is now, at `width` × `height` CSS pixels (for looking at it, not for asserting). */
-  screenshot(path: string, width?: number, height?: number): Promise<void>;
 }
 
 /**
@@ -95,11 +93,6 @@ export async function withBrowserPage(url: string, fn: (page: BrowserPage) => Pr
     const page: BrowserPage = {
       problems,
       eval: evaluate,
-      async screenshot(path: string, width = 1280, height = 800): Promise<void> {
-        await cdp.send('Emulation.setDeviceMetricsOverride', { width, height, deviceScaleFactor: 1, mobile: false }, sessionId);
-        const { data } = await cdp.send<{ data: string }>('Page.captureScreenshot', { format: 'png' }, sessionId);
-        writeFileSync(path, Buffer.from(data, 'base64'));
-      },
       waitFor<T>(expression: string, what: string): Promise<T> {
         const waiting = evaluate<T>(`new Promise((resolve) => {
           const check = () => { const v = (${expression}); if (v) resolve(v); else setTimeout(check, 20); };
