@@ -1,7 +1,7 @@
 // Automations (SPEC 8, 12): the list with its triggers and payload filters, and Test filter,
 // which asks whether a stored delivery would start an automation.
 
-import { $, api, badge, busy, enc, h, showError } from './dom.js';
+import { $, api, badge, busy, dataTable, enc, h, showError } from './dom.js';
 import { app, state } from './state.js';
 
 export async function loadAutomations() {
@@ -40,7 +40,7 @@ export function renderAutomations() {
     ),
   );
   $('automations-list').replaceChildren(
-    h('table', {}, h('thead', {}, h('tr', {}, ['Name', 'Factory', 'State', 'Environment', 'Triggers (webhook, payload filter)'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows)),
+    dataTable(['Name', 'Factory', 'State', 'Environment', 'Triggers (webhook, payload filter)'], rows),
   );
 }
 

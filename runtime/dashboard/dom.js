@@ -68,6 +68,10 @@ export const fmtTime = (t) => (t ? h('time', { datetime: t, title: t, text: new 
 export const fmtSize = (n) => (n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`);
 export const badge = (text, kind) => h('span', { class: `badge ${kind ?? ''}`, text });
 
+/** A table with a header row, in a wrapper that scrolls sideways on a narrow screen. */
+export const dataTable = (headers, rows) =>
+  h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows)));
+
 async function copy(text, button, field) {
   try {
     await navigator.clipboard.writeText(text);

@@ -1,7 +1,7 @@
 // Runs and their transcripts (SPEC 6, 12): newest first, narrowed by factory and state, with the
 // transcript followed in place until the run finishes.
 
-import { $, api, badge, busy, enc, fmtTime, h, showError } from './dom.js';
+import { $, api, badge, busy, dataTable, enc, fmtTime, h, showError } from './dom.js';
 import { state } from './state.js';
 import { renderEvent } from './transcript.js';
 
@@ -20,7 +20,7 @@ export async function loadRuns(more) {
     const tbody = $('runs-list').querySelector('tbody');
     if (more && tbody) tbody.append(...rows);
     else if (!rows.length) $('runs-list').replaceChildren(h('p', { class: 'muted', text: 'No runs.' }));
-    else $('runs-list').replaceChildren(h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, ['Run', 'State', 'Title', 'Started by', 'Created', 'Actions'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows))));
+    else $('runs-list').replaceChildren(dataTable(['Run', 'State', 'Title', 'Started by', 'Created', 'Actions'], rows));
     state.runs.cursor = page.page_info.next_cursor;
     $('runs-more').hidden = !page.page_info.has_next_page;
   } catch (err) {

@@ -1,6 +1,6 @@
 // Webhooks (SPEC 12): the list with its actions, the secret shown once, and the create form.
 
-import { $, api, busy, copyField, enc, h, showError } from './dom.js';
+import { $, api, busy, copyField, dataTable, enc, h, showError } from './dom.js';
 import { openDeliveries } from './deliveries.js';
 import { app, state } from './state.js';
 
@@ -58,7 +58,7 @@ export function renderWebhooks() {
     );
   });
   $('webhooks-list').replaceChildren(
-    h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, h('tr', {}, ['Name', 'Factory', 'URL', 'Mode', 'Secret', 'State', 'Actions'].map((t) => h('th', { scope: 'col', text: t })))), h('tbody', {}, rows))),
+    dataTable(['Name', 'Factory', 'URL', 'Mode', 'Secret', 'State', 'Actions'], rows),
   );
 }
 
