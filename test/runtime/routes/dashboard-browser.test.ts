@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { startTestRuntime } from '../helpers.ts';
-import { CHROMIUM, withBrowserPage } from './chromium.ts';
+import { CHROMIUM, withBrowserPage, type BrowserPage } from './chromium.ts';
 import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../automations/helpers.ts';
 import { applyEnvironments, envYaml, waitForRun } from './runs-helpers.ts';
 
@@ -17,6 +17,12 @@ const SKIP = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-g
 
 /** 100,000 levels of arrays (~200 KB, under the ingress cap): JSON.stringify overflows the stack on it. */
 const DEEP = '['.repeat(100_000) + ']'.repeat(100_000);
+
+/** Types the key into the page's sign-in form (shown only once the modules run) and submits it. */
+async function signIn(page: BrowserPage, key: string): Promise<void> {
+  await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form');
+  await page.eval(`document.getElementById('signin-key').value = ${JSON.stringify(key)}; document.getElementById('signin-form').requestSubmit(); true`);
+}
 
 const text = (selector: string) => `document.querySelector(${JSON.stringify(selector)})?.textContent ?? ''`;
 
@@ -37,7 +43,7 @@ test('in a real browser the page signs in, shows webhooks, deliveries and payloa
       assert.equal(await page.eval(`document.getElementById('app').hidden`), true);
       assert.ok((await page.eval<string[]>(`[...document.querySelectorAll('#c-scheme option')].map((o) => o.value)`)).includes('standard-webhooks'));
 
-      await page.eval(`document.getElementById('signin-key').value = ${JSON.stringify(rt.adminKey)}; document.getElementById('signin-form').requestSubmit(); true`);
+      await signIn(page, rt.adminKey);
       await page.waitFor(`document.querySelector('#webhooks-list table') && document.querySelector('#runs-list').childElementCount`, 'the webhooks and runs lists');
       assert.equal(await page.eval(`document.getElementById('signin').hidden`), true);
       assert.equal(await page.eval(`sessionStorage.getItem('factory.apiKey')`), rt.adminKey);
@@ -79,8 +85,7 @@ test('in a real browser a definitions-managed webhook offers only what works: de
     await applyFactory(rt, { review: {} });
     assert.equal((await rt.fetch('/api/v1/factories/ops/webhooks', { method: 'POST', json: { name: 'orders' } })).status, 201);
     await withBrowserPage(`${rt.url}/`, async (page) => {
-      await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form');
-      await page.eval(`document.getElementById('signin-key').value = ${JSON.stringify(rt.adminKey)}; document.getElementById('signin-form').requestSubmit(); true`);
+      await signIn(page, rt.adminKey);
       await page.waitFor(`document.querySelectorAll('#webhooks-list tbody tr').length === 2`, 'both webhooks');
       const rows = await page.eval<{ text: string; buttons: string[]; toggle: boolean }[]>(`[...document.querySelectorAll('#webhooks-list tbody tr')].map((tr) => ({
         text: tr.textContent,
