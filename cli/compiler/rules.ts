@@ -1,4 +1,4 @@
-import { checkFilter } from '../../core/filter.ts';
+import { checkFilter, problemAtKey } from '../../core/filter.ts';
 import { WEBHOOK_UID_PATTERN, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import type { Diagnostic } from './diagnostics.ts';
 import { promptOf } from './front-matter.ts';
@@ -7,9 +7,6 @@ import type { ParsedFile } from './parse-file.ts';
 
 /** SPEC 7.6 and 11: at most 20 webhooks per factory. */
 export const MAX_WEBHOOKS = 20;
-
-/** Filter problems about a key (an operator that does not exist, operators mixed with keys); the others point at the offending value. */
-const FILTER_KEY_PROBLEMS: ReadonlySet<string> = new Set(['filter.unknown_operator', 'filter.mixed_operators']);
 
 /** Trigger providers that exist; others are reserved for later (SPEC 2). */
 export const PROVIDERS = ['webhook'] as const;
@@ -170,7 +167,7 @@ function automationRules(
     }
     if (filter.payload !== undefined) {
       for (const p of checkFilter(filter.payload)) {
-        report(f, `${base}/filter/payload${p.pointer}`, p.code, p.message, 'error', FILTER_KEY_PROBLEMS.has(p.code) ? 'key' : 'value');
+        report(f, `${base}/filter/payload${p.pointer}`, p.code, p.message, 'error', problemAtKey(p.code) ? 'key' : 'value');
       }
     }
   });

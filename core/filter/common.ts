@@ -22,6 +22,14 @@ export interface FilterProblem {
   message: string;
 }
 
+/**
+ * Where a problem's position belongs: on the key for a key that should not be there (an unknown
+ * operator, a body key beside operators), else on the offending value.
+ */
+export function problemAtKey(code: FilterProblemCode): boolean {
+  return code === 'filter.unknown_operator' || code === 'filter.mixed_operators';
+}
+
 export type Explanation = { matches: true } | { matches: false; path: string[]; reason: string };
 
 /** The operator keys. An object holding any of them is an operator object, not a nested filter. */
