@@ -22,13 +22,28 @@ export class LogCapture extends Writable {
   }
 }
 
+/** Options of a test runtime's `fetch`: `key` (null: no Authorization header), `json` (a body sent as JSON). */
+export type ApiInit = RequestInit & { key?: string | null; json?: unknown };
+
+/** `fetch` relative to `baseUrl`, with the admin key unless `init.key` says otherwise. */
+export function apiFetch(baseUrl: string, adminKey: string): (path: string, init?: ApiInit) => Promise<Response> {
+  return (path, init = {}) => {
+    const { key, json, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    const bearer = key === undefined ? adminKey : key;
+    if (bearer !== null) headers.set('Authorization', `Bearer ${bearer}`);
+    if (json !== undefined) headers.set('Content-Type', 'application/json');
+    return fetch(baseUrl + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
+  };
+}
+
 export interface TestRuntime extends RunningServer {
   dataDir: string;
   /** The bootstrap admin key (read from admin.key). */
   adminKey: string;
   logs: LogCapture;
   /** `fetch` relative to the server URL; `key` sets the Bearer header (default: the admin key; null: none). */
-  fetch(path: string, init?: RequestInit & { key?: string | null; json?: unknown }): Promise<Response>;
+  fetch(path: string, init?: ApiInit): Promise<Response>;
   /** close() and remove the data dir (unless keepDataDir). */
   stop(): Promise<void>;
 }
@@ -57,14 +72,7 @@ export async function startTestRuntime(
     dataDir,
     adminKey,
     logs,
-    fetch(path, init = {}) {
-      const { key, json, ...rest } = init;
-      const headers = new Headers(rest.headers);
-      const bearer = key === undefined ? adminKey : key;
-      if (bearer !== null) headers.set('Authorization', `Bearer ${bearer}`);
-      if (json !== undefined) headers.set('Content-Type', 'application/json');
-      return fetch(server.url + path, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
-    },
+    fetch: apiFetch(server.url, adminKey),
     async stop() {
       await server.close();
       if (!keep) rmSync(dataDir, { recursive: true, force: true });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Limits } from '../../../runtime/config.ts';
 import type { Clock } from '../../../runtime/clock.ts';
-import { startTestRuntime, type TestRuntime } from '../helpers.ts';
+import { apiFetch, startTestRuntime, type ApiInit, type TestRuntime } from '../helpers.ts';
 
 /** A real runtime for ingress tests; `trustProxy` lets a test pick the sender with X-Forwarded-For. */
 export function startIngressRuntime(options: { clock?: Clock; limits?: Partial<Limits>; trustProxy?: boolean } = {}) {
@@ -76,7 +76,7 @@ export interface ChildRuntime {
   url: string;
   dataDir: string;
   /** `fetch` relative to the server URL with the admin key (or `key`, when given). */
-  fetch(path: string, init?: RequestInit & { json?: unknown; key?: string }): Promise<Response>;
+  fetch(path: string, init?: ApiInit): Promise<Response>;
   /** SIGTERM, wait for the exit, and remove the data dir when this helper made it. */
   stop(): Promise<void>;
 }
@@ -109,13 +109,7 @@ export async function startChildRuntime(env: Record<string, string> = {}, option
     exited,
     url,
     dataDir,
-    fetch(p, init = {}) {
-      const { json, key, ...rest } = init;
-      const headers = new Headers(rest.headers);
-      headers.set('Authorization', `Bearer ${key ?? adminKey}`);
-      if (json !== undefined) headers.set('Content-Type', 'application/json');
-      return fetch(url + p, { ...rest, headers, body: json !== undefined ? JSON.stringify(json) : rest.body });
-    },
+    fetch: apiFetch(url, adminKey),
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) {
         proc.kill('SIGTERM');
