@@ -6,7 +6,8 @@ import type { RouteModule } from './index.ts';
 
 /**
  * API keys (SPEC 5), admin scope:
- * - `POST /api/v1/keys` `{name, kind, scopes, factories?}` → 201 the key plus `key` (the raw key, shown once)
+ * - `POST /api/v1/keys` `{name, kind, scopes, factories?}` → 201 the key plus `key` (the raw key, shown once);
+ *   `scopes` defaults to `["runs"]`, `factories` (manage keys only) to every factory
  * - `GET /api/v1/keys` → `{keys: [...]}` (never a raw key or a hash)
  * - `POST /api/v1/keys/:id/revoke` → 200 the revoked key. POST rather than DELETE: the key is
  *   kept (listed with `revoked_at`), only its use stops.
@@ -22,11 +23,12 @@ export const keyRoutes: RouteModule = (router, { config, store }) => {
     if (unknown.length) {
       throw invalidRequest('The key has unknown fields.', unknown.map((k) => ({ pointer: `/${k}`, message: 'unknown field' })));
     }
+    // The fields go to the store unchecked: store.keys.create validates every shape (400s only).
     const { id, raw, key } = store.keys.create({
       name: b.name as string,
       kind: b.kind as KeyKind,
-      scopes: (b.scopes ?? ['runs']) as Scope[],
-      factories: (b.factories ?? null) as string[] | null,
+      scopes: (b.scopes === undefined ? ['runs'] : b.scopes) as Scope[],
+      factories: b.factories as string[] | null | undefined,
     });
     ctx.status = 201;
     ctx.set('Location', `/api/v1/keys/${id}`);

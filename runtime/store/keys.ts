@@ -70,26 +70,12 @@ export class KeyStore {
     );
   }
 
-  /** Creates a key. Returns its id and the raw key, which is never available again. */
+  /**
+   * Creates a key. Returns its id and the raw key, which is never available again. `input` is
+   * checked whatever its shape (it may come straight from a request body): see checkNewKey.
+   */
   create(input: NewKey): { id: string; raw: string; key: ApiKey } {
-    const factories = input.factories && input.factories.length > 0 ? [...new Set(input.factories)].sort() : null;
-    const scopes = SCOPES.filter((s) => input.scopes.includes(s));
-    const errors: FieldError[] = [];
-    if (typeof input.name !== 'string' || !KEY_NAME.test(input.name)) {
-      errors.push({ pointer: '/name', message: 'name must be 1 to 128 characters without control characters' });
-    }
-    if (!KEY_KINDS.includes(input.kind)) errors.push({ pointer: '/kind', message: 'kind must be personal or agent' });
-    if (!Array.isArray(input.scopes) || input.scopes.length === 0 || input.scopes.some((s) => !SCOPES.includes(s))) {
-      errors.push({ pointer: '/scopes', message: 'scopes must be a non-empty list of runs, manage and admin' });
-    }
-    if (factories) {
-      factories.forEach((f, i) => {
-        if (typeof f !== 'string' || !RESOURCE_NAME_PATTERN.test(f)) errors.push({ pointer: `/factories/${i}`, message: `"${f}" is not a factory name` });
-      });
-      if (!scopes.includes('manage')) errors.push({ pointer: '/factories', message: 'factories limit the manage scope, which this key does not have' });
-    }
-    if (errors.length) throw invalidRequest('The key is not valid.', errors);
-
+    const { scopes, factories } = checkNewKey(input);
     const id = newId('key');
     const raw = newApiKey();
     const now = iso(this.ctx.clock.now());
@@ -139,6 +125,59 @@ export class KeyStore {
     this.setRevoked.run(iso(this.ctx.clock.now()), id);
     return this.get(id)!;
   }
+}
+
+/** The most factories one key may be limited to (the list is stored with the key and read on every request). */
+export const MAX_KEY_FACTORIES = 100;
+
+const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+
+/**
+ * Validates a new key of any shape (a request body's fields arrive unchecked) and returns its
+ * scopes and factories in stored form (deduplicated, in a fixed order). Every problem is a 400
+ * with a pointer; nothing here can throw anything else.
+ *
+ * `factories` limits the `manage` scope, so it needs `manage` and makes no sense with `admin`
+ * (which implies every factory: the limit would silently do nothing). It is absent or null for
+ * every factory, otherwise a non-empty list: `[]` would be a manage key that manages nothing.
+ */
+export function checkNewKey(input: unknown): { scopes: Scope[]; factories: string[] | null } {
+  const errors: FieldError[] = [];
+  const b = (input !== null && typeof input === 'object' && !Array.isArray(input) ? input : {}) as Record<string, unknown>;
+  if (typeof b.name !== 'string' || !KEY_NAME.test(b.name)) {
+    errors.push({ pointer: '/name', message: 'name must be a string of 1 to 128 characters without control characters' });
+  }
+  if (typeof b.kind !== 'string' || !(KEY_KINDS as readonly string[]).includes(b.kind)) {
+    errors.push({ pointer: '/kind', message: 'kind must be "personal" or "agent"' });
+  }
+  const scopeList = b.scopes;
+  const scopesOk = isStringArray(scopeList) && scopeList.length > 0 && scopeList.every((s) => (SCOPES as readonly string[]).includes(s));
+  if (!scopesOk) errors.push({ pointer: '/scopes', message: 'scopes must be a non-empty list of "runs", "manage" and "admin"' });
+  const scopes = scopesOk ? SCOPES.filter((s) => scopeList.includes(s)) : [];
+  let factories: string[] | null = null;
+  const f = b.factories;
+  if (f !== undefined && f !== null) {
+    if (!Array.isArray(f) || f.length === 0 || f.length > MAX_KEY_FACTORIES) {
+      errors.push({
+        pointer: '/factories',
+        message: `factories must be a list of 1 to ${MAX_KEY_FACTORIES} factory names; leave it out for a key that may manage every factory`,
+      });
+    } else {
+      f.forEach((name, i) => {
+        if (typeof name !== 'string' || !RESOURCE_NAME_PATTERN.test(name)) {
+          errors.push({ pointer: `/factories/${i}`, message: `${JSON.stringify(name) ?? String(name)} is not a factory name (lowercase letters, digits and -)` });
+        }
+      });
+      factories = [...new Set(f as string[])].sort();
+    }
+    if (scopesOk && !scopes.includes('manage')) {
+      errors.push({ pointer: '/factories', message: 'factories limit the manage scope, which this key does not have' });
+    } else if (scopes.includes('admin')) {
+      errors.push({ pointer: '/factories', message: 'an admin key manages every factory, so factories cannot limit it; leave admin out' });
+    }
+  }
+  if (errors.length) throw invalidRequest(`The key is not valid: ${errors[0].message}.`, errors);
+  return { scopes, factories };
 }
 
 function toKey(row: Row): ApiKey {

@@ -74,4 +74,8 @@ test('invalid keys are 400s with a pointer per problem', () =>
     assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['everything' as never] }), ['/scopes']);
     assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['runs'], factories: ['ok'] }), ['/factories']);
     assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['manage'], factories: ['Not A Name'] }), ['/factories/0']);
+    // An empty list would be a manage key for no factory; it used to mean every factory.
+    assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['manage'], factories: [] }), ['/factories']);
+    assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['manage'], factories: ['ok', 'Not A Name', 'a'] }), ['/factories/1']);
+    assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: { length: 3 } as never, factories: { length: 3 } as never }), ['/scopes', '/factories']);
   }));
