@@ -118,15 +118,30 @@ export function checkAgainstRuntime(
       errors.push({ file: w.source.file, pointer: '', code: 'webhook.limit_exceeded', message: `factory '${snapshot.factory.name}' defines ${snapshot.webhooks.length} webhooks; at most ${maxWebhooks} are allowed` });
     }
   }
+  const factory = snapshot.factory.name;
+  /** A secret this factory may not bind is reported as such and judged no further. */
+  const unusable = (file: string, pointer: string, name: string): boolean => {
+    const secret = input.secrets.get(name);
+    if (!secret) {
+      errors.push({ file, pointer, code: 'secret.not_found', message: `team secret '${name}' does not exist; create it with: factory secret create ${name}` });
+      return true;
+    }
+    if (secret.factories && !secret.factories.includes(factory)) {
+      errors.push({
+        file, pointer, code: 'secret.not_allowed', conflict: true,
+        message: `team secret '${name}' may not be used by factory '${factory}'; an admin can allow it with: factory secret grant ${name} --factory ${factory}`,
+      });
+      return true;
+    }
+    return false;
+  };
   const live = new Map(input.webhooks.map((w) => [w.name, w]));
   for (const w of snapshot.webhooks) {
     const file = w.source.file;
-    const secret = input.secrets.get(w.secretName);
-    if (!secret) {
-      errors.push({ file, pointer: '/secretName', code: 'secret.not_found', message: `team secret '${w.secretName}' does not exist; create it with: factory secret create ${w.secretName}` });
-    } else if (secret.version === null && w.authMode !== 'signature') {
+    const secret = unusable(file, '/secretName', w.secretName) ? undefined : input.secrets.get(w.secretName);
+    if (secret?.version === null && w.authMode !== 'signature') {
       errors.push({ file, pointer: '/secretName', code: 'secret.pending', message: `team secret '${w.secretName}' has no value yet (pending); a ${w.authMode} webhook needs one: factory secret update ${w.secretName}` });
-    } else if (secret.version !== null && w.authMode === 'url_token' && secret.urlSafe === false) {
+    } else if (secret && secret.version !== null && w.authMode === 'url_token' && secret.urlSafe === false) {
       errors.push({ file, pointer: '/secretName', code: 'secret.not_url_safe', message: `team secret '${w.secretName}' cannot be a url_token: it must be at least 32 characters from A-Z a-z 0-9 - . _ ~ (RFC 3986 unreserved)` });
     }
     const existing = live.get(w.name);
@@ -147,14 +162,20 @@ export function checkAgainstRuntime(
       errors.push({ file: env.source.file, pointer: '', code: 'environment.owned', conflict: true, message: `environment '${env.name}' belongs to factory '${owner}'; environment ids are unique across the runtime` });
     }
     for (const [key, value] of Object.entries(env.env)) {
-      if (typeof value === 'object' && !input.secrets.has(value.secret)) {
-        errors.push({ file: env.source.file, pointer: `/env/${key}/secret`, code: 'secret.not_found', message: `team secret '${value.secret}' does not exist; create it with: factory secret create ${value.secret}` });
-      }
+      if (typeof value === 'object') unusable(env.source.file, `/env/${key}/secret`, value.secret);
     }
   }
+  // An automation runs with its environment's variables and secrets, so it may only use an
+  // environment its own factory defines; after this apply, those are exactly the snapshot's.
   for (const a of snapshot.automations) {
-    if (!defined.has(a.environment) && !input.environmentOwners.has(a.environment)) {
-      errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_found', message: `environment '${a.environment}' is defined neither in this factory nor in the runtime` });
+    if (defined.has(a.environment)) continue;
+    const owner = input.environmentOwners.get(a.environment);
+    if (owner && owner !== factory) {
+      errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_owned', conflict: true, message: `environment '${a.environment}' belongs to factory '${owner}'; an automation may only use an environment of its own factory (define one in environments/)` });
+    } else if (owner) {
+      errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_found', message: `environment '${a.environment}' is not in this snapshot, so this apply would delete it; keep environments/${a.environment}.yaml` });
+    } else {
+      errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_found', message: `environment '${a.environment}' is not defined in this factory; add environments/${a.environment}.yaml` });
     }
   }
   return errors;

@@ -72,6 +72,8 @@ export interface SecretFacts {
   version: number | null;
   /** For url_token webhooks: RFC 3986 unreserved characters only and at least 32 of them. */
   urlSafe?: boolean;
+  /** The factories that may bind it; null or absent: every factory (docs/runtime.md#team-secrets). */
+  factories?: string[] | null;
 }
 
 /** Everything plan and apply decide from: this factory's records plus the runtime-wide facts. */

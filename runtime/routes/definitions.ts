@@ -133,7 +133,7 @@ function gather(store: Store, snapshot: Snapshot): PlanInput {
   for (const s of [...secretNames].sort()) {
     const meta = store.secrets.get(s);
     if (!meta) continue;
-    const facts: SecretFacts = { version: meta.has_value ? meta.current_version : null };
+    const facts: SecretFacts = { version: meta.has_value ? meta.current_version : null, factories: meta.factories };
     // The value is read here only to judge it; it goes no further than this boolean.
     if (meta.has_value && urlTokenSecrets.has(s)) facts.urlSafe = isUrlSafeToken(store.secrets.reveal(s) ?? '');
     secrets.set(s, facts);

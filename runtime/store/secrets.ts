@@ -1,4 +1,5 @@
-import { conflict, invalidRequest, notFound } from '../../core/errors.ts';
+import { conflict, invalidRequest, notFound, type FieldError } from '../../core/errors.ts';
+import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { iso } from '../clock.ts';
 import { open, seal, secretAad } from '../crypto.ts';
 import type { StoreContext } from './index.ts';
@@ -13,16 +14,30 @@ export interface SecretMeta {
   /** 0 while the secret is pending (no value yet). */
   current_version: number;
   has_value: boolean;
+  /**
+   * The factories that may bind the secret (webhooks, environments, the management API), sorted;
+   * null for a team-wide secret that every factory may use (docs/runtime.md#team-secrets).
+   */
+  factories: string[] | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A live webhook or an environment that binds a secret, and the factory it belongs to. */
+export interface SecretUse {
+  factory: string;
+  what: string;
 }
 
 interface Row {
   name: string;
   current_version: number;
+  factories: string | null;
   created_at: string;
   updated_at: string;
 }
+
+const COLUMNS = 'name, current_version, factories, created_at, updated_at';
 
 /**
  * Team secrets (SPEC 5): versioned values sealed with AES-256-GCM under the master key.
@@ -39,35 +54,41 @@ export class SecretStore {
   private readonly remove;
   private readonly sealedOf;
   private readonly users;
+  private readonly setFactoriesOf;
 
   constructor(ctx: StoreContext) {
     this.ctx = ctx;
     const db = ctx.db;
-    this.insertSecret = db.prepare('INSERT INTO secrets (name, current_version, created_at, updated_at) VALUES (?, ?, ?, ?)');
+    this.insertSecret = db.prepare('INSERT INTO secrets (name, current_version, factories, created_at, updated_at) VALUES (?, ?, ?, ?, ?)');
     this.insertVersion = db.prepare('INSERT INTO secret_versions (secret_name, version, sealed, created_at) VALUES (?, ?, ?, ?)');
     this.bumpVersion = db.prepare('UPDATE secrets SET current_version = ?, updated_at = ? WHERE name = ?');
-    this.byName = db.prepare('SELECT name, current_version, created_at, updated_at FROM secrets WHERE name = ?');
-    this.all = db.prepare('SELECT name, current_version, created_at, updated_at FROM secrets ORDER BY name');
+    this.byName = db.prepare(`SELECT ${COLUMNS} FROM secrets WHERE name = ?`);
+    this.all = db.prepare(`SELECT ${COLUMNS} FROM secrets ORDER BY name`);
+    this.setFactoriesOf = db.prepare('UPDATE secrets SET factories = ?, updated_at = ? WHERE name = ?');
     this.remove = db.prepare('DELETE FROM secrets WHERE name = ?');
     this.sealedOf = db.prepare('SELECT sealed FROM secret_versions WHERE secret_name = ? AND version = ?');
     // Live webhooks (migration 002) and environments whose `env` names the secret ({secret: NAME}).
     this.users = db.prepare(
-      `SELECT 'webhook ' || factory || '/' || name AS what FROM webhooks WHERE secret_name = @name AND deleted_at IS NULL
+      `SELECT factory, 'webhook ' || factory || '/' || name AS what FROM webhooks WHERE secret_name = @name AND deleted_at IS NULL
        UNION ALL
-       SELECT 'environment ' || environments.name FROM environments, json_each(environments.spec, '$.env') AS e
+       SELECT environments.factory, 'environment ' || environments.name FROM environments, json_each(environments.spec, '$.env') AS e
         WHERE e.type = 'object' AND json_extract(e.value, '$.secret') = @name
-       ORDER BY 1`,
+       ORDER BY 2`,
     );
   }
 
-  /** Creates a secret with its first value, or pending (no value) when `value` is null. */
-  create(name: string, value: string | null): SecretMeta {
+  /**
+   * Creates a secret with its first value, or pending (no value) when `value` is null. `factories`
+   * limits which factories may bind it; null (the default) makes it team-wide.
+   */
+  create(name: string, value: string | null, factories: string[] | null = null): SecretMeta {
     checkName(name);
     if (value !== null) checkValue(value);
+    const owners = factories === null ? null : checkFactories(factories);
     if (this.byName.get(name)) throw conflict(`A secret named "${name}" already exists; use update to set a new version.`);
     const now = iso(this.ctx.clock.now());
     this.ctx.db.transaction(() => {
-      this.insertSecret.run(name, value === null ? 0 : 1, now, now);
+      this.insertSecret.run(name, value === null ? 0 : 1, owners && JSON.stringify(owners), now, now);
       if (value !== null) this.insertVersion.run(name, 1, this.seal(name, 1, value), now);
     })();
     return this.get(name)!;
@@ -97,12 +118,56 @@ export class SecretStore {
   }
 
   /**
+   * Replaces the list of factories that may bind the secret (null: every factory). A factory that
+   * still binds it must stay on the list: taking it away would leave a webhook or an environment
+   * holding a secret its factory may not use, so that is a 409 naming them.
+   */
+  setFactories(name: string, factories: string[] | null): SecretMeta {
+    const owners = factories === null ? null : checkFactories(factories);
+    return this.ctx.db.transaction(() => {
+      this.existing(name);
+      if (owners !== null) this.refuseLosingUsers(name, (f) => !owners.includes(f));
+      this.setFactoriesOf.run(owners && JSON.stringify(owners), iso(this.ctx.clock.now()), name);
+      return this.get(name)!;
+    })();
+  }
+
+  /** Adds factories to a limited secret. A team-wide secret is a 409: every factory has it already. */
+  grant(name: string, factories: string[]): SecretMeta {
+    const added = checkFactories(factories);
+    return this.ctx.db.transaction(() => {
+      const current = this.limitedList(name, 'grant');
+      return this.setFactories(name, [...new Set([...current, ...added])]);
+    })();
+  }
+
+  /**
+   * Takes factories off a limited secret. Refused (409) while one of them still binds it, and when
+   * no factory would be left: delete the secret instead. Naming a factory not on the list is fine.
+   */
+  revoke(name: string, factories: string[]): SecretMeta {
+    const removed = checkFactories(factories);
+    return this.ctx.db.transaction(() => {
+      const left = this.limitedList(name, 'revoke').filter((f) => !removed.includes(f));
+      if (left.length === 0) {
+        throw conflict(`Revoking would leave no factory that may use the secret "${name}"; grant another factory first, or delete the secret.`);
+      }
+      return this.setFactories(name, left);
+    })();
+  }
+
+  /** The live webhooks and environments that bind the secret, with their factories. */
+  uses(name: string): SecretUse[] {
+    return this.users.all({ name }) as SecretUse[];
+  }
+
+  /**
    * Deletes a secret and all its versions. A secret that a live webhook or an environment still
    * uses is a 409 naming them: deleting it would silently break their deliveries or runs.
    */
   delete(name: string): void {
     if (!this.byName.get(name)) throw notFound(`No secret is named "${name}".`);
-    const users = (this.users.all({ name }) as { what: string }[]).map((r) => r.what);
+    const users = this.uses(name).map((r) => r.what);
     if (users.length) {
       throw conflict(`The secret "${name}" is still used by ${users.join(', ')}; remove those uses (and apply) first.`);
     }
@@ -121,6 +186,32 @@ export class SecretStore {
     const sealed = this.sealedOf.get(name, v) as { sealed: Buffer } | undefined;
     if (!sealed) return undefined;
     return open(this.ctx.masterKey, sealed.sealed, secretAad(name, v)).toString('utf8');
+  }
+
+  private existing(name: string): Row {
+    const row = this.byName.get(name) as Row | undefined;
+    if (!row) throw notFound(`No secret is named "${name}".`);
+    return row;
+  }
+
+  private limitedList(name: string, verb: 'grant' | 'revoke'): string[] {
+    const row = this.existing(name);
+    if (row.factories === null) {
+      const what = verb === 'grant' ? 'granting a factory changes nothing' : 'there is no list to take a factory off';
+      throw conflict(
+        `The secret "${name}" is team-wide (every factory may use it), so ${what}; limit it to named factories with \`factory secret limit ${name} --factory NAME\`.`,
+      );
+    }
+    return JSON.parse(row.factories) as string[];
+  }
+
+  private refuseLosingUsers(name: string, loses: (factory: string) => boolean): void {
+    const lost = this.uses(name).filter((u) => loses(u.factory));
+    if (lost.length) {
+      throw conflict(
+        `The secret "${name}" is still used by ${lost.map((u) => u.what).join(', ')}; remove those uses (and apply) before taking ${[...new Set(lost.map((u) => `"${u.factory}"`))].join(', ')} off its list.`,
+      );
+    }
   }
 
   private seal(name: string, version: number, value: string): Buffer {
@@ -149,11 +240,34 @@ function checkValue(value: unknown): asserts value is string {
   }
 }
 
+/** A list of factory names (core/ids.ts pattern), non-empty, returned sorted without repeats. */
+function checkFactories(factories: unknown): string[] {
+  if (!Array.isArray(factories) || factories.length === 0) {
+    throw invalidRequest('factories must be a non-empty list of factory names.', [
+      { pointer: '/factories', message: 'must be a non-empty array of factory names (null, where allowed, means every factory)' },
+    ]);
+  }
+  const errors: FieldError[] = [];
+  factories.forEach((f, i) => {
+    if (typeof f !== 'string' || !RESOURCE_NAME_PATTERN.test(f)) {
+      errors.push({ pointer: `/factories/${i}`, message: `${JSON.stringify(f)} is not a factory name (${RESOURCE_NAME_PATTERN.source})` });
+    }
+  });
+  if (errors.length) throw invalidRequest(`${errors.length === 1 ? 'A factory name is' : 'Factory names are'} not valid.`, errors);
+  return [...new Set(factories as string[])].sort();
+}
+
+/** May `factory` bind this secret? */
+export function secretAllows(meta: Pick<SecretMeta, 'factories'>, factory: string): boolean {
+  return meta.factories === null || meta.factories.includes(factory);
+}
+
 function toMeta(row: Row): SecretMeta {
   return {
     name: row.name,
     current_version: row.current_version,
     has_value: row.current_version > 0,
+    factories: row.factories === null ? null : (JSON.parse(row.factories) as string[]),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -122,10 +122,44 @@ test('a factory created through the API cannot be applied', () => {
   assert.deepEqual(codes(checkAgainstRuntime(snapshot(), input)), ['factory.managed_by_api']);
 });
 
-test('an automation naming an unknown environment is an error; one owned elsewhere is fine', () => {
+test('an automation may only use an environment of its own snapshot: unknown, another factory\'s, or one this apply deletes', () => {
   const s = snapshot({ environments: [] });
-  assert.deepEqual(codes(checkAgainstRuntime(s, emptyInput())), ['environment.not_found']);
-  const input = emptyInput();
-  input.environmentOwners.set('sandbox', 'shared');
-  assert.deepEqual(checkAgainstRuntime(s, input), []);
+  const unknown = checkAgainstRuntime(s, emptyInput());
+  assert.deepEqual(unknown.map((e) => [e.file, e.pointer, e.code]), [['automations/triage.md', '/environment', 'environment.not_found']]);
+
+  const foreign = emptyInput();
+  foreign.environmentOwners.set('sandbox', 'shared');
+  const errors = checkAgainstRuntime(s, foreign);
+  assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code, e.conflict]), [['automations/triage.md', '/environment', 'environment.not_owned', true]]);
+  assert.match(errors[0].message, /belongs to factory 'shared'/);
+
+  // Owned by this factory today, but left out of the snapshot: the apply would delete it.
+  const own = emptyInput();
+  own.environmentOwners.set('sandbox', 'demo');
+  const dropped = checkAgainstRuntime(s, own);
+  assert.deepEqual(codes(dropped), ['environment.not_found']);
+  assert.match(dropped[0].message, /would delete it/);
+
+  assert.deepEqual(checkAgainstRuntime(snapshot(), own), [], 'defined in the snapshot: fine');
+});
+
+test('a secret limited to other factories is refused where it is bound, and judged no further', () => {
+  const s = snapshot({
+    webhooks: [webhook('ci', { authMode: 'url_token', uid: UID_A })],
+    environments: [environment('sandbox', { env: { TOKEN: { secret: 'gh-token' } } })],
+  });
+  const input = emptyInput({
+    'ci-secret': { version: 1, urlSafe: false, factories: ['payments'] },
+    'gh-token': { version: 3, factories: ['payments', 'shop'] },
+  });
+  const errors = checkAgainstRuntime(s, input);
+  assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code, e.conflict]), [
+    ['webhooks/ci.yaml', '/secretName', 'secret.not_allowed', true],
+    ['environments/sandbox.yaml', '/env/TOKEN/secret', 'secret.not_allowed', true],
+  ]);
+  assert.match(errors[0].message, /team secret 'ci-secret' may not be used by factory 'demo'; .*factory secret grant ci-secret --factory demo/);
+  assert.ok(!errors.some((e) => /payments|shop/.test(e.message)), 'the other factories are not named');
+
+  const allowed = emptyInput({ 'ci-secret': { version: 1, factories: ['demo'] }, 'gh-token': { version: 3, factories: null } });
+  assert.deepEqual(checkAgainstRuntime(s, allowed), []);
 });

@@ -22,6 +22,7 @@ test('secrets: versions, pending, reveal, metadata without values, reopen with t
       name: 'gh.signing_1',
       current_version: 1,
       has_value: true,
+      factories: null,
       created_at: '2026-03-01T10:00:00.000Z',
       updated_at: '2026-03-01T10:00:00.000Z',
     });
@@ -100,6 +101,86 @@ test('a secret used by a live webhook or an environment cannot be deleted (409 n
     assert.throws(() => store.secrets.delete('envsecret'), (e: unknown) => e instanceof FactoryError && e.code === 'conflict' && /environment ci/.test(e.message));
     store.secrets.delete('free');
     assert.equal(store.secrets.get('free'), undefined);
+  } finally {
+    store.close();
+  }
+});
+
+test('which factories may use a secret: create limited, grant, revoke, limit, team-wide; bad names and lists refused', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-secret-owners-'));
+  const path = join(dir, 'f.db');
+  const key = randomBytes(32);
+  const clock = new FakeClock('2026-03-01T10:00:00Z');
+  try {
+    let store = openStore({ path, clock, masterKey: key });
+    assert.deepEqual(store.secrets.create('pay-token', 'v', ['shop', 'pay', 'shop']).factories, ['pay', 'shop'], 'sorted, without repeats');
+    assert.equal(store.secrets.create('team', 'v').factories, null, 'team-wide by default');
+
+    clock.advance(1000);
+    const granted = store.secrets.grant('pay-token', ['blog']);
+    assert.deepEqual(granted.factories, ['blog', 'pay', 'shop']);
+    assert.equal(granted.updated_at, '2026-03-01T10:00:01.000Z');
+    assert.equal(granted.current_version, 1, 'the value is untouched');
+    assert.deepEqual(store.secrets.grant('pay-token', ['blog']).factories, ['blog', 'pay', 'shop'], 'granting twice changes nothing');
+    assert.deepEqual(store.secrets.revoke('pay-token', ['shop', 'never-listed']).factories, ['blog', 'pay']);
+    assert.throws(() => store.secrets.revoke('pay-token', ['blog', 'pay']), (e: unknown) => e instanceof FactoryError && e.code === 'conflict' && /leave no factory/.test(e.message));
+    assert.deepEqual(store.secrets.get('pay-token')!.factories, ['blog', 'pay'], 'a refused revoke changes nothing');
+
+    // Team-wide: grant and revoke have no list to change; limit sets one, null makes it team-wide again.
+    assert.throws(() => store.secrets.grant('team', ['shop']), (e: unknown) => e instanceof FactoryError && e.code === 'conflict' && /team-wide.*factory secret limit team/.test(e.message));
+    assert.throws(() => store.secrets.revoke('team', ['shop']), code('conflict'));
+    assert.deepEqual(store.secrets.setFactories('team', ['ops']).factories, ['ops']);
+    assert.equal(store.secrets.setFactories('team', null).factories, null);
+
+    for (const bad of [[], ['Bad Name'], ['ok', 42], 'shop', [''], ['-x']]) {
+      assert.throws(() => store.secrets.grant('pay-token', bad as string[]), code('invalid_request'), JSON.stringify(bad));
+      assert.throws(() => store.secrets.create('never', 'v', bad as string[]), code('invalid_request'), JSON.stringify(bad));
+    }
+    assert.equal(store.secrets.get('never'), undefined);
+    const invalid = (() => {
+      try {
+        store.secrets.setFactories('pay-token', ['ok', 'NOT OK']);
+      } catch (e) {
+        return e as FactoryError;
+      }
+    })();
+    assert.deepEqual(invalid?.errors?.map((e) => e.pointer), ['/factories/1']);
+    assert.throws(() => store.secrets.grant('missing', ['shop']), code('resource_not_found'));
+
+    store.close();
+    store = openStore({ path, clock, masterKey: key });
+    assert.deepEqual(store.secrets.list().map((s) => [s.name, s.factories]), [['pay-token', ['blog', 'pay']], ['team', null]], 'kept across a reopen');
+    store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a factory that still binds a secret cannot be taken off its list (409 naming the uses)', () => {
+  const store = openStore({ path: ':memory:', clock: new FakeClock() });
+  try {
+    store.secrets.create('hook', 'v', ['pay', 'shop']);
+    store.secrets.create('envsecret', 'v', ['pay', 'shop']);
+    const now = '2026-01-01T00:00:00.000Z';
+    store.db.prepare(`INSERT INTO factories (name, managed_by, created_at) VALUES ('pay', 'definitions', ?)`).run(now);
+    store.db
+      .prepare(
+        `INSERT INTO webhooks (uid, factory, name, auth_mode, secret_name, secret_version, enabled, managed_by, created_at, updated_at)
+         VALUES ('wh_aaaaaaaaaaaaaaaaaaaaaaaaaa', 'pay', 'gh', 'token', 'hook', 1, 1, 'definitions', ?, ?)`,
+      )
+      .run(now, now);
+    store.db
+      .prepare(`INSERT INTO environments (name, factory, spec, created_at, updated_at) VALUES ('ci', 'pay', ?, ?, ?)`)
+      .run(JSON.stringify({ name: 'ci', env: { TOKEN: { secret: 'envsecret' } } }), now, now);
+
+    assert.deepEqual(store.secrets.uses('hook'), [{ factory: 'pay', what: 'webhook pay/gh' }]);
+    const used = (e: unknown) => e instanceof FactoryError && e.code === 'conflict' && /still used by webhook pay\/gh.*"pay"/.test(e.message);
+    assert.throws(() => store.secrets.revoke('hook', ['pay']), used);
+    assert.throws(() => store.secrets.setFactories('hook', ['shop']), used);
+    assert.throws(() => store.secrets.revoke('envsecret', ['pay']), (e: unknown) => e instanceof FactoryError && /environment ci/.test(e.message));
+    // Another factory that binds nothing can go; widening to every factory is always fine.
+    assert.deepEqual(store.secrets.revoke('hook', ['shop']).factories, ['pay']);
+    assert.equal(store.secrets.setFactories('envsecret', null).factories, null);
   } finally {
     store.close();
   }
