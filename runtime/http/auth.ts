@@ -1,5 +1,5 @@
 import type { Context, Middleware } from 'koa';
-import { FactoryError } from '../../core/errors.ts';
+import { FactoryError, notFound } from '../../core/errors.ts';
 import type { KeyKind, Scope } from '../store/keys.ts';
 import type { Store } from '../store/index.ts';
 
@@ -64,17 +64,27 @@ export function canManageFactory(principal: Principal, factory: string): boolean
 
 export interface RequireScopeOptions {
   /**
-   * The factory the request acts on, when the route knows it (a path parameter, a body field
-   * already parsed). A `manage` key limited to other factories is refused with 403. Routes that
-   * span factories (lists) should filter with canManageFactory instead.
+   * The factory the request acts on, when the route knows it (a path parameter, or the factory of
+   * the webhook in the path). A `manage` key limited to other factories gets a 404, exactly like
+   * a factory or webhook that does not exist: a 403 would confirm that it exists and name its
+   * factory. Routes that span factories (lists) filter with canManageFactory instead.
    */
   factory?: (ctx: Context) => string | undefined;
+  /**
+   * The 404 detail for a factory the key may not manage: the route's own "not found" sentence, so
+   * that the answer cannot be told apart from an unknown resource's. The default suits routes
+   * whose resource is the factory itself.
+   */
+  notFound?: (ctx: Context) => string;
 }
+
+/** The 404 detail of a factory the key may not manage, for routes whose resource is the factory. */
+export const unknownFactoryDetail = (factory: string) => `There is no factory "${factory}" that this API key may manage.`;
 
 /**
  * Route middleware: authenticates (401 authentication_required) and checks the scope
- * (403 not_authorized). Puts the principal on `ctx.state.principal`. The store comes from
- * `ctx.deps`, which createApp sets.
+ * (403 not_authorized), then the factory (404 resource_not_found, see RequireScopeOptions). Puts
+ * the principal on `ctx.state.principal`. The store comes from `ctx.deps`, which createApp sets.
  */
 export function requireScope(scope: Scope, options: RequireScopeOptions = {}): Middleware {
   return async (ctx, next) => {
@@ -85,7 +95,7 @@ export function requireScope(scope: Scope, options: RequireScopeOptions = {}): M
     if (scope === 'manage' && options.factory) {
       const factory = options.factory(ctx);
       if (factory !== undefined && !canManageFactory(principal, factory)) {
-        throw new FactoryError('not_authorized', `This API key may not manage the factory "${factory}".`);
+        throw notFound(options.notFound ? options.notFound(ctx) : unknownFactoryDetail(factory));
       }
     }
     await next();

@@ -34,8 +34,6 @@ export const automationRoutes: RouteModule = (router, { config, store, clock, se
     ingress.onAccepted.push(hook);
   }
 
-  const factoryParam = { factory: (ctx: Context) => String(ctx.params.factory) };
-
   router.get('/api/v1/automations', requireScope('manage'), (ctx) => {
     const principal = principalOf(ctx);
     const factory = typeof ctx.query.factory === 'string' && ctx.query.factory !== '' ? ctx.query.factory : undefined;
@@ -44,11 +42,12 @@ export const automationRoutes: RouteModule = (router, { config, store, clock, se
     ctx.body = { automations: automations.map((a) => automationView(a, hooks)) };
   });
 
-  router.get('/api/v1/automations/:factory/:name', requireScope('manage', factoryParam), (ctx) => {
+  // A factory the key may not manage is found by findAutomation to have no such automation (404).
+  router.get('/api/v1/automations/:factory/:name', requireScope('manage'), (ctx) => {
     ctx.body = automationView(findAutomation(store, ctx), webhookIndex(store));
   });
 
-  router.post('/api/v1/automations/:factory/:name/test', requireScope('manage', factoryParam), async (ctx) => {
+  router.post('/api/v1/automations/:factory/:name/test', requireScope('manage'), async (ctx) => {
     const automation = findAutomation(store, ctx);
     const input = parseTestRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
     const { webhook, entry } = findDelivery(store, automation, input);
@@ -128,7 +127,10 @@ export function automationView(a: AutomationRecord, hooks: Map<string, WebhookRe
   return out;
 }
 
-/** The automation of the path, or 404 (also for a factory the key may not see). */
+/**
+ * The automation of the path, or 404; also for a factory the key may not manage, with the same
+ * sentence, so the answer does not tell whether that factory or automation exists.
+ */
 function findAutomation(store: Store, ctx: Context): AutomationRecord {
   const factory = String(ctx.params.factory);
   const name = String(ctx.params.name);

@@ -9,6 +9,7 @@ import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
+import { unknownWebhookDetail } from './webhooks-manage.ts';
 
 /**
  * Plan and apply (SPEC 4) and the read side of webhooks (SPEC 10 `webhook list|show`).
@@ -75,7 +76,7 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
   router.get('/api/v1/webhooks/:uid', requireScope('manage'), (ctx) => {
     const w = store.defs.getWebhookByUid(String(ctx.params.uid));
     // A webhook of a factory this key may not manage looks exactly like an unknown one.
-    if (!w || !canManageFactory(principalOf(ctx), w.factory)) throw notFound(`No webhook has UID ${String(ctx.params.uid)}.`);
+    if (!w || !canManageFactory(principalOf(ctx), w.factory)) throw notFound(unknownWebhookDetail(String(ctx.params.uid)));
     ctx.body = webhookView(w, config.baseUrl);
   });
 };

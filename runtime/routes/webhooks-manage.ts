@@ -32,8 +32,14 @@ import type { RouteModule } from './index.ts';
  */
 export const webhooksManageRoutes: RouteModule = (router, { store, config }) => {
   const factoryParam = { factory: (ctx: Context) => String(ctx.params.factory) };
-  /** The webhook's factory, for the scope check; unknown UIDs pass here and 404 in the handler. */
-  const webhookFactory = { factory: (ctx: Context) => store.defs.getWebhookByUid(String(ctx.params.uid))?.factory };
+  /**
+   * The webhook's factory, for the scope check: a webhook of a factory the key may not manage is
+   * a 404 with uidOf's sentence, before any body is read. Unknown UIDs pass here and 404 in uidOf.
+   */
+  const webhookFactory = {
+    factory: (ctx: Context) => store.defs.getWebhookByUid(String(ctx.params.uid))?.factory,
+    notFound: (ctx: Context) => unknownWebhookDetail(String(ctx.params.uid)),
+  };
   const view = (r: LifecycleResult) => {
     const out: Record<string, unknown> = { webhook: webhookView(r.webhook, config.baseUrl) };
     if (r.secret !== undefined) {
@@ -47,7 +53,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
   const uidOf = (ctx: Context) => {
     const uid = String(ctx.params.uid);
     const w = store.defs.getWebhookByUid(uid);
-    if (!w || !canManageFactory(principalOf(ctx), w.factory)) throw notFound(`No webhook has the UID ${uid}.`);
+    if (!w || !canManageFactory(principalOf(ctx), w.factory)) throw notFound(unknownWebhookDetail(uid));
     return uid;
   };
 
@@ -100,6 +106,9 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     ctx.body = deliveryDetailJson(entry, store);
   });
 };
+
+/** The one 404 sentence for a webhook that does not exist or belongs to a factory the key may not manage. */
+export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${uid}.`;
 
 /** A log entry as the API shows it (SPEC 7.7), without its payload (see deliveryDetailJson). */
 export function deliveryView(d: DeliveryEntry): Record<string, unknown> {

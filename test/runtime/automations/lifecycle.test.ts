@@ -96,9 +96,10 @@ describe('automation lifecycle', () => {
     const { key } = (await created.json()) as { key: string };
     const list = (await (await rt.fetch('/api/v1/automations', { key })).json()) as { automations: unknown[] };
     assert.deepEqual(list.automations, []);
-    assert.equal((await rt.fetch(`/api/v1/automations/${FACTORY}/review`, { key })).status, 403);
+    // As if the factory had no such automation (test/runtime/routes/foreign-factory.test.ts).
+    assert.equal((await rt.fetch(`/api/v1/automations/${FACTORY}/review`, { key })).status, 404);
     const test = await rt.fetch(`/api/v1/automations/${FACTORY}/review/test`, { key, method: 'POST', json: { delivery_id: 'x' } });
-    assert.equal(test.status, 403);
-    assert.equal(((await test.json()) as { code: string }).code, 'not_authorized');
+    assert.equal(test.status, 404);
+    assert.equal(((await test.json()) as { code: string }).code, 'resource_not_found');
   });
 });
