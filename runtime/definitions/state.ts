@@ -72,7 +72,7 @@ export interface SecretFacts {
   version: number | null;
   /** For url_token webhooks: RFC 3986 unreserved characters only and at least 32 of them. */
   urlSafe?: boolean;
-  /** The factories that may bind it; null or absent: every factory (docs/runtime.md#team-secrets). */
+  /** The factories that may bind it; null or absent: every factory (docs/runtime.md#which-factories-may-use-a-secret). */
   factories?: string[] | null;
 }
 

@@ -221,8 +221,14 @@ export class ExecutorPool implements Service {
 
   private environmentOf(run: RunRecord): EnvironmentDef {
     const id = run.config.environment_id;
-    const env = this.deps.store.defs.getEnvironment(id);
-    if (!env) throw new RunSetupError(`the environment "${id}" no longer exists`);
+    const record = this.deps.store.defs.getEnvironmentRecord(id);
+    if (!record) throw new RunSetupError(`the environment "${id}" no longer exists`);
+    // A factory's run uses only its own factory's environment: the id may have passed to another
+    // factory between the delivery and now (docs/runtime.md#environments-belong-to-their-factory).
+    if (run.factory && record.factory !== run.factory) {
+      throw new RunSetupError(`the environment "${id}" now belongs to another factory, not to "${run.factory}"`);
+    }
+    const env = record.def;
     try {
       parseDuration(env.agent.timeout || '30m');
     } catch {

@@ -3,7 +3,7 @@ import { newStandardWebhooksSecret, newTokenSecret, RESOURCE_NAME_PATTERN } from
 import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../core/snapshot.ts';
 import type { WebhookRecord } from '../definitions/state.ts';
 import type { Store } from '../store/index.ts';
-import { SECRET_NAME_PATTERN } from '../store/secrets.ts';
+import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/secrets.ts';
 
 /**
  * Webhook lifecycle of SPEC 7.6 for the management API: create, enable, disable, rotate,
@@ -30,6 +30,17 @@ export interface LifecycleResult {
   /** For the two-step provider flow: what to do next, in words. */
   nextStep?: string;
 }
+
+/**
+ * Who asks, for the secret rules of docs/runtime.md#secrets-and-webhooks: a `manage` key limited
+ * to named factories may write a value only into a secret that its webhook's factory owns alone.
+ * Admin keys and unlimited `manage` keys are not limited.
+ */
+export interface SecretWriter {
+  factoryLimited: boolean;
+}
+
+const UNLIMITED: SecretWriter = { factoryLimited: false };
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 
@@ -75,7 +86,7 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
  * Creates an API-managed webhook (SPEC 7.6). The factory is created as API-managed when absent;
  * a definitions-managed factory refuses with 409.
  */
-export function createWebhook(store: Store, factory: string, input: CreateWebhookInput, maxPerFactory: number): LifecycleResult {
+export function createWebhook(store: Store, factory: string, input: CreateWebhookInput, maxPerFactory: number, writer: SecretWriter = UNLIMITED): LifecycleResult {
   if (!RESOURCE_NAME_PATTERN.test(factory)) throw invalidRequest(`"${factory}" is not a valid factory name.`);
   return store.transaction(() => {
     const f = store.defs.getFactory(factory) ?? store.defs.createFactory(factory, 'api');
@@ -88,21 +99,23 @@ export function createWebhook(store: Store, factory: string, input: CreateWebhoo
     }
     const secretName = input.secretName ?? defaultSecretName(factory, input.name);
     const existing = store.secrets.get(secretName);
+    if (existing) refuseBinding(existing, factory);
+    const set = (value: string) => setSecret(store, secretName, value, factory, writer);
     let shown: string | undefined;
     let version: number | null;
     if (input.authMode !== 'signature') {
       // A named existing secret with a value is bound as it is; otherwise one is generated.
       if (existing?.has_value && input.secretName !== undefined) version = existing.current_version;
-      else version = setSecret(store, secretName, (shown = newTokenSecret()));
+      else version = set((shown = newTokenSecret()));
     } else if (input.secret !== undefined) {
-      version = setSecret(store, secretName, input.secret);
+      version = set(input.secret);
     } else if (existing?.has_value && input.secretName !== undefined) {
       version = existing.current_version;
     } else if (input.signatureScheme === 'standard-webhooks') {
-      version = setSecret(store, secretName, (shown = newStandardWebhooksSecret()));
+      version = set((shown = newStandardWebhooksSecret()));
     } else {
       // Two-step provider flow: the provider generates the secret after it knows the URL.
-      if (!existing) store.secrets.create(secretName, null);
+      if (!existing) store.secrets.create(secretName, null, [factory]);
       version = null;
     }
     const webhook = store.defs.insertWebhook({
@@ -165,7 +178,7 @@ export function deleteWebhook(store: Store, uid: string): LifecycleResult {
  * request. Generated for token, url_token and standard-webhooks; other schemes take the
  * provider's new secret (`secret`).
  */
-export function rotateWebhook(store: Store, uid: string, secret?: string): LifecycleResult {
+export function rotateWebhook(store: Store, uid: string, secret?: string, writer: SecretWriter = UNLIMITED): LifecycleResult {
   return store.transaction(() => {
     const w = live(store, uid);
     refuseDefinitions(w);
@@ -180,13 +193,13 @@ export function rotateWebhook(store: Store, uid: string, secret?: string): Lifec
       }
       value = shown = newStandardWebhooksSecret();
     }
-    const version = setSecret(store, w.secretName, value);
+    const version = setSecret(store, w.secretName, value, w.factory, writer);
     return { webhook: store.defs.updateWebhook(uid, { secretVersion: version, enabled: w.enabled }), secret: shown };
   });
 }
 
 /** The second step of the provider flow (and a provider-side rotation): sets the secret and enables. */
-export function setWebhookSecret(store: Store, uid: string, secret: unknown): LifecycleResult {
+export function setWebhookSecret(store: Store, uid: string, secret: unknown, writer: SecretWriter = UNLIMITED): LifecycleResult {
   if (typeof secret !== 'string' || secret === '') {
     throw invalidRequest('The secret must be a non-empty string.', [{ pointer: '/secret', message: 'is required' }]);
   }
@@ -194,15 +207,38 @@ export function setWebhookSecret(store: Store, uid: string, secret: unknown): Li
     const w = live(store, uid);
     refuseDefinitions(w);
     if (w.authMode !== 'signature') throw invalidRequest('Only signature webhooks take a provider secret; token and url_token secrets are generated (use rotate).');
-    const version = setSecret(store, w.secretName, secret);
+    const version = setSecret(store, w.secretName, secret, w.factory, writer);
     return { webhook: store.defs.updateWebhook(uid, { secretVersion: version, enabled: true }) };
   });
 }
 
-/** Sets `value` as the secret's newest version (creating the secret if needed); returns the version. */
-function setSecret(store: Store, name: string, value: string): number {
-  const meta = store.secrets.get(name) ? store.secrets.update(name, value) : store.secrets.create(name, value);
-  return meta.current_version;
+/**
+ * Sets `value` as the secret's newest version for a webhook of `factory`; returns the version.
+ * A secret created here belongs to that factory alone. An existing one must be one the factory
+ * may bind, and a factory-limited key may write only into a secret the factory owns alone:
+ * anything shared would let it replace a credential that other factories' webhooks or
+ * environments rely on.
+ */
+function setSecret(store: Store, name: string, value: string, factory: string, writer: SecretWriter): number {
+  const meta = store.secrets.get(name);
+  if (!meta) return store.secrets.create(name, value, [factory]).current_version;
+  refuseBinding(meta, factory);
+  const own = meta.factories !== null && meta.factories.length === 1 && meta.factories[0] === factory;
+  if (writer.factoryLimited && !own) {
+    throw new FactoryError(
+      'not_authorized',
+      `This API key is limited to named factories and may not change the value of the team secret "${name}", which is not factory "${factory}"'s alone; an admin can, with \`factory secret update ${name}\`.`,
+    );
+  }
+  return store.secrets.update(name, value).current_version;
+}
+
+/** A webhook of `factory` may bind only a secret that factory may use (409 otherwise). */
+function refuseBinding(meta: SecretMeta, factory: string): void {
+  if (secretAllows(meta, factory)) return;
+  throw conflict(
+    `The team secret "${meta.name}" may not be used by factory "${factory}"; choose another secret_name, or ask an admin to run \`factory secret grant ${meta.name} --factory ${factory}\`.`,
+  );
 }
 
 function live(store: Store, uid: string): WebhookRecord {

@@ -6,11 +6,14 @@ import type { RouteModule } from './index.ts';
 
 /**
  * Team secrets (SPEC 5), admin scope. Values go in, never out: every response is metadata
- * (name, current_version, has_value, timestamps).
- * - `POST /api/v1/secrets` `{name, value}` or `{name, pending: true}` → 201
+ * (name, current_version, has_value, factories, timestamps).
+ * - `POST /api/v1/secrets` `{name, value}` or `{name, pending: true}`, optional `factories` → 201
  * - `GET /api/v1/secrets` → `{secrets: [...]}`; `GET /api/v1/secrets/:name` → one
  * - `PUT /api/v1/secrets/:name` `{value}` → 200, a new version
+ * - `PUT /api/v1/secrets/:name/factories` `{factories: [...] | null}` → 200, the list replaced
+ * - `POST /api/v1/secrets/:name/grant` | `/revoke` `{factories: [...]}` → 200, factories added or taken off
  * - `DELETE /api/v1/secrets/:name` → 204
+ * Which factories may use a secret is docs/runtime.md#which-factories-may-use-a-secret.
  */
 export const secretRoutes: RouteModule = (router, { config, store }) => {
   const admin = requireScope('admin');
@@ -25,7 +28,7 @@ export const secretRoutes: RouteModule = (router, { config, store }) => {
   };
 
   router.post('/api/v1/secrets', admin, async (ctx) => {
-    const b = await readObject(ctx, ['name', 'value', 'pending']);
+    const b = await readObject(ctx, ['name', 'value', 'pending', 'factories']);
     if (b.pending !== undefined && typeof b.pending !== 'boolean') {
       throw invalidRequest('pending must be a boolean.', [{ pointer: '/pending', message: 'must be true or false' }]);
     }
@@ -35,7 +38,7 @@ export const secretRoutes: RouteModule = (router, { config, store }) => {
     if (b.pending !== true && b.value === undefined) {
       throw invalidRequest('The secret needs a value, or pending: true.', [{ pointer: '/value', message: 'required unless pending is true' }]);
     }
-    const meta = store.secrets.create(b.name as string, b.pending === true ? null : (b.value as string));
+    const meta = store.secrets.create(b.name as string, b.pending === true ? null : (b.value as string), (b.factories ?? null) as string[] | null);
     ctx.status = 201;
     ctx.set('Location', `/api/v1/secrets/${encodeURIComponent(meta.name)}`);
     ctx.body = meta;
@@ -55,6 +58,30 @@ export const secretRoutes: RouteModule = (router, { config, store }) => {
     const b = await readObject(ctx, ['value']);
     if (b.value === undefined) throw invalidRequest('The new value is missing.', [{ pointer: '/value', message: 'required' }]);
     ctx.body = store.secrets.update(ctx.params.name, b.value as string);
+  });
+
+  /** The `factories` of a body: a list, or null (every factory) where `nullable`. */
+  const factoriesOf = async (ctx: Context, nullable: boolean) => {
+    const b = await readObject(ctx, ['factories']);
+    if (b.factories === undefined) {
+      throw invalidRequest('factories is missing.', [{ pointer: '/factories', message: nullable ? 'required: a list of factory names, or null for every factory' : 'required: a list of factory names' }]);
+    }
+    if (b.factories === null && !nullable) {
+      throw invalidRequest('factories must be a list of factory names.', [{ pointer: '/factories', message: 'to let every factory use the secret, PUT /api/v1/secrets/<name>/factories {"factories": null}' }]);
+    }
+    return b.factories as string[] | null;
+  };
+
+  router.put('/api/v1/secrets/:name/factories', admin, async (ctx) => {
+    ctx.body = store.secrets.setFactories(ctx.params.name, await factoriesOf(ctx, true));
+  });
+
+  router.post('/api/v1/secrets/:name/grant', admin, async (ctx) => {
+    ctx.body = store.secrets.grant(ctx.params.name, (await factoriesOf(ctx, false))!);
+  });
+
+  router.post('/api/v1/secrets/:name/revoke', admin, async (ctx) => {
+    ctx.body = store.secrets.revoke(ctx.params.name, (await factoriesOf(ctx, false))!);
   });
 
   router.delete('/api/v1/secrets/:name', admin, (ctx) => {

@@ -12,6 +12,7 @@ import {
   rotateWebhook,
   setWebhookSecret,
   type LifecycleResult,
+  type SecretWriter,
 } from '../ingress/lifecycle.ts';
 import { webhookUrlWithToken } from '../ingress/url.ts';
 import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
@@ -50,6 +51,11 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     if (r.nextStep) out.next_step = r.nextStep;
     return out;
   };
+  /** A key limited to named factories may not write shared secrets (docs/runtime.md#secrets-and-webhooks). */
+  const writerOf = (ctx: Context): SecretWriter => {
+    const p = principalOf(ctx);
+    return { factoryLimited: !p.scopes.includes('admin') && p.factories !== null };
+  };
   const uidOf = (ctx: Context) => {
     const uid = String(ctx.params.uid);
     const w = store.defs.getWebhookByUid(uid);
@@ -59,7 +65,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
 
   router.post('/api/v1/factories/:factory/webhooks', requireScope('manage', factoryParam), async (ctx) => {
     const input = parseCreateWebhook(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
-    const result = createWebhook(store, String(ctx.params.factory), input, config.limits.webhooksPerFactory);
+    const result = createWebhook(store, String(ctx.params.factory), input, config.limits.webhooksPerFactory, writerOf(ctx));
     ctx.status = 201;
     ctx.set('Location', `/api/v1/webhooks/${result.webhook.uid}`);
     ctx.body = view(result);
@@ -77,12 +83,12 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
   router.post('/api/v1/webhooks/:uid/rotate', requireScope('manage', webhookFactory), async (ctx) => {
     const uid = uidOf(ctx);
     const body = await optionalBody(ctx, config.limits.apiBodyBytes);
-    ctx.body = view(rotateWebhook(store, uid, secretField(body, false)));
+    ctx.body = view(rotateWebhook(store, uid, secretField(body, false), writerOf(ctx)));
   });
   router.post('/api/v1/webhooks/:uid/secret', requireScope('manage', webhookFactory), async (ctx) => {
     const uid = uidOf(ctx);
     const body = await readJsonBody(ctx, { limit: config.limits.apiBodyBytes });
-    ctx.body = view(setWebhookSecret(store, uid, secretField(body, true)));
+    ctx.body = view(setWebhookSecret(store, uid, secretField(body, true), writerOf(ctx)));
   });
 
   router.get('/api/v1/webhooks/:uid/deliveries', requireScope('manage', webhookFactory), (ctx) => {
