@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { WEBHOOK_UID_PATTERN } from '../core/ids.ts';
+import { RESOURCE_NAME_PATTERN, WEBHOOK_UID_PATTERN } from '../core/ids.ts';
 import type { LogLevel } from './config.ts';
 
 export type { Logger } from 'pino';
@@ -38,50 +38,151 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 
 /** An absolute-form request target's `scheme://authority` (RFC 9112 3.2.2); user info included. */
 const ORIGIN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/]*/;
-const PERCENT = /%[0-9A-Fa-f]{2}/;
-const PERCENT_ALL = /%([0-9A-Fa-f]{2})/g;
-/** Decoding more layers than this is not something a real client does; the rest stays encoded. */
-const MAX_DECODES = 4;
+const REDACTED = '[REDACTED]';
 
 /**
- * The form of a request URL that may be logged or echoed (`instance`): the query string and
- * fragment are dropped (they may carry anything), as is the scheme and authority of an
- * absolute-form target. In an ingress path (`/webhooks/w/<uid>/<token>`) only the UID may show,
- * and only when it has a UID's exact shape; whatever follows becomes `[REDACTED]`, since for
- * url_token webhooks it is the secret (SPEC 7.2).
+ * The shortest url_token there can be (a bound secret has at least 32 URL-safe characters; a
+ * generated one 43). A name this long is never logged: a token could be sitting in its place.
+ */
+const MIN_TOKEN_LENGTH = 32;
+const short = (re: RegExp) => (s: string) => s.length < MIN_TOKEN_LENGTH && re.test(s);
+
+/** Path parameters that may be logged, by the name LOGGED_ROUTES gives them; any other parameter never is. */
+const PARAMS: Readonly<Record<string, (segment: string) => boolean>> = {
+  uid: (s) => WEBHOOK_UID_PATTERN.test(s),
+  run: (s) => /^run_[a-z2-7]{26}$/.test(s),
+  key: (s) => /^key_[a-z2-7]{26}$/.test(s),
+  factory: short(RESOURCE_NAME_PATTERN),
+  name: short(RESOURCE_NAME_PATTERN),
+  secret: short(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/),
+  file: (s) => /^[a-z0-9-]{1,24}\.(?:js|css)$/.test(s),
+};
+
+/**
+ * Every route of the runtime as it may be logged. `:uid`, `:run`, `:key`, `:factory`, `:name`,
+ * `:secret` and `:file` are logged when the segment has that parameter's exact shape (names only
+ * when shorter than MIN_TOKEN_LENGTH); `:rest` (a delivery id, a url_token) never is. A test
+ * (test/runtime/log-redact.test.ts) fails when a route of the router is missing here.
+ */
+export const LOGGED_ROUTES: readonly string[] = [
+  '/',
+  '/healthz',
+  '/readyz',
+  '/dashboard/:file',
+  '/sessions/:run',
+  '/webhooks/w',
+  '/webhooks/w/:uid',
+  '/webhooks/w/:uid/:rest',
+  '/api/v1/keys',
+  '/api/v1/keys/:key/revoke',
+  '/api/v1/secrets',
+  '/api/v1/secrets/:secret',
+  '/api/v1/secrets/:secret/factories',
+  '/api/v1/secrets/:secret/grant',
+  '/api/v1/secrets/:secret/revoke',
+  '/api/v1/factories/:factory/plan',
+  '/api/v1/factories/:factory/apply',
+  '/api/v1/factories/:factory/webhooks',
+  '/api/v1/webhooks',
+  '/api/v1/webhooks/:uid',
+  '/api/v1/webhooks/:uid/enable',
+  '/api/v1/webhooks/:uid/disable',
+  '/api/v1/webhooks/:uid/rotate',
+  '/api/v1/webhooks/:uid/secret',
+  '/api/v1/webhooks/:uid/deliveries',
+  '/api/v1/webhooks/:uid/deliveries/:rest',
+  '/api/v1/automations',
+  '/api/v1/automations/:factory/:name',
+  '/api/v1/automations/:factory/:name/test',
+  '/api/v1/agent/runs',
+  '/api/v1/agent/runs/:run',
+  '/api/v1/agent/runs/:run/cancel',
+  '/api/v1/agent/runs/:run/transcript',
+];
+
+const TEMPLATES = LOGGED_ROUTES.map((r) => r.split('/').filter(Boolean));
+/** The fixed words of the routes: short constants, so never a token. */
+const WORDS = new Set(TEMPLATES.flat().filter((w) => !w.startsWith(':')));
+/** The hot path's shape: a well-formed ingress URL, with or without a token segment. */
+const INGRESS = /^\/webhooks\/w\/(wh_[a-z2-7]{26})(?:\/([^/?#]*))?(?:[?#]|$)/;
+
+/**
+ * The form of a request target that may be logged or echoed (`instance`, error logs, the access
+ * line, and through it the `dev` feed). It never parses its way around a mangled URL; it keeps
+ * only what it recognises as safe and redacts the rest, so a url_token (docs/ingress.md) cannot
+ * reach a log line whatever the target looks like:
  *
- * The ingress path is recognised whatever its shape, because a sender's misspelt URL still holds
- * the real token: letter case, repeated slashes, `.` and `..` segments, an empty UID, a prefix,
- * backslashes and percent-encoding (`%2F`, even encoded twice) are all normalised before looking
- * for the `webhooks/w` segments. Such a path is logged in its normal form. Other paths are
- * logged as received.
+ * 1. The query string and fragment go, as does an absolute-form target's scheme, authority and
+ *    user info. The path is split on `/` and each segment percent-decoded once, as the router does.
+ *    Empty and `.` segments are dropped.
+ * 2. A path that is one of LOGGED_ROUTES (words in any letter case) is logged in that route's
+ *    form, each parameter as it is when it has its exact shape, else `[REDACTED]`.
+ * 3. Any other path keeps its leading segments while they are words of those routes or generated
+ *    ids (`wh_`, `run_`, `key_`). The first other segment, and everything after it, becomes one
+ *    `[REDACTED]`; so does everything after a webhook UID, wherever the UID is
+ *    (`/w/<uid>/<token>` → `/w/<uid>/[REDACTED]`, `/webhooks/w;/<uid>/<token>` → `/webhooks/[REDACTED]`).
+ *
+ * So a logged path only ever holds route words, generated ids, names shorter than any token, and
+ * `[REDACTED]`.
  */
 export function redactUrl(url: string): string {
+  const fast = INGRESS.exec(url);
+  if (fast) return fast[2] ? `/webhooks/w/${fast[1]}/${REDACTED}` : `/webhooks/w/${fast[1]}`;
   const cut = url.search(/[?#]/);
   let bare = cut === -1 ? url : url.slice(0, cut);
   const origin = ORIGIN.exec(bare);
-  if (origin) bare = bare.slice(origin[0].length) || '/';
-  let norm = bare;
-  for (let i = 0; i < MAX_DECODES && PERCENT.test(norm); i++) {
-    norm = norm.replace(PERCENT_ALL, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  if (origin) bare = bare.slice(origin[0].length);
+  const segments = bare
+    .split('/')
+    .map(decodeSegment)
+    .filter((s) => s !== '' && s !== '.');
+  const kept = asRoute(segments) ?? knownPrefix(segments);
+  // One marker for a run of redacted segments: how many there were is nobody's business.
+  return '/' + kept.filter((s, i) => s !== REDACTED || kept[i - 1] !== REDACTED).join('/');
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    // Not valid percent-encoding: kept as sent, it cannot match a word or an id, so it is redacted.
+    return segment;
   }
-  const segments = norm.replace(/\\/g, '/').split('/');
-  const isSkip = (segment: string) => segment === '' || segment === '.';
+}
+
+/** The segments as the one route of LOGGED_ROUTES they match, or undefined. */
+function asRoute(segments: string[]): string[] | undefined {
+  for (const template of TEMPLATES) {
+    if (template.length !== segments.length) continue;
+    const out: string[] = [];
+    for (let i = 0; i < template.length; i++) {
+      const t = template[i];
+      const s = segments[i];
+      if (!t.startsWith(':')) {
+        if (s.toLowerCase() !== t) break;
+        out.push(t);
+      } else out.push(PARAMS[t.slice(1)]?.(s) ? s : REDACTED);
+    }
+    if (out.length === template.length) return out;
+  }
+  return undefined;
+}
+
+const GENERATED_ID = /^(?:wh|run|key)_[a-z2-7]{26}$/;
+
+/** A path that is no route: its leading route words and ids, then `[REDACTED]` (see redactUrl). */
+function knownPrefix(segments: string[]): string[] {
+  const out: string[] = [];
   for (let i = 0; i < segments.length; i++) {
-    if (segments[i].toLowerCase() !== 'webhooks') continue;
-    let j = i + 1;
-    while (j < segments.length && isSkip(segments[j])) j++;
-    if (segments[j]?.toLowerCase() !== 'w') continue;
-    const prefix = segments.slice(0, i).filter((s) => !isSkip(s));
-    const head = `/${[...prefix, 'webhooks', 'w'].join('/')}`;
-    const rest = segments.slice(j + 1);
-    let k = 0;
-    while (k < rest.length && isSkip(rest[k])) k++;
-    if (k === rest.length) return head;
-    if (!WEBHOOK_UID_PATTERN.test(rest[k])) return `${head}/[REDACTED]`;
-    return k + 1 < rest.length ? `${head}/${rest[k]}/[REDACTED]` : `${head}/${rest[k]}`;
+    const s = segments[i];
+    const word = s.toLowerCase();
+    if (WORDS.has(word)) out.push(word);
+    else if (GENERATED_ID.test(s)) {
+      out.push(s);
+      if (WEBHOOK_UID_PATTERN.test(s) && i + 1 < segments.length) return [...out, REDACTED];
+    } else return [...out, REDACTED];
   }
-  return bare;
+  return out;
 }
 
 const accessLoggers = new WeakMap<Logger, Logger>();

@@ -26,9 +26,12 @@ test('deliveries show their outcome and id, with the URL token already redacted'
 test('changes and failed requests are shown; successful reads are left out', () => {
   const { log, out } = feed();
   logRequest(log, { method: 'GET', url: '/api/v1/webhooks', status: 200, ms: 1 });
-  logRequest(log, { method: 'GET', url: '/api/v1/agent/runs/run_x', status: 404, ms: 1 });
+  logRequest(log, { method: 'GET', url: '/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz', status: 404, ms: 1 });
   logRequest(log, { method: 'POST', url: '/api/v1/factories/example/apply?x=1', status: 200, ms: 7 });
-  assert.deepEqual(out.map((l) => l.replace(TIME, '')), ['GET /api/v1/agent/runs/run_x → 404 (1 ms)\n', 'POST /api/v1/factories/example/apply → 200 (7 ms)\n']);
+  assert.deepEqual(out.map((l) => l.replace(TIME, '')), [
+    'GET /api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz → 404 (1 ms)\n',
+    'POST /api/v1/factories/example/apply → 200 (7 ms)\n',
+  ]);
 });
 
 test('runs as they start and end; warnings and errors with their cause; redacted fields stay redacted', () => {

@@ -1,8 +1,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { redactUrl } from '../../runtime/log.ts';
-import type { TestRuntime } from './helpers.ts';
+import { Router } from '@koa/router';
+import { LOGGED_ROUTES, redactUrl } from '../../runtime/log.ts';
+import { ROUTES } from '../../runtime/routes/index.ts';
+import { startTestRuntime, type TestRuntime } from './helpers.ts';
 import { createHook, startIngressRuntime, type CreatedHook } from './ingress/helpers.ts';
 
 /**
@@ -45,6 +47,27 @@ const SHAPES: [string, (t: string) => string][] = [
   ['absolute form', (t) => `http://example.com/webhooks/w/${UID}/${t}`],
   ['absolute form with user info', (t) => `https://user:${t}@example.com/webhooks/w/${UID}`],
   ['absolute form, uppercase', (t) => `HTTP://EXAMPLE.COM//WEBHOOKS/W/${UID}/${t}`],
+  // Mangled targets that once reached the log with the token in plain text.
+  ['semicolon after w', (t) => `/webhooks/w;/${UID}/${t}`],
+  ['NUL after w', (t) => `/webhooks/w%00/${UID}/${t}`],
+  ['no webhooks segment', (t) => `/w/${UID}/${t}`],
+  ['uppercase W', (t) => `/webhooks/W/${UID}/${t}`],
+  ['semicolon after the UID', (t) => `/webhooks/w/${UID};/${t}`],
+  ['token with a query string', (t) => `/webhooks/w/${UID}/${t}?x`],
+  ['absolute form with a port', (t) => `http://host:8080/webhooks/w/${UID}/${t}`],
+  ['parameter after w', (t) => `/webhooks/w;x=1/${UID}/${t}`],
+  ['encoded NUL before the UID', (t) => `/webhooks/w/%00${UID}/${t}`],
+  ['UID only in a later segment', (t) => `/anything/else/${UID}/${t}`],
+  ['no UID at all', (t) => `/${t}`],
+  ['token after a known prefix', (t) => `/api/v1/${t}`],
+  ['token as a webhook UID', (t) => `/api/v1/webhooks/${t}`],
+  ['token as a delivery id', (t) => `/api/v1/webhooks/${UID}/deliveries/${t}`],
+  ['token as a factory name', (t) => `/api/v1/factories/${t}/plan`],
+  ['token as a dashboard file', (t) => `/dashboard/${t}`],
+  ['token as a session', (t) => `/sessions/${t}`],
+  ['token after an action', (t) => `/api/v1/webhooks/${UID}/enable/${t}`],
+  ['tab-separated', (t) => `/webhooks/w/${UID}%09${t}`],
+  ['token before the UID', (t) => `/webhooks/w/${t}/${UID}`],
 ];
 
 /** True when any 8 consecutive characters of the token show in `text`, in any letter case. */
@@ -67,18 +90,61 @@ test('redactUrl keeps what is safe to show', () => {
     [`/webhooks/w/${UID}/${TOKEN}`, `/webhooks/w/${UID}/[REDACTED]`],
     [`/webhooks/w/${UID}`, `/webhooks/w/${UID}`],
     [`/webhooks/w/${UID}?x=1`, `/webhooks/w/${UID}`],
-    [`/webhooks/w/${UID}/`, `/webhooks/w/${UID}/[REDACTED]`],
+    [`/webhooks/w/${UID}/`, `/webhooks/w/${UID}`],
     [`//WEBHOOKS/W/${UID}/${TOKEN}`, `/webhooks/w/${UID}/[REDACTED]`],
     [`/webhooks/w//${TOKEN}`, '/webhooks/w/[REDACTED]'],
     ['/webhooks/w/not-a-uid', '/webhooks/w/[REDACTED]'],
     ['/webhooks/w', '/webhooks/w'],
     ['/webhooks/w/', '/webhooks/w'],
     [`http://example.com/webhooks/w/${UID}/${TOKEN}`, `/webhooks/w/${UID}/[REDACTED]`],
+    // Mangled ingress targets: whatever follows the first unknown segment, or a UID, goes.
+    [`/webhooks/w;/${UID}/${TOKEN}`, '/webhooks/[REDACTED]'],
+    [`/webhooks/w%00/${UID}/${TOKEN}`, '/webhooks/[REDACTED]'],
+    [`/w/${UID}/${TOKEN}`, `/w/${UID}/[REDACTED]`],
+    [`/webhooks/w/${UID};/${TOKEN}`, '/webhooks/w/[REDACTED]'],
+    [`/webhooks/w/${UID}%2F${TOKEN}`, '/webhooks/w/[REDACTED]'],
+    [`/x/../webhooks/w/${UID}/${TOKEN}`, '/[REDACTED]'],
+    // The routes of the API, with their names and ids; free text (a delivery id) never.
+    ['/', '/'],
+    ['/healthz', '/healthz'],
+    ['/dashboard/app.js', '/dashboard/app.js'],
     ['/api/v1/agent/runs?cursor=abc#f', '/api/v1/agent/runs'],
-    [`/api/v1/webhooks/${UID}/deliveries/abc%2Fdef`, `/api/v1/webhooks/${UID}/deliveries/abc%2Fdef`],
-    ['/nothing/here', '/nothing/here'],
+    ['/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz/transcript', '/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz/transcript'],
+    ['/API/V1/Agent/Runs', '/api/v1/agent/runs'],
+    ['/api/v1/keys/key_abcdefghijklmnopqrstuvwxyz/revoke', '/api/v1/keys/key_abcdefghijklmnopqrstuvwxyz/revoke'],
+    ['/api/v1/factories/payments/plan', '/api/v1/factories/payments/plan'],
+    ['/api/v1/automations/payments/review-pr/test', '/api/v1/automations/payments/review-pr/test'],
+    ['/api/v1/secrets/github.Signing_1', '/api/v1/secrets/github.Signing_1'],
+    [`/api/v1/webhooks/${UID}/rotate`, `/api/v1/webhooks/${UID}/rotate`],
+    [`/api/v1/webhooks/${UID}/deliveries/build-42`, `/api/v1/webhooks/${UID}/deliveries/[REDACTED]`],
+    [`/api/v1/webhooks/${UID}/deliveries/abc%2Fdef`, `/api/v1/webhooks/${UID}/deliveries/[REDACTED]`],
+    // A name as long as the shortest token is not shown: a token could be in its place.
+    [`/api/v1/factories/${'a'.repeat(31)}/plan`, `/api/v1/factories/${'a'.repeat(31)}/plan`],
+    [`/api/v1/factories/${'a'.repeat(32)}/plan`, '/api/v1/factories/[REDACTED]/plan'],
+    // Paths that are no route keep their route words only.
+    ['/nothing/here', '/[REDACTED]'],
+    ['/api/v1/webhoks', '/api/v1/[REDACTED]'],
+    ['/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz/more/stuff', '/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz/[REDACTED]'],
+    ['*', '/[REDACTED]'],
+    ['/%E0%A4%A', '/[REDACTED]'],
   ];
   for (const [input, expected] of cases) assert.equal(redactUrl(input), expected, input);
+});
+
+test('every route of the router is one of LOGGED_ROUTES (else its paths are logged as [REDACTED])', async () => {
+  const rt = await startTestRuntime();
+  try {
+    const router = new Router();
+    for (const register of ROUTES) register(router, rt.app.context.deps);
+    const shape = (path: string) => path.split('/').filter(Boolean).map((s) => (s.startsWith(':') || s.startsWith('{') ? ':' : s));
+    const known = new Set(LOGGED_ROUTES.map((r) => shape(r).join('/')));
+    const paths = router.stack.flatMap((l) => (Array.isArray(l.path) ? l.path : [l.path])).filter((p): p is string => typeof p === 'string');
+    const missing = [...new Set(paths)].filter((p) => !known.has(shape(p).join('/')));
+    // `/webhooks/w/{*rest}` is the ingress's catch-all; its shapes are /webhooks/w/:uid[/:rest].
+    assert.deepEqual(missing.filter((p) => !p.includes('{*')), [], 'add these routes to LOGGED_ROUTES in runtime/log.ts');
+  } finally {
+    await rt.stop();
+  }
 });
 
 throughTheServer();

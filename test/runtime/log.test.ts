@@ -11,6 +11,7 @@ test('redactUrl hides the url_token segment and drops query strings', () => {
   assert.equal(redactUrl(`/webhooks/w/${uid}?token=x`), `/webhooks/w/${uid}`);
   // Only a UID-shaped segment shows: anything else there may be a token sent without its UID.
   assert.equal(redactUrl('/webhooks/w/wh_abc/s3cr3t'), '/webhooks/w/[REDACTED]');
+  assert.equal(redactUrl('/webhooks/w;/wh_abcdefghijklmnopqrstuvwxyz/s3cr3t'), '/webhooks/[REDACTED]');
   assert.equal(redactUrl('/api/v1/agent/runs?cursor=abc#f'), '/api/v1/agent/runs');
   // Every other shape: test/runtime/log-redact.test.ts.
 });
