@@ -4,6 +4,12 @@ import webhookSchema from '../schemas/webhook.schema.json' with { type: 'json' }
 import automationSchema from '../schemas/automation.schema.json' with { type: 'json' };
 import environmentSchema from '../schemas/environment.schema.json' with { type: 'json' };
 import snapshotSchema from '../schemas/snapshot.schema.json' with { type: 'json' };
+import agentSchema from '../schemas/agent.schema.json' with { type: 'json' };
+import skillSchema from '../schemas/skill.schema.json' with { type: 'json' };
+import runnerSchema from '../schemas/runner.schema.json' with { type: 'json' };
+import benchmarkSchema from '../schemas/benchmark.schema.json' with { type: 'json' };
+import benchmarkTaskSchema from '../schemas/benchmark-task.schema.json' with { type: 'json' };
+import scorerSchema from '../schemas/scorer.schema.json' with { type: 'json' };
 import type { Snapshot } from './snapshot.ts';
 
 /**
@@ -17,13 +23,29 @@ import type { Snapshot } from './snapshot.ts';
 const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
 
 /** What each definitions file kind is validated against. */
-export type DefinitionKind = 'factory' | 'webhook' | 'automation' | 'environment';
+export type DefinitionKind =
+  | 'factory'
+  | 'webhook'
+  | 'automation'
+  | 'environment'
+  | 'agent'
+  | 'skill'
+  | 'runner'
+  | 'benchmark'
+  | 'benchmark_task'
+  | 'scorer';
 
 const validators: Record<DefinitionKind | 'snapshot', ValidateFunction> = {
   factory: ajv.compile(factorySchema),
   webhook: ajv.compile(webhookSchema),
   automation: ajv.compile(automationSchema),
   environment: ajv.compile(environmentSchema),
+  agent: ajv.compile(agentSchema),
+  skill: ajv.compile(skillSchema),
+  runner: ajv.compile(runnerSchema),
+  benchmark: ajv.compile(benchmarkSchema),
+  benchmark_task: ajv.compile(benchmarkTaskSchema),
+  scorer: ajv.compile(scorerSchema),
   snapshot: ajv.compile(snapshotSchema),
 };
 

@@ -32,6 +32,9 @@ export const SIGNATURE_SCHEMES = [
 ] as const;
 export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
 
+/** Spellings accepted in webhook files; the snapshot holds the canonical one (SIGNATURE_SCHEMES). */
+export const SCHEME_ALIASES: Readonly<Record<string, SignatureScheme>> = { standard_webhooks: 'standard-webhooks' };
+
 export type AgentFormat = 'text' | 'claude-stream-json' | 'codex-json';
 
 /** A JSON value as found in a payload filter or a delivery body. */
@@ -45,6 +48,8 @@ export interface SourceRef {
 export interface WebhookDef {
   name: string;
   authMode: AuthMode;
+  /** As written in the file; `false` keeps the webhook disabled at every apply. */
+  enabled?: boolean;
   signatureScheme?: SignatureScheme;
   secretName: string;
   deliveryIdHeader?: string;
@@ -62,13 +67,116 @@ export interface WebhookTrigger {
   };
 }
 
+/** A `schedule`/`cron_fired` trigger: five cron fields or a descriptor (@daily, @every 1h), UTC. */
+export interface ScheduleDef {
+  name?: string;
+  cron: string;
+}
+
+/** A trigger of a provider this runtime validates but does not serve (github, slack, ...), as written. */
+export interface InactiveTrigger {
+  provider: string;
+  event: string;
+  filter?: { [key: string]: Json };
+}
+
+/** Warp's harness; `model: X` is compiled to `{type: oz, model: X}` and `claude-code` to `claude`. */
+export interface HarnessDef {
+  type: 'oz' | 'claude' | 'codex' | 'gemini';
+  model?: string;
+  reasoningLevel?: string;
+  auth?: { source: 'managedSecret' | 'workerEnvironment'; secretName?: string };
+}
+
+/** The execution keys of agentDefaults, an agent and an automation, as written (normalised). */
+export interface ExecutionSettings {
+  harness?: HarnessDef;
+  runner?: string;
+  environmentId?: string;
+  secrets?: string[];
+  mcpServers?: { [name: string]: { warpId: string } };
+  workerHost?: string;
+}
+
 export interface AutomationDef {
   name: string;
   title?: string;
   enabled: boolean;
+  /** The environment runs execute in: `environment`, or an environmentId naming one of the repo. */
   environment: string;
+  /** The agent that handles its runs, when the automation or the repo names one (default: the foreman). */
+  agent?: string;
+  /** The automation's own execution overrides. */
+  execution?: ExecutionSettings;
   triggers: WebhookTrigger[];
+  schedules?: ScheduleDef[];
+  inactive_triggers?: InactiveTrigger[];
   prompt: string;
+  source: SourceRef;
+}
+
+/** An automation with nothing to run in here (no environment resolves): recorded, never started. */
+export type InactiveAutomationDef = Omit<AutomationDef, 'environment'>;
+
+export const AGENT_TYPES = ['CUSTOM', 'FOREMAN', 'TRIAGE', 'SPEC', 'IMPLEMENT', 'REVIEW', 'VERIFY'] as const;
+export type AgentType = (typeof AGENT_TYPES)[number];
+
+/** agents/<name>/agent.md: the front matter and the body (its standing instructions). */
+export interface AgentDef {
+  name: string;
+  description?: string;
+  /** `MAIN` is compiled to `FOREMAN`; default `CUSTOM`. */
+  agentType: AgentType;
+  credentialStrategy?: 'EXECUTOR' | 'CREATOR';
+  execution?: ExecutionSettings;
+  instructions: string;
+  source: SourceRef;
+}
+
+/** A SKILL.md: for every agent (skills/<name>/) or for one (`agent`: agents/<agent>/skills/<name>/). */
+export interface SkillDef {
+  name: string;
+  agent?: string;
+  description: string;
+  license?: string;
+  compatibility?: string;
+  allowedTools?: string;
+  metadata?: { [key: string]: string };
+  instructions: string;
+  source: SourceRef;
+}
+
+/** runners/<name>.yaml, with Warp's defaults filled in (linux, x86_64; macOS aarch64, version 26). */
+export interface RunnerDef {
+  name: string;
+  description?: string;
+  setupCommands: string[];
+  instanceShape?: { vcpus?: number; memoryGb?: number };
+  platform: { os: 'linux' | 'macos'; arch: 'x86_64' | 'aarch64'; linux?: { dockerImage: string }; mac?: { version: string } };
+  source: SourceRef;
+}
+
+/** Something validated that this runtime does not act on: a key, a trigger, a file. `plan` lists them. */
+export interface InactiveItem {
+  file: string;
+  /** JSON pointer into the file (front matter for Markdown); '' for the whole file. */
+  pointer: string;
+  reason: string;
+}
+
+/** factory.yaml's Warp keys (v1alpha1), recorded as written. */
+export interface FactoryDef {
+  name: string;
+  description?: string;
+  schemaVersion?: 'v1alpha1';
+  alias?: string;
+  credentialStrategy?: 'EXECUTOR' | 'CREATOR';
+  repositories?: { owner: string; name: string }[];
+  secrets?: string[];
+  mcpServers?: { [name: string]: { warpId: string } };
+  cloudProviders?: { [provider: string]: { [key: string]: string } };
+  integrations?: { type: 'slack' | 'linear' | 'jira' }[];
+  agentDefaults?: ExecutionSettings;
   source: SourceRef;
 }
 
@@ -97,10 +205,16 @@ export interface EnvironmentDef {
 
 export interface Snapshot {
   format_version: number;
-  factory: { name: string; description?: string; source: SourceRef };
+  factory: FactoryDef;
   webhooks: WebhookDef[];
   automations: AutomationDef[];
   environments: EnvironmentDef[];
+  /** Warp's layout; each array is left out when empty, so a repo without these files compiles as before. */
+  agents?: AgentDef[];
+  skills?: SkillDef[];
+  runners?: RunnerDef[];
+  inactive_automations?: InactiveAutomationDef[];
+  inactive?: InactiveItem[];
   /** sha256 hex of each source file's bytes, keyed by repo-relative path. */
   sources: { [file: string]: string };
   digest: string;

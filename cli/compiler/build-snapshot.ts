@@ -1,17 +1,26 @@
 import { isAbsolute, resolve } from 'node:path';
 import { canonicalJson, sha256Digest, sha256Hex } from '../../core/canonical-json.ts';
 import {
+  SCHEME_ALIASES,
   SNAPSHOT_FORMAT_VERSION,
+  type AgentDef,
   type AutomationDef,
   type EnvironmentDef,
+  type InactiveAutomationDef,
+  type InactiveItem,
+  type RunnerDef,
+  type SkillDef,
   type Snapshot,
   type WebhookDef,
 } from '../../core/snapshot.ts';
 import { promptOf } from './front-matter.ts';
 import type { ParsedFile } from './parse-file.ts';
+import { agentDef, execution, factoryDef, inactiveOf, runnerDef, skillDef, triggersOf } from './warp-snapshot.ts';
+import { repoFacts, resolveEnvironment } from './warp-rules.ts';
 
 type Obj = Record<string, any>;
-const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const byName = <T extends { name: string }>(a: T, b: T) => cmp(a.name, b.name);
 
 /**
  * Builds the snapshot from files that compiled without errors (so every value matches its
@@ -24,6 +33,12 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
   const webhooks: WebhookDef[] = [];
   const automations: AutomationDef[] = [];
   const environments: EnvironmentDef[] = [];
+  const agents: AgentDef[] = [];
+  const skills: SkillDef[] = [];
+  const runners: RunnerDef[] = [];
+  const inactiveAutomations: InactiveAutomationDef[] = [];
+  const inactive: InactiveItem[] = [];
+  const facts = repoFacts(files);
   for (const f of files) {
     const v = f.value as Obj;
     const source = { file: f.path };
@@ -31,7 +46,8 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
       webhooks.push({
         name: f.name,
         authMode: v.authMode ?? 'token',
-        signatureScheme: v.signatureScheme,
+        enabled: v.enabled,
+        signatureScheme: SCHEME_ALIASES[v.signatureScheme] ?? v.signatureScheme,
         secretName: v.secretName,
         deliveryIdHeader: v.deliveryIdHeader,
         description: v.description,
@@ -39,19 +55,32 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
         source,
       });
     } else if (f.kind === 'automation') {
-      automations.push({
+      const { environment, honoured } = resolveEnvironment(v, facts);
+      const agent = v.agent ?? facts.foreman;
+      const def: InactiveAutomationDef = {
         name: f.name,
         title: v.title,
         enabled: v.enabled ?? true,
-        environment: v.environment,
-        triggers: (v.triggers as Obj[]).map((t) => ({
-          provider: 'webhook',
-          event: 'received',
-          filter: { webhook_ids: [t.filter.webhook_ids[0]], payload: t.filter.payload },
-        })),
+        agent,
+        execution: execution(v),
+        ...triggersOf(v.triggers as Obj[]),
         prompt: promptOf(f.frontMatter!.body),
         source,
-      });
+      };
+      if (environment !== undefined) automations.push({ ...def, environment });
+      else inactiveAutomations.push(def);
+      inactive.push(...inactiveOf.automation(f, v, { environment, honoured }));
+    } else if (f.kind === 'agent') {
+      agents.push(agentDef(f, v));
+      inactive.push(...inactiveOf.agent(f, v, facts));
+    } else if (f.kind === 'skill') {
+      skills.push(skillDef(f, v));
+      inactive.push(...inactiveOf.file(f));
+    } else if (f.kind === 'runner') {
+      runners.push(runnerDef(f, v));
+      inactive.push(...inactiveOf.file(f));
+    } else if (f.kind === 'benchmark' || f.kind === 'benchmark_task' || f.kind === 'scorer') {
+      inactive.push(...inactiveOf.file(f));
     } else if (f.kind === 'environment') {
       environments.push({
         name: f.name,
@@ -66,12 +95,21 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
   }
   const hashes: Record<string, string> = {};
   for (const s of sources) hashes[s.path] = sha256Hex(s.text);
+  inactive.push(...inactiveOf.factory(factoryFile, fv, facts));
+  // Stable: by file, and within a file in the order the keys were looked at.
+  inactive.sort((a, b) => cmp(a.file, b.file));
+  const nonEmpty = <T>(a: T[]) => (a.length ? a : undefined);
   const body = {
     format_version: SNAPSHOT_FORMAT_VERSION,
-    factory: { name: fv.name, description: fv.description, source: { file: factoryFile.path } },
+    factory: factoryDef(factoryFile, fv),
     webhooks: webhooks.sort(byName),
     automations: automations.sort(byName),
     environments: environments.sort(byName),
+    agents: nonEmpty(agents.sort(byName)),
+    skills: nonEmpty(skills.sort((a, b) => cmp(a.agent ?? '', b.agent ?? '') || cmp(a.name, b.name))),
+    runners: nonEmpty(runners.sort(byName)),
+    inactive_automations: nonEmpty(inactiveAutomations.sort(byName)),
+    inactive: nonEmpty(inactive),
     sources: hashes,
   };
   // Through canonical JSON and back: drops undefined members, so the object equals its bytes.

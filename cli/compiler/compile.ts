@@ -49,7 +49,7 @@ export function compile(files: SourceFile[], options: CompileOptions = {}): Comp
     if (c.kind !== 'factory' && !isValidName(c.name)) {
       at1(source.path, 'file.invalid_name', `'${c.name}' is not a valid ${c.kind} name: lowercase letters, digits and -, starting with a letter or digit, at most 63 characters`);
     }
-    const r = parseFile(source.path, source.text, c.kind, c.name);
+    const r = parseFile(source.path, source.text, c.kind, c.name, c.scope);
     for (const d of r.diagnostics) diagnostics.push(d);
     parsed.push(r.file);
     if (r.file.value !== undefined) for (const d of schemaDiagnostics(c.kind, source.path, r.file.value, r.file.at)) diagnostics.push(d);

@@ -1,7 +1,16 @@
 import matter from 'gray-matter';
 import type { DiagnosticCode } from './diagnostics.ts';
 
-/** An automation file split into its front matter text and its body (the prompt). */
+/** The Markdown definitions: YAML front matter, then a body (prompt, instructions or rubric). */
+export type MarkdownKind = 'automation' | 'agent' | 'skill' | 'scorer';
+
+const NO_FRONT_MATTER: Record<Exclude<MarkdownKind, 'agent'>, string> = {
+  automation: "an automation starts with YAML front matter between '---' lines (triggers, environment or agent), then the prompt",
+  skill: "a SKILL.md starts with YAML front matter between '---' lines (name, description), then the skill's instructions",
+  scorer: "a scorer starts with YAML front matter between '---' lines (name, agents, labels, passingScore, model), then the rubric",
+};
+
+/** A Markdown definitions file split into its front matter text and its body. */
 export interface FrontMatter {
   /**
    * The YAML between the fences, starting right after the opening `---`: its line numbers are
@@ -15,20 +24,23 @@ export interface FrontMatter {
 }
 
 /**
- * Splits an automation file (SPEC 2) with gray-matter, whose YAML engine only captures the text:
+ * Splits a Markdown definitions file (SPEC 2) with gray-matter, whose YAML engine only captures the text:
  * the `yaml` package parses it later with positions (never js-yaml, whose timestamps would turn
  * dates into Date objects). The opening fence must be exactly `---`: gray-matter would otherwise
  * pick an engine from the fence (`---js` evaluates JavaScript), which a definitions file must
  * never do.
  */
-export function splitFrontMatter(text: string): FrontMatter {
+export function splitFrontMatter(text: string, kind: MarkdownKind = 'automation'): FrontMatter {
   const t = text.startsWith('\ufeff') ? text.slice(1) : text;
   const lines = t.split('\n').map((l) => l.replace(/\r$/, ''));
   if (lines[0].trimEnd() !== '---') {
-    const problem = lines[0].startsWith('---')
-      ? { code: 'automation.front_matter_language' as const, message: `the front matter fence must be '---' alone, not '${lines[0].trimEnd()}'; only YAML front matter is read`, line: 1 }
-      : { code: 'automation.no_front_matter' as const, message: "an automation starts with YAML front matter between '---' lines (triggers, environment), then the prompt", line: 1 };
-    return { yaml: '', body: t, bodyLine: 1, problem };
+    if (lines[0].startsWith('---')) {
+      const message = `the front matter fence must be '---' alone, not '${lines[0].trimEnd()}'; only YAML front matter is read`;
+      return { yaml: '', body: t, bodyLine: 1, problem: { code: `${kind}.front_matter_language` as DiagnosticCode, message, line: 1 } };
+    }
+    // Every key of an agent is optional, so a plain Markdown agent.md is its instructions alone.
+    if (kind === 'agent') return { yaml: '', body: t, bodyLine: 1 };
+    return { yaml: '', body: t, bodyLine: 1, problem: { code: `${kind}.no_front_matter` as DiagnosticCode, message: NO_FRONT_MATTER[kind], line: 1 } };
   }
   const close = lines.findIndex((l, i) => i > 0 && l.trimEnd() === '---');
   if (close < 0) {
@@ -36,7 +48,7 @@ export function splitFrontMatter(text: string): FrontMatter {
       yaml: '',
       body: '',
       bodyLine: lines.length,
-      problem: { code: 'automation.unclosed_front_matter', message: "the front matter has no closing '---' line", line: 1 },
+      problem: { code: `${kind}.unclosed_front_matter` as DiagnosticCode, message: "the front matter has no closing '---' line", line: 1 },
     };
   }
   let captured = '';

@@ -4,8 +4,8 @@
  */
 import { resolve } from 'node:path';
 import { compile, type CompileResult, type SourceFile } from './compile.ts';
-import { classifyPath } from './paths.ts';
-import { splitFrontMatter } from './front-matter.ts';
+import { MARKDOWN_KINDS, classifyPath } from './paths.ts';
+import { splitFrontMatter, type MarkdownKind } from './front-matter.ts';
 import { parseYaml, positionOf } from './yaml.ts';
 import { loadRepo } from './loader.ts';
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
@@ -22,15 +22,15 @@ export async function compileDir(dir: string, options: { cwd?: string } = {}): P
 
 /**
  * The 1-based position of a JSON pointer in one file, for errors that plan/apply return as
- * `{file, pointer}`. For an automation the pointer is into the front matter, and `/prompt` is
+ * `{file, pointer}`. For a Markdown kind the pointer is into the front matter, and `/prompt` is
  * the body. An unknown file or an unreadable one gives 1:1; a missing key gives its parent.
  */
 export function locate(files: SourceFile[], file: string, pointer: string): { line: number; column: number } {
   const source = files.find((f) => f.path === file);
   if (!source) return { line: 1, column: 1 };
   const c = classifyPath(file);
-  if (c.kind === 'automation') {
-    const fm = splitFrontMatter(source.text);
+  if (c.kind !== 'ignored' && c.kind !== 'unexpected' && MARKDOWN_KINDS.includes(c.kind)) {
+    const fm = splitFrontMatter(source.text, c.kind as MarkdownKind);
     if (fm.problem) return { line: fm.problem.line, column: 1 };
     if (pointer === '/prompt') return { line: fm.bodyLine, column: 1 };
     return positionOf(parseYaml(fm.yaml), pointer);

@@ -4,11 +4,11 @@ import { CliError } from '../../core/errors.ts';
 import { fsReason } from '../io.ts';
 import type { SourceFile } from './compile.ts';
 import { MAX_FILE_BYTES } from './parse-file.ts';
-import { DEFINITION_DIRS, classifyPath } from './paths.ts';
+import { DEFINITION_DIRS, classifyPath, dirDepth } from './paths.ts';
 
 /**
- * Reads a factory repo from disk: factory.yaml and the files under webhooks/, automations/ and
- * environments/ that the compiler looks at (dotfiles and other files are not read). Anything that
+ * Reads a factory repo from disk: factory.yaml and the files under the definitions directories
+ * (DEFINITION_DIRS) that the compiler looks at (dotfiles and other files are not read). Anything that
  * stops a file from being read is a CliError with one sentence naming the file.
  */
 export async function loadRepo(given: string, options: { cwd?: string } = {}): Promise<SourceFile[]> {
@@ -45,9 +45,9 @@ async function listFiles(root: string, rel: string, depth: number): Promise<stri
     const path = `${rel}/${e.name}`;
     // Deeper trees are never definitions (SPEC 2); do not wander into them.
     // A directory named like a definitions file is reported by readText; other directories are
-    // only entered one level deep (automations/<name>/), since deeper ones hold no definitions.
+    // only entered as deep as definitions sit (automations/<name>/, agents/<a>/skills/<s>/).
     if (e.isDirectory() && !/\.(ya?ml|md)$/.test(e.name)) {
-      if (depth === 0) out.push(...(await listFiles(root, path, depth + 1)));
+      if (depth < dirDepth(rel.split('/')[0])) out.push(...(await listFiles(root, path, depth + 1)));
     } else out.push(path);
   }
   return out;

@@ -1,6 +1,6 @@
 import type { Diagnostic } from './diagnostics.ts';
-import { splitFrontMatter, type FrontMatter } from './front-matter.ts';
-import type { DefinitionKind } from './paths.ts';
+import { splitFrontMatter, type FrontMatter, type MarkdownKind } from './front-matter.ts';
+import { MARKDOWN_KINDS, type DefinitionKind } from './paths.ts';
 import type { Locate } from './schema-diagnostics.ts';
 import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
 
@@ -13,18 +13,21 @@ export interface ParsedFile {
   text: string;
   kind: DefinitionKind;
   name: string;
-  /** The YAML value (front matter for an automation); undefined when it could not be read. */
+  /** The owner folder: the agent of an agent's own skill, the suite of a benchmark task. */
+  scope?: string;
+  /** The YAML value (the front matter of a Markdown kind); undefined when it could not be read. */
   value: unknown;
   frontMatter?: FrontMatter;
   at: Locate;
 }
 
 /** Parses one file; problems that stop it from being read come back as diagnostics. */
-export function parseFile(path: string, text: string, kind: DefinitionKind, name: string): { file: ParsedFile; diagnostics: Diagnostic[] } {
+export function parseFile(path: string, text: string, kind: DefinitionKind, name: string, scope?: string): { file: ParsedFile; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   const error = (line: number, column: number, code: string, message: string, pointer = '') =>
     diagnostics.push({ file: path, line, column, code, message, pointer, severity: 'error' });
-  const unread = (at: Locate) => ({ file: { path, text, kind, name, value: undefined, at }, diagnostics });
+  const unread = (at: Locate) => ({ file: { path, text, kind, name, scope, value: undefined, at }, diagnostics });
+  const markdown = MARKDOWN_KINDS.includes(kind);
 
   if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
     error(1, 1, 'file.too_large', `file is ${Buffer.byteLength(text)} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
@@ -33,8 +36,8 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
 
   let yamlText = text;
   let frontMatter: FrontMatter | undefined;
-  if (kind === 'automation') {
-    frontMatter = splitFrontMatter(text);
+  if (markdown) {
+    frontMatter = splitFrontMatter(text, kind as MarkdownKind);
     if (frontMatter.problem) {
       const { line, code, message } = frontMatter.problem;
       error(line, 1, code, message);
@@ -45,7 +48,7 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
 
   const parsed: ParsedYaml = parseYaml(yamlText);
   const at: Locate = (pointer, mode) => {
-    if (kind === 'automation' && pointer === '/prompt' && frontMatter) return { line: frontMatter.bodyLine, column: 1 };
+    if (markdown && pointer === '/prompt' && frontMatter) return { line: frontMatter.bodyLine, column: 1 };
     return positionOf(parsed, pointer, mode);
   };
   for (const p of parsed.problems) {
@@ -56,12 +59,12 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
 
   // An empty front matter is an empty mapping (the schema then names the missing keys).
   let value = parsed.value;
-  if (kind === 'automation' && (value === null || value === undefined)) value = {};
+  if (markdown && (value === null || value === undefined)) value = {};
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     const what = value === null || value === undefined ? 'empty' : Array.isArray(value) ? 'a list' : `a ${typeof value}`;
     const pos = at('');
-    error(pos.line, pos.column, 'yaml.not_a_mapping', `expected a mapping of keys (key: value), but the ${kind === 'automation' ? 'front matter' : 'file'} is ${what}`);
+    error(pos.line, pos.column, 'yaml.not_a_mapping', `expected a mapping of keys (key: value), but the ${markdown ? 'front matter' : 'file'} is ${what}`);
     return unread(at);
   }
-  return { file: { path, text, kind, name, value, frontMatter, at }, diagnostics };
+  return { file: { path, text, kind, name, scope, value, frontMatter, at }, diagnostics };
 }

@@ -1,16 +1,44 @@
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 
-export type DefinitionKind = 'factory' | 'webhook' | 'automation' | 'environment';
+export type DefinitionKind =
+  | 'factory'
+  | 'webhook'
+  | 'automation'
+  | 'environment'
+  | 'agent'
+  | 'skill'
+  | 'runner'
+  | 'benchmark'
+  | 'benchmark_task'
+  | 'scorer';
 
-/** What a repo-relative path is to the compiler (SPEC 2). */
+/** Kinds whose file is Markdown with YAML front matter (the body is a prompt, instructions or a rubric). */
+export const MARKDOWN_KINDS: readonly DefinitionKind[] = ['automation', 'agent', 'skill', 'scorer'];
+
+/** What a repo-relative path is to the compiler (docs/definitions.md#layout). */
 export type PathClass =
-  | { kind: DefinitionKind; name: string }
+  /** `scope` is the owner folder: the agent of an agent's own skill, the suite of a benchmark task. */
+  | { kind: DefinitionKind; name: string; scope?: string }
   /** A file in a definitions directory that the compiler does not read: a warning. */
   | { kind: 'unexpected'; hint: string }
-  /** Anything else (README, dotfiles, files next to a folder-form automation): not read. */
+  /** Anything else (README, dotfiles, files next to a folder-form definition): not read. */
   | { kind: 'ignored' };
 
-export const DEFINITION_DIRS = ['webhooks', 'automations', 'environments'] as const;
+export const DEFINITION_DIRS = ['webhooks', 'automations', 'environments', 'agents', 'skills', 'runners', 'benchmarks', 'scorers'] as const;
+
+/**
+ * How many directory levels below a definitions directory the loader enters: agents/<a>/skills/<s>/
+ * is three, benchmarks/<suite>/tasks/ two, the others one (<name>/ folders).
+ */
+export function dirDepth(top: string): number {
+  return top === 'agents' ? 3 : top === 'benchmarks' ? 2 : 1;
+}
+
+const yamlFile = (dir: string, a: string): PathClass | undefined => {
+  if (a.endsWith('.yaml')) return undefined;
+  const hint = a.endsWith('.yml') ? `; rename it to ${a.slice(0, -4)}.yaml` : '';
+  return { kind: 'unexpected', hint: `${dir}/ holds <name>.yaml files${hint}` };
+};
 
 /**
  * Classifies a path. Names come from the path, never from a field; whether the name is valid is
@@ -20,11 +48,11 @@ export function classifyPath(path: string): PathClass {
   const parts = path.split('/');
   if (parts.some((p) => p.startsWith('.'))) return { kind: 'ignored' };
   if (path === 'factory.yaml') return { kind: 'factory', name: '' };
-  const [dir, a, b] = parts;
-  if (parts.length === 2 && (dir === 'webhooks' || dir === 'environments')) {
-    if (a.endsWith('.yaml')) return { kind: dir === 'webhooks' ? 'webhook' : 'environment', name: a.slice(0, -5) };
-    const hint = a.endsWith('.yml') ? `; rename it to ${a.slice(0, -4)}.yaml` : '';
-    return { kind: 'unexpected', hint: `${dir}/ holds <name>.yaml files${hint}` };
+  const [dir, a, b, c, d] = parts;
+  if (dir === 'webhooks' || dir === 'environments' || dir === 'runners') {
+    if (parts.length !== 2) return { kind: 'unexpected', hint: `${dir}/ holds <name>.yaml files, not subdirectories` };
+    const kind = dir === 'webhooks' ? 'webhook' : dir === 'environments' ? 'environment' : 'runner';
+    return yamlFile(dir, a) ?? { kind, name: a.slice(0, -5) };
   }
   if (dir === 'automations') {
     if (parts.length === 2) {
@@ -35,8 +63,24 @@ export function classifyPath(path: string): PathClass {
     // Other files in an automation's folder are the author's own (notes, examples).
     return { kind: 'ignored' };
   }
-  if (dir === 'webhooks' || dir === 'environments') {
-    return { kind: 'unexpected', hint: `${dir}/ holds <name>.yaml files, not subdirectories` };
+  if (dir === 'agents') {
+    if (parts.length === 2) return { kind: 'unexpected', hint: 'agents/ holds <name>/agent.md folders' };
+    if (parts.length === 3 && b === 'agent.md') return { kind: 'agent', name: a };
+    if (parts.length === 5 && b === 'skills' && d === 'SKILL.md') return { kind: 'skill', name: c, scope: a };
+    // Other files of an agent's folder (and a skill's scripts or references) are the author's own.
+    return { kind: 'ignored' };
+  }
+  if (dir === 'skills' || dir === 'scorers') {
+    const file = dir === 'skills' ? 'SKILL.md' : 'scorer.md';
+    if (parts.length === 2) return { kind: 'unexpected', hint: `${dir}/ holds <name>/${file} folders` };
+    if (parts.length === 3 && b === file) return { kind: dir === 'skills' ? 'skill' : 'scorer', name: a };
+    return { kind: 'ignored' };
+  }
+  if (dir === 'benchmarks') {
+    if (parts.length === 2) return { kind: 'unexpected', hint: 'benchmarks/ holds <suite>/suite.yaml folders' };
+    if (parts.length === 3 && b === 'suite.yaml') return { kind: 'benchmark', name: a };
+    if (parts.length === 4 && b === 'tasks') return yamlFile(`benchmarks/${a}/tasks`, c) ?? { kind: 'benchmark_task', name: c.slice(0, -5), scope: a };
+    return { kind: 'ignored' };
   }
   return { kind: 'ignored' };
 }

@@ -4,12 +4,10 @@ import type { Diagnostic } from './diagnostics.ts';
 import { promptOf } from './front-matter.ts';
 import { closest } from './suggest.ts';
 import type { ParsedFile } from './parse-file.ts';
+import { PROVIDERS, warpRules } from './warp-rules.ts';
 
 /** SPEC 7.6 and 11: at most 20 webhooks per factory. */
 export const MAX_WEBHOOKS = 20;
-
-/** Trigger providers that exist; others are reserved for later (SPEC 2). */
-export const PROVIDERS = ['webhook'] as const;
 
 type Report = (f: ParsedFile, pointer: string, code: string, message: string, severity?: 'error' | 'warning', mode?: 'value' | 'key') => void;
 
@@ -32,6 +30,7 @@ export function crossFileRules(files: ParsedFile[], runtimeWebhooks?: ReadonlyMa
   const pinned = pinnedUids(files, report);
   const environments = new Set(files.filter((f) => f.kind === 'environment').map((f) => f.name));
   for (const f of files) if (f.kind === 'automation') automationRules(f, pinned, environments, report, runtimeWebhooks);
+  warpRules(files, report);
   return out;
 }
 
@@ -39,14 +38,16 @@ function duplicateNames(files: ParsedFile[], report: Report): void {
   const seen = new Map<string, ParsedFile[]>();
   for (const f of files) {
     if (f.kind === 'factory') continue;
-    const key = `${f.kind}:${f.name}`;
+    // A scorer's identity is its name field, not its folder; an agent's skill is its agent's own.
+    const name = f.kind === 'scorer' && f.value !== null && typeof f.value === 'object' && typeof (f.value as { name?: unknown }).name === 'string' ? (f.value as { name: string }).name : f.name;
+    const key = `${f.kind}:${f.scope ?? ''}:${name}`;
     seen.set(key, [...(seen.get(key) ?? []), f]);
   }
   for (const group of seen.values()) {
     if (group.length < 2) continue;
     const paths = group.map((g) => g.path).sort();
     for (const f of group) {
-      report(f, '', 'repo.duplicate_name', `${f.kind} '${f.name}' is defined more than once (${paths.join(' and ')}); keep one`);
+      report(f, '', 'repo.duplicate_name', `${f.kind} '${f.kind === 'scorer' ? (f.value as { name: string }).name : f.name}' is defined more than once (${paths.join(' and ')}); keep one`);
     }
   }
 }
@@ -110,8 +111,11 @@ function automationRules(
     if (!isObject(t)) return;
     const base = `/triggers/${i}`;
     if (t.provider !== undefined && !(PROVIDERS as readonly unknown[]).includes(t.provider)) {
-      report(f, `${base}/provider`, 'automation.unknown_provider', `unknown trigger provider ${JSON.stringify(t.provider)}; the providers that exist are: ${PROVIDERS.join(', ')}`);
+      const near = typeof t.provider === 'string' ? closest(t.provider, PROVIDERS) : undefined;
+      report(f, `${base}/provider`, 'automation.unknown_provider', `unknown trigger provider ${JSON.stringify(t.provider)}${near ? `; did you mean '${near}'?` : ''} (the providers: ${PROVIDERS.join(', ')})`);
     }
+    // Other providers' filters are lists of values (the schema checks them); only webhook filters select UIDs.
+    if (typeof t.provider === 'string' && t.provider !== 'webhook' && PROVIDERS.includes(t.provider)) return;
     const filter = t.filter;
     if (!isObject(filter)) return;
     const ids = filter.webhook_ids;

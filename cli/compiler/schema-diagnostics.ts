@@ -1,6 +1,6 @@
 import { escapePointer, schemaErrors, type SchemaError } from '../../core/schemas.ts';
 import type { Diagnostic } from './diagnostics.ts';
-import type { DefinitionKind } from './paths.ts';
+import { MARKDOWN_KINDS, type DefinitionKind } from './paths.ts';
 import { closest } from './suggest.ts';
 import type { Position } from './yaml.ts';
 
@@ -29,6 +29,8 @@ function leftToRules(kind: DefinitionKind, e: SchemaError): boolean {
   // The inner error of propertyNames repeats the propertyNames error.
   if (e.schemaPath.includes('/propertyNames/')) return true;
   if (kind === 'webhook') return e.keyword === 'if' || e.schemaPath.startsWith('#/then') || e.schemaPath.startsWith('#/else');
+  // An `if` only selects which `then` applies; the `then` errors say what is wrong.
+  if (e.keyword === 'if') return true;
   if (kind === 'automation') {
     if (/^\/triggers\/\d+\/filter\/payload(\/|$)/.test(e.instancePath)) return true;
     if (/^\/triggers\/\d+\/provider$/.test(e.instancePath) && e.keyword === 'enum') return true;
@@ -46,7 +48,7 @@ interface Described {
 }
 
 function describe(kind: DefinitionKind, e: SchemaError): Described {
-  const where = e.instancePath === '' ? `in ${kind === 'automation' ? 'the front matter' : 'this file'}` : `at ${e.instancePath}`;
+  const where = e.instancePath === '' ? `in ${MARKDOWN_KINDS.includes(kind) ? 'the front matter' : 'this file'}` : `at ${e.instancePath}`;
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = (e.params as { additionalProperty: string }).additionalProperty;
@@ -65,7 +67,7 @@ function describe(kind: DefinitionKind, e: SchemaError): Described {
         rule: 'invalid_value',
         pointer: `${e.instancePath}/${escapePointer(name)}`,
         mode: 'key',
-        message: `'${name}' is not a valid variable name (letters, digits and _, not starting with a digit)`,
+        message: `'${name}' ${nameMeaning((e.parentSchema as { propertyNames?: { pattern?: string } } | undefined)?.propertyNames?.pattern)}`,
       };
     }
     default:
@@ -90,9 +92,16 @@ function valueMessage(e: SchemaError): string {
       return `must have at most ${(e.params as { limit: number }).limit} item(s)`;
     case 'minLength':
       return 'must not be empty';
+    case 'uniqueItems':
+      return `must not list the same item twice (items ${(e.params as { j: number; i: number }).j} and ${(e.params as { i: number }).i})`;
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+      return `must be ${e.keyword === 'minimum' ? 'at least' : e.keyword === 'maximum' ? 'at most' : 'more than'} ${(e.params as { limit: number }).limit}, got ${got}`;
     case 'maxLength':
       return `must be at most ${(e.params as { limit: number }).limit} characters`;
     case 'anyOf':
+      if (e.schemaPath.includes('providerFilter')) return `must be a list of values or {in: [...], not_in: [...]}, got ${typeName(e.data)}`;
       return `must be a string or {secret: NAME}, got ${typeName(e.data)}`;
     default:
       return e.message ?? 'is invalid';
@@ -105,9 +114,17 @@ const PATTERNS: Record<string, string> = {
   '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$': 'is not a valid secret name (letters, digits, _ . -, starting with a letter or digit, at most 128 characters)',
   "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$": 'is not a valid HTTP header name',
   '^(?=\\d)(\\d+h)?(\\d+m)?(\\d+s)?$': 'is not a duration such as 30m, 90s or 1h30m',
+  '^[A-Za-z0-9 ._-]{1,60}$': 'is not a valid alias (up to 60 letters, digits, spaces, . _ -)',
+  '^[0-9]{1,30}$': 'is not a project number (digits; quote it so YAML keeps it a string)',
+  '^arn:[^:]+:iam::[0-9]{12}:role/.+$': 'is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)',
+  '^(github\\.com|gitlab\\.com):[^/@\\s]+(/[^/@\\s]+)+@[0-9a-f]{40}$': 'is not github.com:OWNER/REPO@SHA or gitlab.com:OWNER/REPO@SHA with a full 40-character commit SHA',
+  '^[A-Za-z][A-Za-z0-9_]{0,63}$': 'is not a valid filter key (letters, digits and _, starting with a letter)',
+  '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$': 'is not a valid MCP server name (letters, digits, _ . -, starting with a letter or digit)',
 };
 
 const patternMeaning = (p: string) => PATTERNS[p] ?? `does not match ${p}`;
+const nameMeaning = (p: string | undefined) =>
+  p === undefined || p === '^[A-Za-z_][A-Za-z0-9_]*$' ? 'is not a valid variable name (letters, digits and _, not starting with a digit)' : patternMeaning(p);
 const article = (t: string) => (t.includes(',') ? `one of ${t}` : /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
 
 function typeName(v: unknown): string {

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { validateSnapshot, schemaErrors } from '../../core/schemas.ts';
 
-const SCHEMAS = ['factory', 'webhook', 'automation', 'environment', 'snapshot'];
+const SCHEMAS = ['factory', 'webhook', 'automation', 'environment', 'snapshot', 'agent', 'skill', 'runner', 'benchmark', 'benchmark-task', 'scorer'];
 const load = (name: string) => JSON.parse(readFileSync(resolve(import.meta.dirname, `../../schemas/${name}.schema.json`), 'utf8'));
 
 test('each schema is draft-07 with $id, title and a description on every property', () => {

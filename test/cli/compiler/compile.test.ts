@@ -21,7 +21,7 @@ test('every error kind of the broken tree is reported at the offending node', as
     'automations/dup.md:2:1 error repo.duplicate_name',
     'automations/dup.md:6:28 warning automation.unknown_webhook_uid',
     'automations/dup/automation.md:2:1 error repo.duplicate_name',
-    'automations/dup/automation.md:5:12 error automation.invalid_value',
+    'automations/dup/automation.md:5:12 error automation.unknown_event',
     'automations/dup/automation.md:6:28 warning automation.unknown_webhook_uid',
     'automations/dup/automation.md:6:83 error filter.in_and_not_in',
     'automations/fm.md:2:14 warning automation.unknown_environment',
@@ -53,7 +53,8 @@ test('every error kind of the broken tree is reported at the offending node', as
   assert.match(byCode('webhook.unknown_key').message, /did you mean 'secretName'/);
   assert.equal(byCode('webhook.unknown_key').pointer, '/secretname');
   assert.equal(byCode('webhook.missing_key').pointer, '/secretName');
-  assert.match(byCode('automation.unknown_provider').message, /providers that exist are: webhook/);
+  assert.match(byCode('automation.unknown_provider').message, /did you mean 'github'\?/);
+  assert.match(byCode('automation.unknown_event').message, /'recieved' is not a webhook event; did you mean 'received'\?/);
   assert.match(byCode('automation.webhook_ids_file_name').message, /factory webhook list/);
   assert.equal(byCode('filter.empty_in').pointer, '/triggers/0/filter/payload/action/in');
   for (const d of diagnostics) assert.ok((DIAGNOSTIC_CODES as readonly string[]).includes(d.code), d.code);

@@ -1,0 +1,54 @@
+import { Cron } from 'croner';
+
+/**
+ * Schedules of `schedule`/`cron_fired` triggers (docs/definitions.md#schedules), pure: five cron
+ * fields, a descriptor such as @daily, or `@every <duration>`, always UTC. The compiler checks
+ * them with parseSchedule; a scheduler computes the next time from the same parse.
+ */
+
+export type ParsedSchedule = { kind: 'cron'; cron: Cron } | { kind: 'every'; ms: number };
+
+/** Descriptors croner reads as cron patterns. */
+export const SCHEDULE_DESCRIPTORS = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'] as const;
+
+/** `@every` intervals are at least a minute: a schedule is for work, not for polling. */
+export const MIN_EVERY_MS = 60_000;
+
+const EVERY = /^@every\s+(?=\d)(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
+
+/** The schedule, or one sentence saying what is wrong with it. */
+export function parseSchedule(text: string): { value: ParsedSchedule } | { error: string } {
+  const s = text.trim();
+  if (s.startsWith('@every')) {
+    const m = EVERY.exec(s);
+    if (!m) return { error: `'${s}' is not @every <duration> such as @every 1h, @every 30m or @every 1h30m` };
+    const ms = ((Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0)) * 60 + Number(m[3] ?? 0)) * 1000;
+    if (ms < MIN_EVERY_MS) return { error: `'${s}' is shorter than a minute; @every takes 1m or more` };
+    return { value: { kind: 'every', ms } };
+  }
+  if (s.startsWith('@')) {
+    if (!(SCHEDULE_DESCRIPTORS as readonly string[]).includes(s)) {
+      return { error: `'${s}' is not a descriptor; use one of ${SCHEDULE_DESCRIPTORS.join(', ')} or @every <duration>` };
+    }
+  } else if (s.split(/\s+/).length !== 5) {
+    return { error: `'${s}' has ${s.split(/\s+/).length} fields; a cron schedule has five (minute hour day-of-month month day-of-week), in UTC` };
+  }
+  let cron: Cron;
+  try {
+    cron = new Cron(s, { timezone: 'UTC', paused: true });
+  } catch (err) {
+    return { error: `'${s}' is not a valid cron schedule: ${(err as Error).message.replace(/^CronPattern: /, '')}` };
+  }
+  // A fixed start keeps this pure; a schedule that fires never does so from any start.
+  if (!cron.nextRun(new Date(Date.UTC(2000, 0, 1)))) return { error: `'${s}' never fires (no such date)` };
+  return { value: { kind: 'cron', cron } };
+}
+
+/** The first time after `after` that a parsed schedule fires; `anchor` starts the @every intervals. */
+export function nextFire(schedule: ParsedSchedule, after: Date, anchor: Date): Date | undefined {
+  if (schedule.kind === 'every') {
+    const n = Math.floor((after.getTime() - anchor.getTime()) / schedule.ms) + 1;
+    return new Date(anchor.getTime() + Math.max(n, 1) * schedule.ms);
+  }
+  return schedule.cron.nextRun(after) ?? undefined;
+}
