@@ -56,7 +56,7 @@ test('factory secret create/update/list/delete through the real CLI; the value n
     const rows = JSON.parse(list.out) as { name: string; current_version: number; has_value: boolean }[];
     assert.deepEqual(rows.map((r) => [r.name, r.current_version, r.has_value]), [['github-signing', 2, true], ['paddle', 0, false]]);
     const table = await factory(['secret', 'list'], env);
-    assert.match(table.out, /^NAME\s+VERSION\s+VALUE\s+UPDATED\n/);
+    assert.match(table.out, /^NAME\s+VERSION\s+VALUE\s+FACTORIES\s+UPDATED\n/);
 
     const empty = await factory(['secret', 'create', 'empty'], env, '\n');
     assert.equal(empty.code, 1);
