@@ -37,6 +37,9 @@ export const SCHEME_ALIASES: Readonly<Record<string, SignatureScheme>> = { stand
 
 export type AgentFormat = 'text' | 'claude-stream-json' | 'codex-json';
 
+/** An environment's network in the sandbox (docs/security.md#network): `none` (loopback only) or `open`. */
+export type NetworkPolicy = 'none' | 'open';
+
 /** A JSON value as found in a payload filter or a delivery body. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -200,6 +203,8 @@ export interface EnvironmentDef {
     timeout: string;
   };
   env: { [name: string]: EnvValue };
+  /** Present only when the file sets it; absent means `none`. */
+  network?: NetworkPolicy;
   source: SourceRef;
 }
 

@@ -1,4 +1,4 @@
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { usageError } from '../core/errors.ts';
 
 /** SPEC 11 limits, plus the runtime's own caps. Every value is a positive integer. */
@@ -28,6 +28,30 @@ export interface Limits {
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/** Where a run's commands execute (docs/security.md#sandbox). */
+export type ExecutorKind = 'sandbox' | 'direct';
+
+/** The sandboxed executor's settings (docs/security.md#sandbox). */
+export interface SandboxSettings {
+  /** The bubblewrap program: FACTORY_BWRAP, default `bwrap` from PATH. */
+  readonly bwrap: string;
+  /** Absolute host directories every command may read (an agent's installation), in order. */
+  readonly roBinds: readonly string[];
+  /** RLIMIT_DATA of each process, and the size of its private /tmp, in MiB. */
+  readonly memoryMb: number;
+  /** RLIMIT_NPROC: processes of the run's user id (counted across every run using that id). */
+  readonly maxProcesses: number;
+  /** RLIMIT_NOFILE of each process. */
+  readonly maxOpenFiles: number;
+}
+
+/** What parseConfig needs to know about the process it configures (tests pass their own). */
+export interface HostFacts {
+  platform: NodeJS.Platform;
+  /** The runtime's user id; undefined where there are none (Windows). */
+  uid: number | undefined;
+}
+
 export interface Config {
   readonly port: number;
   readonly host: string;
@@ -47,6 +71,20 @@ export interface Config {
    * environment"): only INHERITED_ENV, taken once from the environment parseConfig was given.
    */
   readonly inheritedEnv: Readonly<Record<string, string>>;
+  /** `sandbox` (bubblewrap; the default on Linux) or `direct` (the runtime's own view of the machine). */
+  readonly executor: ExecutorKind;
+  /** Whether --executor or FACTORY_EXECUTOR chose it: `factory dev` falls back to direct only when not. */
+  readonly executorChosen: boolean;
+  /** Set when `factory dev` fell back to direct and has said so: the executor need not warn again. */
+  readonly directAnnounced?: boolean;
+  /** Absolute; holds `<run_id>/` workspaces. Never the data dir nor inside it, nor around it. */
+  readonly workDir: string;
+  /**
+   * The user and group a run's commands run as when the runtime runs as root (default 65534,
+   * `nobody`), under either executor; undefined when the runtime is not root.
+   */
+  readonly runAs: Readonly<{ uid: number; gid: number }> | undefined;
+  readonly sandbox: SandboxSettings;
 }
 
 /**
@@ -64,6 +102,14 @@ export interface ConfigFlags {
   trustProxy?: boolean | string;
   maxConcurrentRuns?: string | number;
   logLevel?: string;
+  executor?: string;
+  workDir?: string;
+  runUid?: string | number;
+  /** Repeatable flag: commander collects the values. */
+  sandboxRoBind?: string[];
+  sandboxMemoryMb?: string | number;
+  sandboxMaxProcesses?: string | number;
+  sandboxMaxOpenFiles?: string | number;
   /** Overrides for tests and benchmarks; the environment still wins for nothing here. */
   limits?: Partial<Limits>;
 }
@@ -95,6 +141,7 @@ export function parseConfig(
   flags: ConfigFlags,
   env: Readonly<Record<string, string | undefined>>,
   cwd: string = process.cwd(),
+  facts: HostFacts = { platform: process.platform, uid: process.getuid?.() },
 ): Config {
   const pick = (flag: unknown, name: string): { value: string; source: string } | undefined => {
     if (flag !== undefined && flag !== null && flag !== '') return { value: String(flag), source: `--${kebab(name)}` };
@@ -148,7 +195,67 @@ export function parseConfig(
     if (v !== undefined) inheritedEnv[name] = v;
   }
 
-  return deepFreeze({ port, host, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv });
+  const executorRaw = pick(flags.executor, 'executor');
+  if (executorRaw && executorRaw.value !== 'sandbox' && executorRaw.value !== 'direct') {
+    throw usageError(`${executorRaw.source} must be sandbox or direct, got "${executorRaw.value}".`);
+  }
+  // bubblewrap is Linux-only; elsewhere the default is what can run at all, and `serve` says so.
+  const executor = (executorRaw?.value ?? (facts.platform === 'linux' ? 'sandbox' : 'direct')) as ExecutorKind;
+
+  const workDirRaw = pick(flags.workDir, 'workDir');
+  const workDir = workDirRaw ? resolve(cwd, workDirRaw.value) : `${dataDir}-workspaces`;
+  if (isWithin(workDir, dataDir) || isWithin(dataDir, workDir)) {
+    throw usageError(`${workDirRaw?.source ?? '--work-dir'} must lie outside the data dir ${dataDir} (and not hold it), so a run never sits next to the keys, got "${workDir}".`);
+  }
+
+  const runUidRaw = pick(flags.runUid, 'runUid');
+  let runAs: { uid: number; gid: number } | undefined;
+  if (facts.uid === 0) {
+    const m = /^(\d{1,10})(?::(\d{1,10}))?$/.exec(runUidRaw?.value.trim() ?? '65534');
+    const uid = m ? Number(m[1]) : NaN;
+    const gid = m ? Number(m[2] ?? m[1]) : NaN;
+    if (!(uid > 0 && uid < 4294967295 && gid > 0 && gid < 4294967295)) {
+      throw usageError(`${runUidRaw?.source ?? '--run-uid'} must be UID or UID:GID, numbers other than 0, got "${runUidRaw?.value}".`);
+    }
+    runAs = { uid, gid };
+  } else if (runUidRaw) {
+    throw usageError(`${runUidRaw.source} needs the runtime to run as root (only root can run commands as another user); leave it unset.`);
+  }
+
+  const roBinds: string[] = [];
+  const roBindValues = flags.sandboxRoBind?.length
+    ? flags.sandboxRoBind.map((value) => ({ value, source: '--sandbox-ro-bind' }))
+    : (env.FACTORY_SANDBOX_RO_BIND ?? '').split(':').filter(Boolean).map((value) => ({ value, source: 'FACTORY_SANDBOX_RO_BIND' }));
+  for (const b of roBindValues) {
+    const dir = resolve(cwd, b.value);
+    if (dir === '/' || isWithin(dir, dataDir) || isWithin(dir, workDir)) {
+      throw usageError(`${b.source} must name a directory outside the data dir and the work dir (and not /), got "${b.value}".`);
+    }
+    roBinds.push(dir);
+  }
+  const sandbox: SandboxSettings = {
+    bwrap: env.FACTORY_BWRAP || 'bwrap',
+    roBinds,
+    memoryMb: int(pick(flags.sandboxMemoryMb, 'sandboxMemoryMb'), 4096, 64, 1_048_576),
+    maxProcesses: int(pick(flags.sandboxMaxProcesses, 'sandboxMaxProcesses'), 4096, 16, 4_194_304),
+    maxOpenFiles: int(pick(flags.sandboxMaxOpenFiles, 'sandboxMaxOpenFiles'), 8192, 64, 1_048_576),
+  };
+
+  return deepFreeze({
+    port, host, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
+    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox,
+  });
+}
+
+/** The same config with the direct executor: `factory dev` carries on without bubblewrap. */
+export function withDirectExecutor(config: Config): Config {
+  return deepFreeze({ ...config, executor: 'direct' as const, directAnnounced: true });
+}
+
+/** Is `p` the directory `dir` or inside it? Both absolute. */
+export function isWithin(p: string, dir: string): boolean {
+  const r = relative(dir, p);
+  return r === '' || (!r.startsWith('..') && !isAbsolute(r));
 }
 
 const ENV_NAMES: Record<string, string> = {
@@ -159,6 +266,12 @@ const ENV_NAMES: Record<string, string> = {
   trustProxy: 'FACTORY_TRUST_PROXY',
   maxConcurrentRuns: 'FACTORY_MAX_CONCURRENT_RUNS',
   logLevel: 'FACTORY_LOG_LEVEL',
+  executor: 'FACTORY_EXECUTOR',
+  workDir: 'FACTORY_WORK_DIR',
+  runUid: 'FACTORY_RUN_UID',
+  sandboxMemoryMb: 'FACTORY_SANDBOX_MEMORY_MB',
+  sandboxMaxProcesses: 'FACTORY_SANDBOX_MAX_PROCESSES',
+  sandboxMaxOpenFiles: 'FACTORY_SANDBOX_MAX_OPEN_FILES',
 };
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());

@@ -2,13 +2,15 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { newStandardWebhooksSecret, newTokenSecret } from '../../core/ids.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
-import { parseConfig, type ConfigFlags } from '../../runtime/config.ts';
+import { parseConfig, withDirectExecutor, type ConfigFlags } from '../../runtime/config.ts';
+import { isolationOf, probeIsolation } from '../../runtime/executor/sandbox.ts';
 import { startServer } from '../../runtime/server.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { prettyDestination } from '../../runtime/log-pretty.ts';
 import type { Store } from '../../runtime/store/index.ts';
 import { createClient } from '../client.ts';
 import type { CliIO } from '../io.ts';
+import { addExecutorOptions } from './serve.ts';
 import { diagnosticFormat } from './validate.ts';
 import { assertFactoryRepo, untilSignalled, watchAndApply } from './watch.ts';
 
@@ -46,7 +48,7 @@ export function createMissingSecrets(store: Store, snapshot: Snapshot): Map<stri
 }
 
 export function registerDev(program: Command, io: CliIO): void {
-  program
+  const command = program
     .command('dev')
     .description('run the runtime, create missing secrets, apply and watch a factory repo: for trying it out')
     .argument('[dir]', 'the factory repo', '.')
@@ -55,15 +57,23 @@ export function registerDev(program: Command, io: CliIO): void {
     .option('--base-url <url>', 'public URL for ingress URLs (env FACTORY_BASE_URL)')
     .option('--data-dir <dir>', 'database, keys and workspaces (env FACTORY_DATA_DIR, default ./.factory)')
     .option('--max-concurrent-runs <n>', 'runs executed at once (env FACTORY_MAX_CONCURRENT_RUNS, default 2)')
-    .option('--log-level <level>', 'runtime log level (env FACTORY_LOG_LEVEL, default info); dev prints one short line per delivery, run and change')
+    .option('--log-level <level>', 'runtime log level (env FACTORY_LOG_LEVEL, default info); dev prints one short line per delivery, run and change');
+  addExecutorOptions(command)
     .addHelpText(
       'after',
       '\nExamples:\n  $ factory dev examples/factory\n  $ npm start            # the same, for the example\n\nNot for production: it creates any missing team secret with a random value and prints it. Use `factory serve` and `factory apply` there.\n',
     )
     .action(async (dir: string, flags: ConfigFlags) => {
-      const config = parseConfig(flags, io.env, io.cwd);
+      let config = parseConfig(flags, io.env, io.cwd);
       // Before the server starts: a wrong directory fails at once, with nothing left listening.
       await assertFactoryRepo(io, dir);
+      // dev is for laptops: without bubblewrap it carries on unsandboxed and says so, in one line
+      // (serve refuses instead). An executor chosen explicitly is never replaced.
+      const problem = config.executor === 'sandbox' && !config.executorChosen ? probeIsolation(isolationOf(config)) : undefined;
+      if (problem?.sandboxOnly) {
+        io.stderr(`No sandbox for runs: ${problem.what}, so this dev runtime carries on with --executor direct and run commands see this machine as you do (${problem.fix} to sandbox them).\n`);
+        config = withDirectExecutor(config);
+      }
       // An activity feed for a person at a terminal instead of JSON lines (serve keeps those).
       const log = createLogger({ level: config.logLevel, destination: prettyDestination((text) => io.stdout(text)) });
       const server = await startServer(config, { log });

@@ -7,21 +7,36 @@ interface ServeFlags extends ConfigFlags {
   trustProxy?: boolean;
 }
 
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** The executor's options, shared by `serve` and `dev` (docs/security.md#executors). */
+export function addExecutorOptions(command: Command): Command {
+  return command
+    .option('--executor <kind>', 'where run commands execute: sandbox (bubblewrap; the default on Linux) or direct (env FACTORY_EXECUTOR)')
+    .option('--work-dir <dir>', 'run workspaces, outside the data dir (env FACTORY_WORK_DIR, default <data-dir>-workspaces)')
+    .option('--run-uid <uid[:gid]>', 'when the runtime is root: the user run commands run as (env FACTORY_RUN_UID, default 65534)')
+    .option('--sandbox-ro-bind <dir>', 'a directory sandboxed commands may read, e.g. an agent installation; repeatable (env FACTORY_SANDBOX_RO_BIND, colon-separated)', collect)
+    .option('--sandbox-memory-mb <n>', 'memory (RLIMIT_DATA) of each sandboxed process, and its /tmp size (env FACTORY_SANDBOX_MEMORY_MB, default 4096)')
+    .option('--sandbox-max-processes <n>', 'processes of the run user (RLIMIT_NPROC) (env FACTORY_SANDBOX_MAX_PROCESSES, default 4096)')
+    .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)');
+}
+
 /** `factory serve` (SPEC 5, 10): runs the runtime until SIGTERM or SIGINT, then shuts down gracefully. */
 export function registerServe(program: Command, io: CliIO): void {
-  program
+  const command = program
     .command('serve')
     .description('run the runtime: webhook ingress, run API, management API and executor')
     .option('--port <port>', 'port to listen on (env FACTORY_PORT, default 8080; 0 picks a free one)')
     .option('--host <host>', 'address to bind (env FACTORY_HOST, default 127.0.0.1)')
     .option('--base-url <url>', 'public URL for ingress URLs and session links (env FACTORY_BASE_URL)')
-    .option('--data-dir <dir>', 'database, keys and workspaces (env FACTORY_DATA_DIR, default ./.factory)')
+    .option('--data-dir <dir>', 'database and keys (env FACTORY_DATA_DIR, default ./.factory)')
     .option('--trust-proxy', 'read the client address from X-Forwarded-For (env FACTORY_TRUST_PROXY)')
     .option('--max-concurrent-runs <n>', 'runs executed at once (env FACTORY_MAX_CONCURRENT_RUNS, default 2)')
-    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env FACTORY_LOG_LEVEL)')
+    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env FACTORY_LOG_LEVEL)');
+  addExecutorOptions(command)
     .addHelpText(
       'after',
-      '\nExamples:\n  $ factory serve\n  $ FACTORY_MASTER_KEY=$(openssl rand -base64 32) factory serve --host 0.0.0.0 --base-url https://hooks.example.com\n\nOn first start an admin API key is written to <data-dir>/admin.key (mode 0600); the CLI uses it when run next to that data dir. Logs are JSON lines on stdout.\n',
+      '\nExamples:\n  $ factory serve\n  $ FACTORY_MASTER_KEY=$(openssl rand -base64 32) factory serve --host 0.0.0.0 --base-url https://hooks.example.com\n\nOn first start an admin API key is written to <data-dir>/admin.key (mode 0600); the CLI uses it when run next to that data dir. Logs are JSON lines on stdout.\n\nRuns execute in a bubblewrap sandbox (apt-get install bubblewrap); serve refuses to start without it unless --executor direct is given. See docs/security.md.\n',
     )
     .action(async (flags: ServeFlags) => {
       const config = parseConfig(flags, io.env, io.cwd);

@@ -89,6 +89,8 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
         setup: v.setup ?? [],
         agent: { command: v.agent.command, format: v.agent.format ?? 'text', timeout: v.agent.timeout ?? '30m' },
         env: v.env ?? {},
+        // Only when the file says so: absent means `none`, and a repo without it keeps its digest.
+        ...(v.network !== undefined ? { network: v.network } : {}),
         source,
       });
     }

@@ -6,23 +6,26 @@
  * Steps: create the workspace; clone (or copy) the repos; write the attachments and `prompt.md`;
  * run each setup command with `/bin/sh -c`; run the agent (argv, no shell) with the prompt on
  * stdin; then report the files changed in each cloned repo. Each command leads its own process
- * group, so timeout and cancel stop everything it started.
+ * group, so timeout and cancel stop everything it started, and every one of them, the git
+ * commands before and after included, runs under the run's isolation (sandbox.ts): a repo's own
+ * git config could otherwise run code outside it.
  *
  * A failure of the run's own inputs (a repo, a setup command, the agent) is FAILED; cancel is
  * CANCELLED. A failure of the platform itself (the workspace cannot be created or written) is
  * thrown, and the pool records it as ERROR.
  */
 
-import { mkdir } from 'node:fs/promises';
+import { chmod, chown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentFormat } from '../../core/snapshot.ts';
+import type { AgentFormat, NetworkPolicy } from '../../core/snapshot.ts';
 import type { RunErrorCode } from '../../core/run-state.ts';
 import { AgentOutput } from './agent-output.ts';
 import { formatDuration } from './duration.ts';
-import { runInGroup, type GroupExit } from './process.ts';
+import type { GroupExit } from './process.ts';
 import { readerFor } from './readers.ts';
+import { RunSandbox, type Isolation } from './sandbox.ts';
 import { DEFAULT_CAPS, type TranscriptCaps, type TranscriptEventInput } from './transcript.ts';
-import { copyDir, parsePorcelainZ, planRepo, runCaptured, writeInputs, type CommandRun } from './workspace.ts';
+import { parsePorcelainZ, planRepo, runCaptured, writeInputs, type CommandRun, type RepoCommand } from './workspace.ts';
 
 export type { TranscriptEventInput } from './transcript.ts';
 
@@ -35,6 +38,8 @@ export interface JobSpec {
   agent: { command: string[]; format: AgentFormat; timeoutMs: number };
   /** The environment's variables, secrets already resolved. */
   env: Record<string, string>;
+  /** `none`: the sandboxed setup and agent have loopback only (the default). Direct runs ignore it. */
+  network: NetworkPolicy;
   prompt: string;
   attachments: { name: string; bytes: Buffer }[];
 }
@@ -51,8 +56,13 @@ export interface JobOptions {
   signal: AbortSignal;
   onEvent: (e: TranscriptEventInput) => void;
   caps?: Partial<TranscriptCaps>;
-  /** The runtime's variables every command inherits (config.inheritedEnv); nothing else is inherited. */
+  /**
+   * The runtime's variables (config.inheritedEnv): direct commands inherit them all, sandboxed ones
+   * only the locale and time zone; nothing else of the runtime's environment is inherited.
+   */
   inheritedEnv: Readonly<Record<string, string>>;
+  /** Where commands run: the sandbox or direct, as which user, what stays hidden (isolationOf). */
+  isolation: Isolation;
   /** Told each command's process group as it starts and ends (see runInGroup), to record it. */
   onGroup?: (event: 'start' | 'end', pgid: number) => void;
 }
@@ -69,22 +79,27 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   const caps: TranscriptCaps = { ...DEFAULT_CAPS, ...opts.caps };
   const { signal, onEvent, onGroup } = opts;
   const ws = path.resolve(spec.workspaceDir);
-  const promptFile = path.join(ws, 'prompt.md');
+  const sandbox = new RunSandbox(opts.isolation, ws);
+  const runAs = opts.isolation.runAs;
+  // The run's own three FACTORY_* variables (the agent protocol, and the marker crash recovery
+  // looks for in /proc); no other FACTORY_* variable of the runtime's ever reaches a command.
   const env: Record<string, string> = {
-    ...opts.inheritedEnv,
+    ...sandbox.baseEnv(opts.inheritedEnv),
     ...spec.env,
-    FACTORY_PROMPT_FILE: promptFile,
-    FACTORY_WORKSPACE: ws,
+    FACTORY_PROMPT_FILE: path.posix.join(sandbox.workspaceInside, 'prompt.md'),
+    FACTORY_WORKSPACE: sandbox.workspaceInside,
     FACTORY_RUN_ID: spec.runId,
   };
+  const network = spec.network === 'open';
   // git never waits for a password on a terminal nobody is watching.
   const gitEnv = { ...env, GIT_TERMINAL_PROMPT: '0' };
+  const repoEnv = { ...gitEnv, ...sandbox.repoEnv() };
   const timeoutMs = spec.agent.timeoutMs;
   // Repo and setup commands share one output budget, so many commands cannot grow the transcript
   // past a few MB (SPEC 9).
   let commandBudget = caps.commandOutputBytesTotal;
-  const captured = async (argv: string[], cwd: string, cmdEnv: Record<string, string>) => {
-    const r = await runCaptured(argv, cwd, cmdEnv, Math.min(caps.commandOutputBytes, commandBudget), { signal, timeoutMs, onGroup });
+  const captured = async (c: RepoCommand, cmdEnv: Record<string, string>) => {
+    const r = await runCaptured(sandbox, { ...c, env: cmdEnv, signal, timeoutMs, onGroup }, Math.min(caps.commandOutputBytes, commandBudget));
     commandBudget = Math.max(0, commandBudget - Buffer.byteLength(r.output));
     return r;
   };
@@ -106,34 +121,45 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
     });
 
   if (signal.aborted) return CANCELLED;
-  await mkdir(ws, { recursive: true });
+  await mkdir(ws, { recursive: true, mode: 0o700 });
+  await chmod(ws, 0o700);
+  // The run's own HOME, in its workspace, so what setup leaves there the agent finds.
+  const home = sandbox.homeDir;
+  if (home) await mkdir(home, { recursive: true, mode: 0o700 });
+  // Commands run as runAs when the runtime is root: the workspace is theirs; the runtime, root,
+  // still reads and removes it.
+  const handOver = async (files: string[]) => {
+    if (runAs) for (const f of files) await chown(f, runAs.uid, runAs.gid);
+  };
+  await handOver(home ? [ws, home] : [ws]);
 
   // 1. Repos.
   const gitDirs: { rel: string; dir: string }[] = [];
   for (const repo of spec.repos) {
     let plan;
     try {
-      plan = await planRepo(ws, repo, gitEnv);
+      plan = await planRepo(sandbox, repo, repoEnv, { signal, onGroup });
     } catch (err) {
       return { state: 'FAILED', statusMessage: (err as Error).message, errorCode: 'repo_failed', agentStarted: false };
     }
+    if (signal.aborted) return CANCELLED;
     if (plan.kind === 'copy') {
       const inside = path.relative(plan.from, ws);
       if (inside === '' || (!inside.startsWith('..') && !path.isAbsolute(inside))) {
         const why = `repo ${repo.url} is the directory ${plan.from}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`;
         return { state: 'FAILED', statusMessage: why, errorCode: 'repo_failed', agentStarted: false };
       }
-      try {
-        await copyDir(plan.from, plan.target);
-      } catch (err) {
-        const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      const r = await captured(plan.command, repoEnv);
+      commandEvent('repo', `copy ${plan.from} ${path.relative(ws, plan.target)}`, r);
+      if (r.cancelled) return CANCELLED;
+      if (r.spawnError || r.code !== 0) {
+        const why = r.spawnError?.code ?? (r.output.trim().split('\n')[0] || exitText(r));
         return { state: 'FAILED', statusMessage: `copying repo ${repo.url} (${plan.from}) into the workspace failed: ${why}`, errorCode: 'repo_failed', agentStarted: false };
       }
-      onEvent({ type: 'command', data: { phase: 'repo', text: `copy ${plan.from} ${path.relative(ws, plan.target)}`, exit_code: 0, duration_ms: 0, output: '' } });
       continue;
     }
     for (const c of plan.commands) {
-      const r = await captured(c.argv, c.cwd, gitEnv);
+      const r = await captured(c, repoEnv);
       commandEvent('repo', c.argv.join(' '), r, c.argv);
       if (r.cancelled) return CANCELLED;
       if (r.spawnError) {
@@ -150,7 +176,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
 
   // 2. Inputs.
   try {
-    await writeInputs(ws, spec.prompt, spec.attachments);
+    await handOver(await writeInputs(ws, spec.prompt, spec.attachments));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code) throw err;
     return { state: 'FAILED', statusMessage: (err as Error).message, errorCode: 'repo_failed', agentStarted: false };
@@ -158,7 +184,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
 
   // 3. Setup commands, each with the agent's timeout as its own limit.
   for (const command of spec.setup) {
-    const r = await captured(['/bin/sh', '-c', command], ws, env);
+    const r = await captured({ argv: ['/bin/sh', '-c', command], cwd: ws, network, sources: [] }, env);
     commandEvent('setup', command, r);
     if (r.cancelled) return CANCELLED;
     if (r.spawnError) throw r.spawnError;
@@ -171,10 +197,11 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   // 4. The agent.
   const program = spec.agent.command[0];
   const out = new AgentOutput(readerFor(spec.agent.format, caps.lineBytes), caps, onEvent);
-  const exit = await runInGroup({
+  const exit = await sandbox.run({
     argv: spec.agent.command,
     cwd: ws,
     env,
+    network,
     stdin: spec.prompt,
     timeoutMs,
     signal,
@@ -200,7 +227,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   if (exit.cancelled) return { ...CANCELLED, agentStarted: started };
 
   // 5. Files changed, whatever the agent's outcome: they help to debug a failed run too.
-  if (started) await reportChanges(gitDirs, gitEnv, caps, onEvent, onGroup);
+  if (started) await reportChanges(sandbox, gitDirs, gitEnv, caps, onEvent, onGroup);
 
   if (exit.spawnError) {
     const code = exit.spawnError.code;
@@ -220,6 +247,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
 
 /** `file_change` events from `git status` in each cloned repo, each with a capped diff. */
 async function reportChanges(
+  sandbox: RunSandbox,
   repos: { rel: string; dir: string }[],
   env: Record<string, string>,
   caps: TranscriptCaps,
@@ -229,7 +257,7 @@ async function reportChanges(
   let count = 0;
   let diffBudget = caps.diffBytesTotal;
   for (const repo of repos) {
-    const status = await runCaptured(['git', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], repo.dir, env, 4 * 1024 * 1024, { onGroup });
+    const status = await runCaptured(sandbox, { argv: ['git', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], cwd: repo.dir, env, network: false, onGroup }, 4 * 1024 * 1024);
     if (status.code !== 0) continue;
     for (const change of parsePorcelainZ(status.output)) {
       if (count++ >= caps.maxFileChanges) {
@@ -243,7 +271,7 @@ async function reportChanges(
         const argv = change.untracked
           ? ['git', 'diff', '--no-color', '--no-index', '--', '/dev/null', change.path]
           : ['git', 'diff', '--no-color', '-M', 'HEAD', '--', ...(change.oldPath ? [change.oldPath] : []), change.path];
-        const d = await runCaptured(argv, repo.dir, env, cap, { onGroup });
+        const d = await runCaptured(sandbox, { argv, cwd: repo.dir, env, network: false, onGroup }, cap);
         diff = d.output;
         diffTruncated = d.truncated;
         diffBudget -= Buffer.byteLength(diff);

@@ -1,7 +1,7 @@
 /**
  * The executor pool (SPEC 9): at most `maxConcurrentRuns` jobs at once, each a QUEUED run claimed
  * oldest first with one conditional UPDATE (runtime/store/runs.ts), run by runJob in
- * `<dataDir>/workspaces/<run_id>`. The store writes every state change with its `state`
+ * `<workDir>/<run_id>` under the configured executor (sandbox.ts; checked once at start). The store writes every state change with its `state`
  * transcript event; this module only decides which change happens.
  *
  * Woken when a run is created (`wake()`), and by a slow poll as a safety net. At start, runs left
@@ -9,7 +9,7 @@
  * are removed after the retention period; transcripts stay.
  */
 
-import { rm } from 'node:fs/promises';
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { EnvironmentDef } from '../../core/snapshot.ts';
 import type { Clock } from '../clock.ts';
@@ -21,6 +21,7 @@ import type { FinalState, FinishInput, RunRecord } from '../store/runs.ts';
 import { parseDuration } from './duration.ts';
 import { runJob, type JobResult } from './job.ts';
 import { killOrphanGroup } from './process.ts';
+import { assertIsolation, isolationOf, type Isolation } from './sandbox.ts';
 
 declare module '../services.ts' {
   interface Services {
@@ -57,16 +58,27 @@ export class ExecutorPool implements Service {
   private cleanupTimer: NodeJS.Timeout | undefined;
   private cleaning: Promise<number> | undefined;
   private readonly workspacesDir: string;
+  private readonly isolation: Isolation;
 
   constructor(
     private readonly deps: PoolDeps,
     private readonly options: PoolOptions = {},
   ) {
-    this.workspacesDir = path.join(deps.config.dataDir, 'workspaces');
+    this.workspacesDir = deps.config.workDir;
+    this.isolation = isolationOf(deps.config);
   }
 
   /** Restart recovery, first clean-up, then the poll. */
   async start(): Promise<void> {
+    // Never weaken silently: a sandbox that cannot start stops the runtime with one sentence.
+    assertIsolation(this.isolation);
+    if (this.isolation.kind === 'direct' && !this.deps.config.directAnnounced) {
+      this.deps.log.warn(
+        { executor: 'direct', runAs: this.isolation.runAs },
+        'runs execute without a sandbox (--executor direct): their commands see this machine as the runtime does, network and other runs included (docs/security.md#executors)',
+      );
+    }
+    await this.prepareWorkDir();
     this.recover();
     this.started = true;
     await this.cleanWorkspaces();
@@ -77,6 +89,18 @@ export class ExecutorPool implements Service {
     }, this.options.cleanupEveryMs ?? CLEANUP_EVERY_MS);
     this.cleanupTimer.unref();
     this.wake();
+  }
+
+  /**
+   * The work dir: private to the runtime, except that a direct run as another user must be able
+   * to pass through it to its own workspace (0711: no listing of other runs' workspaces).
+   */
+  private async prepareWorkDir(): Promise<void> {
+    const mode = this.isolation.kind === 'direct' && this.isolation.runAs ? 0o711 : 0o700;
+    await mkdir(this.workspacesDir, { recursive: true, mode });
+    await chmod(this.workspacesDir, mode);
+    // Its default sits next to the data dir, often inside a git repo: keep it out of commits.
+    await writeFile(path.join(this.workspacesDir, '.gitignore'), '# factory run workspaces. Never commit.\n*\n', { flag: 'wx' }).catch(() => {});
   }
 
   /**
@@ -181,6 +205,7 @@ export class ExecutorPool implements Service {
           setup: env.setup,
           agent: { command: env.agent.command, format: env.agent.format, timeoutMs: parseDuration(env.agent.timeout || '30m') },
           env: this.resolveEnv(env),
+          network: env.network ?? 'none',
           prompt: run.prompt,
           attachments: store.runs.attachmentBytes(run.run_id),
         },
@@ -188,6 +213,7 @@ export class ExecutorPool implements Service {
           signal,
           onEvent: (e) => store.runs.appendEvent(run.run_id, e.type, e.data),
           inheritedEnv: this.deps.config.inheritedEnv,
+          isolation: this.isolation,
           onGroup: (event, pgid) => {
             try {
               if (event === 'start') store.runs.addProcessGroup(run.run_id, pgid);

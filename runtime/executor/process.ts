@@ -26,6 +26,12 @@ export interface GroupSpawn {
    * uses the record to do it (killOrphanGroup).
    */
   onGroup?: (event: 'start' | 'end', pgid: number) => void;
+  /**
+   * Opens fd 3 as a pipe on which a launcher (runtime/executor/sandbox.ts) writes `ENOENT` or
+   * `EACCES` when it cannot start the program, so a wrapped command still reports the same
+   * spawnError as a program started directly.
+   */
+  statusFd?: boolean;
 }
 
 export interface GroupExit {
@@ -80,8 +86,14 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: opts.statusFd ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     });
+    let status = '';
+    if (opts.statusFd) {
+      const pipe = child.stdio[3] as NodeJS.ReadableStream | null;
+      pipe?.on('data', (c: Buffer) => (status = (status + c.toString('latin1')).slice(0, 64)));
+      pipe?.on('error', () => {});
+    }
 
     const stop = () => {
       if (child.pid === undefined) return;
@@ -121,6 +133,12 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     child.on('close', (code, signal) => {
       if (graceTimer) clearTimeout(graceTimer);
       if (child.pid !== undefined) opts.onGroup?.('end', child.pid);
+      const reported = /^(ENOENT|EACCES)$/m.exec(status)?.[1];
+      if (reported) {
+        const spawnError: NodeJS.ErrnoException = Object.assign(new Error(`${program}: ${reported}`), { code: reported });
+        finish({ code: null, signal: null, spawnError });
+        return;
+      }
       finish({ code, signal });
     });
   });

@@ -4,13 +4,17 @@
  *
  * Repos: a URL (https, ssh, `file://`) or an absolute local path is cloned with `git clone`, then
  * `ref` is checked out. A local directory that is not a git repository is copied instead (so a
- * plain folder of fixtures works); it then has no `ref` and reports no changed files.
+ * plain folder of fixtures works); it then has no `ref` and reports no changed files. Every step
+ * that touches the workspace or a repo is a command run under the run's isolation (sandbox.ts).
  */
 
-import { cp, mkdir, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runInGroup, type GroupExit, type GroupSpawn } from './process.ts';
+import { isWithin } from '../config.ts';
+import type { GroupExit } from './process.ts';
+import type { CommandOptions, RunSandbox } from './sandbox.ts';
 import { CappedBuffer } from './transcript.ts';
 
 export interface RepoSpec {
@@ -57,47 +61,62 @@ export interface CommandRun extends GroupExit {
   truncated: boolean;
 }
 
-/** Runs argv in `cwd` as its own process group, collecting output up to `cap` bytes. */
-export async function runCaptured(
-  argv: string[],
-  cwd: string,
-  env: Record<string, string>,
-  cap: number,
-  extra: Pick<GroupSpawn, 'signal' | 'timeoutMs' | 'onGroup'> = {},
-): Promise<CommandRun> {
+/** Runs one command of the run (its own process group), collecting output up to `cap` bytes. */
+export async function runCaptured(sandbox: RunSandbox, cmd: CommandOptions, cap: number): Promise<CommandRun> {
   const buf = new CappedBuffer(cap);
-  const exit = await runInGroup({ argv, cwd, env, onStdout: (c) => buf.push(c), onStderr: (c) => buf.push(c), ...extra });
+  const exit = await sandbox.run({ ...cmd, onStdout: (c) => buf.push(c), onStderr: (c) => buf.push(c) });
   return { ...exit, output: buf.text(), truncated: buf.truncated };
 }
 
-/** Does `dir` hold (or sit inside) a git work tree? */
-export async function isGitRepo(dir: string, env: Record<string, string>): Promise<boolean> {
-  const r = await runCaptured(['git', 'rev-parse', '--is-inside-work-tree'], dir, env, 1024);
+/** Does `dir` hold (or sit inside) a git work tree? Asked inside the run's isolation. */
+export async function isGitRepo(sandbox: RunSandbox, dir: string, env: Record<string, string>, extra: Pick<CommandOptions, 'signal' | 'onGroup'> = {}): Promise<boolean> {
+  const r = await runCaptured(sandbox, { argv: ['git', 'rev-parse', '--is-inside-work-tree'], cwd: dir, env, network: false, sources: [dir], ...extra }, 1024);
   return r.code === 0 && r.output.trim() === 'true';
+}
+
+/** One repo step as a command: argv, where it runs, and what it needs to see. */
+export interface RepoCommand {
+  argv: string[];
+  cwd: string;
+  network: boolean;
+  sources: string[];
 }
 
 /** How one repo is brought into the workspace: the commands to run, or a plain copy. */
 export type RepoPlan =
-  | { kind: 'clone'; target: string; commands: { argv: string[]; cwd: string }[] }
-  | { kind: 'copy'; target: string; from: string };
+  | { kind: 'clone'; target: string; commands: RepoCommand[] }
+  | { kind: 'copy'; target: string; from: string; command: RepoCommand };
 
-/** Decides how to fetch `repo` (clone, or copy of a local non-git directory). */
-export async function planRepo(workspaceDir: string, repo: RepoSpec, env: Record<string, string>): Promise<RepoPlan> {
-  const target = repoTarget(workspaceDir, repo);
+/**
+ * Decides how to fetch `repo` (clone, or copy of a local non-git directory). A local path is
+ * shown to the clone or copy step alone, read-only; one that is, or lies inside, a directory the
+ * run may not see (`hidden`: the data dir, the work dir) is refused.
+ */
+export async function planRepo(
+  sandbox: RunSandbox,
+  repo: RepoSpec,
+  env: Record<string, string>,
+  extra: Pick<CommandOptions, 'signal' | 'onGroup'> = {},
+): Promise<RepoPlan> {
+  const ws = sandbox.workspace;
+  const target = repoTarget(ws, repo);
   const local = localRepoPath(repo.url);
-  if (local !== null && (await isDir(local)) && !(await isGitRepo(local, env))) {
-    if (repo.ref) throw new Error(`repo ${repo.url} is not a git repository, so ref "${repo.ref}" cannot be checked out`);
-    return { kind: 'copy', target, from: local };
+  if (local !== null && sandbox.iso.hidden.some((h) => isWithin(path.resolve(local), h))) {
+    throw new Error(`repo ${repo.url} lies inside the runtime's data directory or work directory, which runs may not read; name a repository outside them`);
   }
-  const commands = [{ argv: ['git', 'clone', '--quiet', repo.url, target], cwd: workspaceDir }];
-  if (repo.ref) commands.push({ argv: ['git', 'checkout', '--quiet', repo.ref], cwd: target });
+  const inTarget = sandbox.inside(target);
+  if (local !== null && (await isDir(local)) && !(await isGitRepo(sandbox, local, env, extra))) {
+    if (repo.ref) throw new Error(`repo ${repo.url} is not a git repository, so ref "${repo.ref}" cannot be checked out`);
+    // Inside the run's isolation, as the run's user: the runtime itself never writes below a
+    // workspace path that a run's commands could have turned into a symlink.
+    const script = 'if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 already exists" >&2; exit 1; fi; mkdir -p -- "$(dirname -- "$2")" && exec cp -R --preserve=mode,timestamps --no-target-directory -- "$1" "$2"';
+    return { kind: 'copy', target, from: local, command: { argv: ['/bin/sh', '-c', script, 'copy', local, inTarget], cwd: ws, network: false, sources: [local] } };
+  }
+  const network = local === null;
+  const sources = local === null ? [] : [local];
+  const commands: RepoCommand[] = [{ argv: ['git', 'clone', '--quiet', repo.url, inTarget], cwd: ws, network, sources }];
+  if (repo.ref) commands.push({ argv: ['git', 'checkout', '--quiet', repo.ref], cwd: target, network, sources });
   return { kind: 'clone', target, commands };
-}
-
-/** Copies a local directory (a non-git repo) into the workspace. */
-export async function copyDir(from: string, to: string): Promise<void> {
-  await mkdir(path.dirname(to), { recursive: true });
-  await cp(from, to, { recursive: true, errorOnExist: true, force: false });
 }
 
 /** Attachment names are plain file names in the workspace root. */
@@ -105,15 +124,29 @@ export function safeFileName(name: string): boolean {
   return name.length > 0 && name.length <= 255 && !/[/\\\0]/.test(name) && name !== '.' && name !== '..';
 }
 
-/** Writes attachments (exact bytes) and prompt.md into the workspace root; returns prompt.md's path. */
-export async function writeInputs(workspaceDir: string, prompt: string, attachments: { name: string; bytes: Buffer }[]): Promise<string> {
+/** Writes a file without following a symlink at its name (a repo step could have left one). */
+async function writeNoFollow(file: string, data: Buffer | string): Promise<void> {
+  const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+  try {
+    await fh.writeFile(data);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes attachments (exact bytes) and prompt.md into the workspace root; returns the paths written. */
+export async function writeInputs(workspaceDir: string, prompt: string, attachments: { name: string; bytes: Buffer }[]): Promise<string[]> {
+  const written: string[] = [];
   for (const a of attachments) {
     if (!safeFileName(a.name) || a.name === 'prompt.md') throw new Error(`attachment name "${a.name}" is not a plain file name`);
-    await writeFile(path.join(workspaceDir, a.name), a.bytes);
+    const file = path.join(workspaceDir, a.name);
+    await writeNoFollow(file, a.bytes);
+    written.push(file);
   }
   const promptFile = path.join(workspaceDir, 'prompt.md');
-  await writeFile(promptFile, prompt, 'utf8');
-  return promptFile;
+  await writeNoFollow(promptFile, prompt);
+  written.push(promptFile);
+  return written;
 }
 
 export type ChangeKind = 'added' | 'modified' | 'deleted' | 'renamed';

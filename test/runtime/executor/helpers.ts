@@ -1,19 +1,41 @@
 /** Scratch directories, a small local git repo to clone, and a job runner that collects events. */
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseConfig } from '../../../runtime/config.ts';
+import { parseConfig, type ExecutorKind } from '../../../runtime/config.ts';
 import { runJob, type JobOptions, type JobResult, type JobSpec, type TranscriptEventInput } from '../../../runtime/executor/job.ts';
+import { isolationOf, probeIsolation, type Isolation } from '../../../runtime/executor/sandbox.ts';
 
 export const AGENTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples/agents');
 
 export function scratch(t: { after: (fn: () => void) => void }): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-exec-'));
+  // A direct run as root runs as another user (65534), who must pass through to its workspace.
+  chmodSync(dir, 0o711);
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/**
+ * The isolation a runtime with data dir `<dir>/data` would use, with the example agents readable
+ * (the operator's --sandbox-ro-bind for an agent installation).
+ */
+export function isolation(dir: string, executor: ExecutorKind = 'sandbox', flags: Parameters<typeof parseConfig>[0] = {}): Isolation {
+  return isolationOf(parseConfig({ dataDir: path.join(dir, 'data'), executor, sandboxRoBind: [AGENTS], ...flags }, {}));
+}
+
+/**
+ * Whether the sandbox can run here. Outside CI a missing bubblewrap skips its tests with one line
+ * saying how to get it; with CI=true it is a failure, so CI never passes by skipping.
+ */
+export function sandboxSkip(): string | false {
+  const problem = probeIsolation(isolation(os.tmpdir()));
+  if (!problem) return false;
+  if (process.env.CI === 'true') throw new Error(`CI=true and the sandbox cannot run: ${problem.what}; ${problem.fix}`);
+  return `needs the sandbox: ${problem.what}; ${problem.fix}`;
 }
 
 /** A git repo with one commit (README.md, src/a.txt) and a branch `feature` adding FEATURE.md. */
@@ -43,6 +65,7 @@ export function spec(dir: string, over: Omit<Partial<JobSpec>, 'agent'> & { agen
     repos: [],
     setup: [],
     env: {},
+    network: 'none',
     prompt: 'Fix the bug.\nThen say so.\n',
     attachments: [],
     ...rest,
@@ -52,7 +75,14 @@ export function spec(dir: string, over: Omit<Partial<JobSpec>, 'agent'> & { agen
 
 export async function run(
   s: JobSpec,
-  opts: { signal?: AbortSignal; caps?: Parameters<typeof runJob>[1]['caps']; inheritedEnv?: Readonly<Record<string, string>>; onGroup?: JobOptions['onGroup'] } = {},
+  opts: {
+    signal?: AbortSignal;
+    caps?: Parameters<typeof runJob>[1]['caps'];
+    inheritedEnv?: Readonly<Record<string, string>>;
+    onGroup?: JobOptions['onGroup'];
+    /** Default: the sandbox, as a runtime with data dir `<workspace>/../data` would use it. */
+    isolation?: Isolation;
+  } = {},
 ): Promise<{ result: JobResult; events: TranscriptEventInput[]; output: string }> {
   const events: TranscriptEventInput[] = [];
   const result = await runJob(s, {
@@ -62,6 +92,7 @@ export async function run(
     // What the runtime would pass: config.inheritedEnv of this test process's environment.
     inheritedEnv: opts.inheritedEnv ?? parseConfig({}, process.env).inheritedEnv,
     onGroup: opts.onGroup,
+    isolation: opts.isolation ?? isolation(path.dirname(s.workspaceDir)),
   });
   const output = events.filter((e) => e.type === 'output').map((e) => String(e.data.text)).join('');
   return { result, events, output };
@@ -81,6 +112,38 @@ export function isGone(pid: number): boolean {
   } catch {
     return true;
   }
+}
+
+/** Host pids of live processes whose argv, joined by spaces, is exactly `command` (e.g. `sleep 3141`). */
+export function processesWith(command: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0$/, '').split('\0').join(' ');
+      if (argv === command && !isGone(Number(name))) found.push(Number(name));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+/** Host pids of live processes that carry `FACTORY_RUN_ID=<runId>` (every process of a run does). */
+export function processesOfRun(runId: string): number[] {
+  const marker = Buffer.from(`FACTORY_RUN_ID=${runId}\0`);
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const environ = readFileSync(`/proc/${name}/environ`);
+      const at = environ.indexOf(marker);
+      if ((at === 0 || (at > 0 && environ[at - 1] === 0)) && !isGone(Number(name))) found.push(Number(name));
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
 }
 
 export async function waitFor(cond: () => boolean, what: string, tries = 400, everyMs = 50): Promise<void> {

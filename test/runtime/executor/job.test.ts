@@ -1,303 +1,330 @@
-import { test } from 'node:test';
+import { test as nodeTest, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { INHERITED_ENV, parseConfig } from '../../../runtime/config.ts';
-import { AGENTS, isGone, makeRepo, run, scratch, spec, waitFor } from './helpers.ts';
+import { SANDBOX_PATH } from '../../../runtime/executor/sandbox.ts';
+import type { JobSpec } from '../../../runtime/executor/job.ts';
+import { AGENTS, isolation, isGone, makeRepo, processesOfRun, processesWith, run as runIn, sandboxSkip, scratch, spec, waitFor } from './helpers.ts';
 
-test('a run clones, writes inputs, runs setup and the agent, and reports the changed file', async (t) => {
-  const dir = scratch(t);
-  const repo = makeRepo(dir);
-  const payload = Buffer.from('{"action":"opened","number":7}');
-  const s = spec(dir, {
-    repos: [{ url: repo, path: 'app' }],
-    setup: ['echo preparing', 'test -f prompt.md && test -f event-payload.json'],
-    attachments: [{ name: 'event-payload.json', bytes: payload }],
+/**
+ * Every behaviour of a run, under both executors: the sandbox (the default on Linux) and direct
+ * (as another user when these tests run as root, as in CI).
+ */
+const SKIP = sandboxSkip();
+const ROOT = process.getuid?.() === 0;
+
+for (const executor of ['sandbox', 'direct'] as const) {
+  const test = (name: string, fn: (t: TestContext) => Promise<void>) =>
+    nodeTest(`${executor}: ${name}`, { skip: executor === 'sandbox' ? SKIP : false }, fn);
+  const run = (s: JobSpec, opts: Parameters<typeof runIn>[1] = {}) => runIn(s, { isolation: isolation(path.dirname(s.workspaceDir), executor), ...opts });
+  /** Where this executor's commands see the workspace. */
+  const wsOf = (s: JobSpec) => (executor === 'sandbox' ? '/workspace' : s.workspaceDir);
+
+  test('a run clones, writes inputs, runs setup and the agent, and reports the changed file', async (t) => {
+    const dir = scratch(t);
+    const repo = makeRepo(dir);
+    const payload = Buffer.from('{"action":"opened","number":7}');
+    const s = spec(dir, {
+      repos: [{ url: repo, path: 'app' }],
+      setup: ['echo preparing', 'test -f prompt.md && test -f event-payload.json'],
+      attachments: [{ name: 'event-payload.json', bytes: payload }],
+    });
+    const { result, events, output } = await run(s);
+    assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+    assert.equal(result.agentStarted, true);
+
+    const commands = events.filter((e) => e.type === 'command');
+    assert.deepEqual(
+      commands.map((c) => [c.data.phase, c.data.exit_code]),
+      [['repo', 0], ['setup', 0], ['setup', 0], ['agent', 0]],
+    );
+    assert.equal(commands[1].data.text, 'echo preparing');
+    assert.equal(commands[1].data.output, 'preparing\n');
+    assert.equal(typeof commands[1].data.duration_ms, 'number');
+
+    assert.match(output, /event payload keys: action, number/);
+    assert.match(output, /event action: opened/);
+    assert.match(output, /appended a line to app\/AGENT_NOTES\.md/);
+
+    const changes = events.filter((e) => e.type === 'file_change');
+    assert.equal(changes.length, 1);
+    assert.equal(changes[0].data.repo, 'app');
+    assert.equal(changes[0].data.path, 'AGENT_NOTES.md');
+    assert.equal(changes[0].data.kind, 'added');
+    assert.match(String(changes[0].data.diff), /\+- run_test: Fix the bug\./);
+
+    assert.deepEqual(readFileSync(path.join(s.workspaceDir, 'event-payload.json')), payload);
+    assert.equal(readFileSync(path.join(s.workspaceDir, 'prompt.md'), 'utf8'), s.prompt);
+    assert.equal(events.some((e) => e.type === 'state'), false, 'state events belong to the pool');
   });
-  const { result, events, output } = await run(s);
-  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
-  assert.equal(result.agentStarted, true);
 
-  const commands = events.filter((e) => e.type === 'command');
-  assert.deepEqual(
-    commands.map((c) => [c.data.phase, c.data.exit_code]),
-    [['repo', 0], ['setup', 0], ['setup', 0], ['agent', 0]],
-  );
-  assert.equal(commands[1].data.text, 'echo preparing');
-  assert.equal(commands[1].data.output, 'preparing\n');
-  assert.equal(typeof commands[1].data.duration_ms, 'number');
-
-  assert.match(output, /event payload keys: action, number/);
-  assert.match(output, /event action: opened/);
-  assert.match(output, /appended a line to app\/AGENT_NOTES\.md/);
-
-  const changes = events.filter((e) => e.type === 'file_change');
-  assert.equal(changes.length, 1);
-  assert.equal(changes[0].data.repo, 'app');
-  assert.equal(changes[0].data.path, 'AGENT_NOTES.md');
-  assert.equal(changes[0].data.kind, 'added');
-  assert.match(String(changes[0].data.diff), /\+- run_test: Fix the bug\./);
-
-  assert.deepEqual(readFileSync(path.join(s.workspaceDir, 'event-payload.json')), payload);
-  assert.equal(readFileSync(path.join(s.workspaceDir, 'prompt.md'), 'utf8'), s.prompt);
-  assert.equal(events.some((e) => e.type === 'state'), false, 'state events belong to the pool');
-});
-
-test('file:// URLs with a ref, default directory names and modified/deleted files', async (t) => {
-  const dir = scratch(t);
-  const repo = makeRepo(dir);
-  const s = spec(dir, {
-    repos: [{ url: pathToFileURL(repo).href, ref: 'feature' }],
-    agent: { command: ['/bin/sh', '-c', 'cd origin-app && test -f FEATURE.md && echo two >> src/a.txt && rm README.md'] },
+  test('file:// URLs with a ref, default directory names and modified/deleted files', async (t) => {
+    const dir = scratch(t);
+    const repo = makeRepo(dir);
+    const s = spec(dir, {
+      repos: [{ url: pathToFileURL(repo).href, ref: 'feature' }],
+      agent: { command: ['/bin/sh', '-c', 'cd origin-app && test -f FEATURE.md && echo two >> src/a.txt && rm README.md'] },
+    });
+    const { result, events } = await run(s);
+    assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+    const changes = events.filter((e) => e.type === 'file_change').map((e) => [e.data.repo, e.data.path, e.data.kind]);
+    assert.deepEqual(changes.sort(), [
+      ['origin-app', 'README.md', 'deleted'],
+      ['origin-app', 'src/a.txt', 'modified'],
+    ]);
   });
-  const { result, events } = await run(s);
-  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
-  const changes = events.filter((e) => e.type === 'file_change').map((e) => [e.data.repo, e.data.path, e.data.kind]);
-  assert.deepEqual(changes.sort(), [
-    ['origin-app', 'README.md', 'deleted'],
-    ['origin-app', 'src/a.txt', 'modified'],
-  ]);
-});
 
-test('a local directory that is not a git repository is copied', async (t) => {
-  const dir = scratch(t);
-  const plain = path.join(dir, 'fixtures');
-  mkdirSync(plain);
-  writeFileSync(path.join(plain, 'data.txt'), 'x');
-  const s = spec(dir, { repos: [{ url: plain }], agent: { command: ['/bin/sh', '-c', 'cat fixtures/data.txt'] } });
-  const { result, output } = await run(s);
-  assert.equal(result.state, 'SUCCEEDED');
-  assert.equal(output, 'x');
-});
-
-test('a local directory that holds the workspace itself is refused, naming it, instead of copied into itself', async (t) => {
-  // E.g. the example factory copied somewhere, whose `url: ../..` now names a directory that holds
-  // the runtime's data directory.
-  const dir = scratch(t);
-  const { result, events } = await run(spec(dir, { repos: [{ url: dir, path: 'app' }] }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'repo_failed');
-  assert.equal(
-    result.statusMessage,
-    `repo ${dir} is the directory ${dir}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`,
-  );
-  assert.equal(events.some((e) => e.data.phase === 'agent'), false);
-});
-
-test('a local directory that cannot be copied ends FAILED naming it', async (t) => {
-  const dir = scratch(t);
-  const plain = path.join(dir, 'fixtures');
-  mkdirSync(plain);
-  writeFileSync(path.join(plain, 'data.txt'), 'x');
-  // A workspace target that already exists as a file makes the copy fail.
-  mkdirSync(path.join(dir, 'ws'), { recursive: true });
-  writeFileSync(path.join(dir, 'ws', 'fixtures'), 'in the way');
-  const { result } = await run(spec(dir, { repos: [{ url: plain }] }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'repo_failed');
-  assert.match(result.statusMessage!, new RegExp(`^copying repo ${plain} \\(${plain}\\) into the workspace failed: `));
-});
-
-test('a clone that fails ends FAILED naming the repo', async (t) => {
-  const dir = scratch(t);
-  const { result, events } = await run(spec(dir, { repos: [{ url: path.join(dir, 'missing.git') }] }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'repo_failed');
-  assert.match(result.statusMessage!, /cloning .*missing\.git failed with exit code \d+/);
-  assert.equal(events.some((e) => e.data.phase === 'agent'), false);
-});
-
-test('a repo path outside the workspace is refused', async (t) => {
-  const dir = scratch(t);
-  const repo = makeRepo(dir);
-  const { result } = await run(spec(dir, { repos: [{ url: repo, path: '../escape' }] }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'repo_failed');
-  assert.match(result.statusMessage!, /inside the workspace/);
-});
-
-test('a failing setup command ends FAILED naming it, and the agent never starts', async (t) => {
-  const dir = scratch(t);
-  const { result, events } = await run(spec(dir, { setup: ['true', 'echo broken >&2; exit 7', 'echo never'] }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'setup_failed');
-  assert.equal(result.statusMessage, 'setup command "echo broken >&2; exit 7" failed with exit code 7');
-  assert.equal(result.agentStarted, false);
-  const commands = events.filter((e) => e.type === 'command');
-  assert.deepEqual(commands.map((c) => c.data.exit_code), [0, 7]);
-  assert.equal(commands[1].data.output, 'broken\n');
-});
-
-test('a failing agent ends FAILED with its exit code', async (t) => {
-  const dir = scratch(t);
-  const { result, output } = await run(spec(dir, { agent: { command: ['node', path.join(AGENTS, 'failing-agent.mjs')] } }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'agent_failed');
-  assert.equal(result.statusMessage, 'agent exited with exit code 3');
-  assert.equal(result.agentStarted, true);
-  assert.match(output, /giving up on purpose/);
-});
-
-test('a missing agent program ends FAILED naming the program', async (t) => {
-  const dir = scratch(t);
-  const { result } = await run(spec(dir, { agent: { command: ['factory-no-such-agent-xyz', '--flag'] } }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'agent_not_found');
-  assert.equal(result.statusMessage, 'agent program "factory-no-such-agent-xyz" was not found');
-  assert.equal(result.agentStarted, false);
-});
-
-test('an agent past its timeout is killed and the run ends FAILED', async (t) => {
-  const dir = scratch(t);
-  const { result } = await run(spec(dir, { agent: { command: ['/bin/sh', '-c', 'echo started; sleep 30'], timeoutMs: 1_000 } }));
-  assert.equal(result.state, 'FAILED');
-  assert.equal(result.errorCode, 'agent_timeout');
-  assert.equal(result.statusMessage, 'agent timed out after 1s');
-});
-
-test('cancel kills the whole process group, grandchildren included', async (t) => {
-  const dir = scratch(t);
-  const pidFile = path.join(dir, 'grandchild.pid');
-  const ac = new AbortController();
-  const job = run(
-    spec(dir, { agent: { command: ['/bin/sh', '-c', `sleep 300 & echo $! > '${pidFile}'; wait`] } }),
-    { signal: ac.signal },
-  );
-  await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 'the grandchild pid');
-  const pid = Number(readFileSync(pidFile, 'utf8').trim());
-  assert.equal(isGone(pid), false);
-  ac.abort();
-  const { result } = await job;
-  assert.equal(result.state, 'CANCELLED');
-  assert.equal(result.errorCode, 'cancelled');
-  await waitFor(() => isGone(pid), `the grandchild ${pid} to be gone`);
-});
-
-test('cancel during setup stops it and never starts the agent', async (t) => {
-  const dir = scratch(t);
-  const marker = path.join(dir, 'setup-started');
-  const ac = new AbortController();
-  const job = run(spec(dir, { setup: [`touch '${marker}'; sleep 300`] }), { signal: ac.signal });
-  await waitFor(() => existsSync(marker), 'setup to start');
-  ac.abort();
-  const { result, events } = await job;
-  assert.equal(result.state, 'CANCELLED');
-  assert.equal(events.some((e) => e.data.phase === 'agent'), false);
-});
-
-test('the agent sees a minimal environment: no master key, no API keys of the runtime', async (t) => {
-  const dir = scratch(t);
-  // The runtime's environment as parseConfig sees it (SPEC 5): keys of the runtime and of providers.
-  const runtimeEnv = {
-    ...process.env,
-    FACTORY_MASTER_KEY: randomBytes(32).toString('base64'),
-    FACTORY_API_KEY: 'fk_runtime-api-key',
-    FACTORY_DATA_DIR: '/srv/factory',
-    ANTHROPIC_API_KEY: 'sk-ant-runtime',
-    OPENAI_API_KEY: 'sk-runtime',
-    LANG: 'C.UTF-8',
-  };
-  const { inheritedEnv } = parseConfig({}, runtimeEnv);
-  const s = spec(dir, { env: { TOKEN: 'resolved-secret', MODE: 'test' }, agent: { command: ['env'] } });
-  const { result, output } = await run(s, { inheritedEnv });
-  assert.equal(result.state, 'SUCCEEDED');
-  const env = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-  for (const name of ['FACTORY_MASTER_KEY', 'FACTORY_API_KEY', 'FACTORY_DATA_DIR', 'ANTHROPIC_API_KEY', 'OPENAI_API_KEY']) assert.equal(env[name], undefined, name);
-  assert.equal(env.LANG, 'C.UTF-8');
-  assert.equal(env.PATH, process.env.PATH);
-  assert.equal(env.TOKEN, 'resolved-secret');
-  assert.equal(env.MODE, 'test');
-  assert.equal(env.FACTORY_RUN_ID, 'run_test');
-  assert.equal(env.FACTORY_WORKSPACE, s.workspaceDir);
-  assert.equal(env.FACTORY_PROMPT_FILE, path.join(s.workspaceDir, 'prompt.md'));
-  const allowed = new Set([...INHERITED_ENV, 'TOKEN', 'MODE', 'FACTORY_RUN_ID', 'FACTORY_WORKSPACE', 'FACTORY_PROMPT_FILE', 'PWD', 'SHLVL', '_']);
-  assert.deepEqual(Object.keys(env).filter((k) => !allowed.has(k)), []);
-});
-
-test('the job inherits config.inheritedEnv only, never this process.env (STYLE 4)', async (t) => {
-  const dir = scratch(t);
-  const before = process.env.TZ;
-  process.env.TZ = 'Pacific/Chatham';
-  process.env.FACTORY_MASTER_KEY = randomBytes(32).toString('base64');
-  t.after(() => {
-    if (before === undefined) delete process.env.TZ;
-    else process.env.TZ = before;
-    delete process.env.FACTORY_MASTER_KEY;
+  test('a local directory that is not a git repository is copied', async (t) => {
+    const dir = scratch(t);
+    const plain = path.join(dir, 'fixtures');
+    mkdirSync(plain);
+    writeFileSync(path.join(plain, 'data.txt'), 'x');
+    const s = spec(dir, { repos: [{ url: plain }], agent: { command: ['/bin/sh', '-c', 'cat fixtures/data.txt'] } });
+    const { result, output } = await run(s);
+    assert.equal(result.state, 'SUCCEEDED');
+    assert.equal(output, 'x');
   });
-  const { result, output } = await run(spec(dir, { agent: { command: ['/usr/bin/env'] } }), { inheritedEnv: { HOME: '/nonexistent-home' } });
-  assert.equal(result.state, 'SUCCEEDED');
-  const names = output.trim().split('\n').map((l) => l.slice(0, l.indexOf('=')));
-  assert.ok(output.includes('HOME=/nonexistent-home\n'), output);
-  assert.deepEqual(names.filter((n) => ['TZ', 'PATH', 'FACTORY_MASTER_KEY', 'LANG'].includes(n)), []);
-});
 
-test('the prompt arrives on stdin', async (t) => {
-  const dir = scratch(t);
-  const { output } = await run(spec(dir, { prompt: 'hello agent\n', agent: { command: ['cat'] } }));
-  assert.equal(output, 'hello agent\n');
-});
-
-test('agent output is capped per run with one truncation marker', async (t) => {
-  const dir = scratch(t);
-  const { result, events } = await run(
-    spec(dir, { agent: { command: ['node', '-e', 'for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "x".repeat(40))'] } }),
-    { caps: { agentOutputBytes: 10_000 } },
-  );
-  assert.equal(result.state, 'SUCCEEDED');
-  const outputs = events.filter((e) => e.type === 'output');
-  const markers = outputs.filter((e) => e.data.truncated === true);
-  assert.equal(markers.length, 1);
-  assert.equal(outputs.at(-1), markers[0]);
-  const kept = outputs.filter((e) => !e.data.truncated).reduce((n, e) => n + Buffer.byteLength(String(e.data.text)), 0);
-  assert.ok(kept <= 10_000 && kept > 9_000, `kept ${kept} bytes`);
-});
-
-test('claude-stream-json output becomes message events; other lines stay output', async (t) => {
-  const dir = scratch(t);
-  const { result, events } = await run(spec(dir, { agent: { command: ['node', path.join(AGENTS, 'claude-stream-agent.mjs')], format: 'claude-stream-json' } }));
-  assert.equal(result.state, 'SUCCEEDED');
-  const messages = events.filter((e) => e.type === 'message').map((e) => e.data.kind);
-  assert.deepEqual(messages, ['system', 'text', 'tool_use', 'tool_result', 'result']);
-  assert.deepEqual(events.filter((e) => e.type === 'output').map((e) => e.data.text), ['this line is not JSON\n']);
-});
-
-test('setup commands share one output budget per run, each still capped on its own', async (t) => {
-  const dir = scratch(t);
-  const print100 = `printf '%0100d' 0`;
-  const { result, events } = await run(spec(dir, { setup: [print100, print100, print100] }), {
-    caps: { commandOutputBytes: 100, commandOutputBytesTotal: 150 },
+  test('a local directory that holds the workspace itself is refused, naming it, instead of copied into itself', async (t) => {
+    // E.g. the example factory copied somewhere, whose `url: ../..` now names a directory that holds
+    // the runtime's data directory.
+    const dir = scratch(t);
+    const { result, events } = await run(spec(dir, { repos: [{ url: dir, path: 'app' }] }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'repo_failed');
+    assert.equal(
+      result.statusMessage,
+      `repo ${dir} is the directory ${dir}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`,
+    );
+    assert.equal(events.some((e) => e.data.phase === 'agent'), false);
   });
-  assert.equal(result.state, 'SUCCEEDED');
-  const setup = events.filter((e) => e.type === 'command' && e.data.phase === 'setup');
-  assert.deepEqual(
-    setup.map((e) => [String(e.data.output).length, e.data.output_truncated ?? false]),
-    [[100, false], [50, true], [0, true]],
-  );
-});
 
-test('each command reports its process group when it starts and once it is gone', async (t) => {
-  const dir = scratch(t);
-  const groups: [string, number][] = [];
-  const { result } = await run(spec(dir, { setup: ['true', 'true'] }), { onGroup: (event, pgid) => groups.push([event, pgid]) });
-  assert.equal(result.state, 'SUCCEEDED');
-  // Two setup commands and the agent, one after the other: start, end, start, end, start, end.
-  assert.deepEqual(groups.map(([e]) => e), ['start', 'end', 'start', 'end', 'start', 'end']);
-  for (let i = 0; i < groups.length; i += 2) assert.equal(groups[i][1], groups[i + 1][1]);
-});
-
-test('with the default caps, a run that prints a lot keeps its transcript under 3 MB (SPEC 9)', async (t) => {
-  const dir = scratch(t);
-  const loud = `head -c 100000 /dev/zero | tr '\\0' a`;
-  const s = spec(dir, {
-    setup: Array.from({ length: 24 }, () => loud),
-    agent: { command: ['/bin/sh', '-c', `head -c 3000000 /dev/zero | tr '\\0' 'b\\n'; head -c 500000 /dev/zero | tr '\\0' c >&2`] },
+  test('a local directory that cannot be copied ends FAILED naming it', async (t) => {
+    const dir = scratch(t);
+    const plain = path.join(dir, 'fixtures');
+    mkdirSync(plain);
+    writeFileSync(path.join(plain, 'data.txt'), 'x');
+    // A workspace target that already exists as a file makes the copy fail.
+    mkdirSync(path.join(dir, 'ws'), { recursive: true });
+    writeFileSync(path.join(dir, 'ws', 'fixtures'), 'in the way');
+    const { result } = await run(spec(dir, { repos: [{ url: plain }] }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'repo_failed');
+    assert.match(result.statusMessage!, new RegExp(`^copying repo ${plain} \\(${plain}\\) into the workspace failed: `));
   });
-  const { result, events } = await run(s);
-  assert.equal(result.state, 'SUCCEEDED');
-  const bytes = events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0);
-  assert.ok(bytes < 3 * 1024 * 1024, `${bytes} bytes`);
-  assert.ok(events.some((e) => e.type === 'output' && e.data.truncated === true));
-  assert.ok(events.some((e) => e.type === 'command' && e.data.phase === 'setup' && e.data.output === '' && e.data.output_truncated === true));
-});
+
+  test('a clone that fails ends FAILED naming the repo', async (t) => {
+    const dir = scratch(t);
+    const { result, events } = await run(spec(dir, { repos: [{ url: path.join(dir, 'missing.git') }] }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'repo_failed');
+    assert.match(result.statusMessage!, /cloning .*missing\.git failed with exit code \d+/);
+    assert.equal(events.some((e) => e.data.phase === 'agent'), false);
+  });
+
+  test('a repo path outside the workspace is refused', async (t) => {
+    const dir = scratch(t);
+    const repo = makeRepo(dir);
+    const { result } = await run(spec(dir, { repos: [{ url: repo, path: '../escape' }] }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'repo_failed');
+    assert.match(result.statusMessage!, /inside the workspace/);
+  });
+
+  test('a failing setup command ends FAILED naming it, and the agent never starts', async (t) => {
+    const dir = scratch(t);
+    const { result, events } = await run(spec(dir, { setup: ['true', 'echo broken >&2; exit 7', 'echo never'] }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'setup_failed');
+    assert.equal(result.statusMessage, 'setup command "echo broken >&2; exit 7" failed with exit code 7');
+    assert.equal(result.agentStarted, false);
+    const commands = events.filter((e) => e.type === 'command');
+    assert.deepEqual(commands.map((c) => c.data.exit_code), [0, 7]);
+    assert.equal(commands[1].data.output, 'broken\n');
+  });
+
+  test('a failing agent ends FAILED with its exit code', async (t) => {
+    const dir = scratch(t);
+    const { result, output } = await run(spec(dir, { agent: { command: ['node', path.join(AGENTS, 'failing-agent.mjs')] } }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'agent_failed');
+    assert.equal(result.statusMessage, 'agent exited with exit code 3');
+    assert.equal(result.agentStarted, true);
+    assert.match(output, /giving up on purpose/);
+  });
+
+  test('a missing agent program ends FAILED naming the program', async (t) => {
+    const dir = scratch(t);
+    const { result } = await run(spec(dir, { agent: { command: ['factory-no-such-agent-xyz', '--flag'] } }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'agent_not_found');
+    assert.equal(result.statusMessage, 'agent program "factory-no-such-agent-xyz" was not found');
+    assert.equal(result.agentStarted, false);
+  });
+
+  test('an agent past its timeout is killed and the run ends FAILED', async (t) => {
+    const dir = scratch(t);
+    const { result } = await run(spec(dir, { agent: { command: ['/bin/sh', '-c', 'echo started; sleep 30'], timeoutMs: 1_000 } }));
+    assert.equal(result.state, 'FAILED');
+    assert.equal(result.errorCode, 'agent_timeout');
+    assert.equal(result.statusMessage, 'agent timed out after 1s');
+  });
+
+  test('cancel kills the whole process group, grandchildren included', async (t) => {
+    const dir = scratch(t);
+    // A sleep no other test starts, found by its command line (a sandbox's own pids mean nothing here).
+    const sleep = `sleep ${randomInt(3000, 9000)}`;
+    const ac = new AbortController();
+    const s = spec(dir, { runId: `run_cancel_${executor}`, agent: { command: ['/bin/sh', '-c', `${sleep} & touch "$FACTORY_WORKSPACE/started"; wait`] } });
+    const job = run(s, { signal: ac.signal });
+    await waitFor(() => existsSync(path.join(s.workspaceDir, 'started')) && processesWith(sleep).length > 0, 'the grandchild sleep');
+    const [pid] = processesWith(sleep);
+    ac.abort();
+    const { result } = await job;
+    assert.equal(result.state, 'CANCELLED');
+    assert.equal(result.errorCode, 'cancelled');
+    await waitFor(() => isGone(pid), `the grandchild ${pid} to be gone`);
+    await waitFor(() => processesOfRun(s.runId).length === 0, 'no process of the run to be left');
+  });
+
+  test('cancel during setup stops it and never starts the agent', async (t) => {
+    const dir = scratch(t);
+    const s = spec(dir, { setup: [`touch "$FACTORY_WORKSPACE/setup-started"; sleep 300`] });
+    const marker = path.join(s.workspaceDir, 'setup-started');
+    const ac = new AbortController();
+    const job = run(s, { signal: ac.signal });
+    await waitFor(() => existsSync(marker), 'setup to start');
+    ac.abort();
+    const { result, events } = await job;
+    assert.equal(result.state, 'CANCELLED');
+    assert.equal(events.some((e) => e.data.phase === 'agent'), false);
+  });
+
+  test('the agent sees a minimal environment: no master key, no API keys of the runtime', async (t) => {
+    const dir = scratch(t);
+    // The runtime's environment as parseConfig sees it (SPEC 5): keys of the runtime and of providers.
+    const runtimeEnv = {
+      ...process.env,
+      FACTORY_MASTER_KEY: randomBytes(32).toString('base64'),
+      FACTORY_API_KEY: 'fk_runtime-api-key',
+      FACTORY_DATA_DIR: '/srv/factory',
+      ANTHROPIC_API_KEY: 'sk-ant-runtime',
+      OPENAI_API_KEY: 'sk-runtime',
+      LANG: 'C.UTF-8',
+    };
+    const { inheritedEnv } = parseConfig({}, runtimeEnv);
+    const s = spec(dir, { env: { TOKEN: 'resolved-secret', MODE: 'test' }, agent: { command: ['env'] } });
+    const { result, output } = await run(s, { inheritedEnv });
+    assert.equal(result.state, 'SUCCEEDED');
+    const env = Object.fromEntries(output.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    for (const name of ['FACTORY_MASTER_KEY', 'FACTORY_API_KEY', 'FACTORY_DATA_DIR', 'ANTHROPIC_API_KEY', 'OPENAI_API_KEY']) assert.equal(env[name], undefined, name);
+    assert.equal(env.LANG, 'C.UTF-8');
+    // The sandbox starts from a fixed PATH and its own HOME; direct keeps the runtime's, except
+    // HOME for a run as another user (root's HOME is not theirs).
+    assert.equal(env.PATH, executor === 'sandbox' ? SANDBOX_PATH : process.env.PATH);
+    const ownHome = executor === 'sandbox' || ROOT;
+    assert.equal(env.HOME, ownHome ? path.join(wsOf(s), '.home') : process.env.HOME);
+    assert.equal(env.TOKEN, 'resolved-secret');
+    assert.equal(env.MODE, 'test');
+    assert.equal(env.FACTORY_RUN_ID, 'run_test');
+    assert.equal(env.FACTORY_WORKSPACE, wsOf(s));
+    assert.equal(env.FACTORY_PROMPT_FILE, path.join(wsOf(s), 'prompt.md'));
+    const allowed = new Set([...INHERITED_ENV, 'TOKEN', 'MODE', 'FACTORY_RUN_ID', 'FACTORY_WORKSPACE', 'FACTORY_PROMPT_FILE', 'PWD', 'OLDPWD', 'SHLVL', '_']);
+    assert.deepEqual(Object.keys(env).filter((k) => !allowed.has(k)), []);
+  });
+
+  test('the job inherits config.inheritedEnv only, never this process.env', async (t) => {
+    const dir = scratch(t);
+    const before = process.env.TZ;
+    process.env.TZ = 'Pacific/Chatham';
+    process.env.FACTORY_MASTER_KEY = randomBytes(32).toString('base64');
+    t.after(() => {
+      if (before === undefined) delete process.env.TZ;
+      else process.env.TZ = before;
+      delete process.env.FACTORY_MASTER_KEY;
+    });
+    const { result, output } = await run(spec(dir, { agent: { command: ['/usr/bin/env'] } }), { inheritedEnv: { HOME: '/nonexistent-home' } });
+    assert.equal(result.state, 'SUCCEEDED');
+    const names = output.trim().split('\n').map((l) => l.slice(0, l.indexOf('=')));
+    assert.deepEqual(names.filter((n) => ['TZ', 'FACTORY_MASTER_KEY'].includes(n)), []);
+    if (executor === 'sandbox') {
+      // Not even the inherited HOME: the sandbox's own PATH, HOME and locale.
+      assert.ok(output.includes(`PATH=${SANDBOX_PATH}\n`) && output.includes('HOME=/workspace/.home\n') && output.includes('LANG=C.UTF-8\n'), output);
+    } else {
+      assert.ok(output.includes(ROOT ? 'HOME=' : 'HOME=/nonexistent-home\n'), output);
+      assert.deepEqual(names.filter((n) => ['PATH', 'LANG'].includes(n)), []);
+    }
+  });
+
+  test('the prompt arrives on stdin', async (t) => {
+    const dir = scratch(t);
+    const { output } = await run(spec(dir, { prompt: 'hello agent\n', agent: { command: ['cat'] } }));
+    assert.equal(output, 'hello agent\n');
+  });
+
+  test('agent output is capped per run with one truncation marker', async (t) => {
+    const dir = scratch(t);
+    const { result, events } = await run(
+      spec(dir, { agent: { command: ['node', '-e', 'for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "x".repeat(40))'] } }),
+      { caps: { agentOutputBytes: 10_000 } },
+    );
+    assert.equal(result.state, 'SUCCEEDED');
+    const outputs = events.filter((e) => e.type === 'output');
+    const markers = outputs.filter((e) => e.data.truncated === true);
+    assert.equal(markers.length, 1);
+    assert.equal(outputs.at(-1), markers[0]);
+    const kept = outputs.filter((e) => !e.data.truncated).reduce((n, e) => n + Buffer.byteLength(String(e.data.text)), 0);
+    assert.ok(kept <= 10_000 && kept > 9_000, `kept ${kept} bytes`);
+  });
+
+  test('claude-stream-json output becomes message events; other lines stay output', async (t) => {
+    const dir = scratch(t);
+    const { result, events } = await run(spec(dir, { agent: { command: ['node', path.join(AGENTS, 'claude-stream-agent.mjs')], format: 'claude-stream-json' } }));
+    assert.equal(result.state, 'SUCCEEDED');
+    const messages = events.filter((e) => e.type === 'message').map((e) => e.data.kind);
+    assert.deepEqual(messages, ['system', 'text', 'tool_use', 'tool_result', 'result']);
+    assert.deepEqual(events.filter((e) => e.type === 'output').map((e) => e.data.text), ['this line is not JSON\n']);
+  });
+
+  test('setup commands share one output budget per run, each still capped on its own', async (t) => {
+    const dir = scratch(t);
+    const print100 = `printf '%0100d' 0`;
+    const { result, events } = await run(spec(dir, { setup: [print100, print100, print100] }), {
+      caps: { commandOutputBytes: 100, commandOutputBytesTotal: 150 },
+    });
+    assert.equal(result.state, 'SUCCEEDED');
+    const setup = events.filter((e) => e.type === 'command' && e.data.phase === 'setup');
+    assert.deepEqual(
+      setup.map((e) => [String(e.data.output).length, e.data.output_truncated ?? false]),
+      [[100, false], [50, true], [0, true]],
+    );
+  });
+
+  test('each command reports its process group when it starts and once it is gone', async (t) => {
+    const dir = scratch(t);
+    const groups: [string, number][] = [];
+    const { result } = await run(spec(dir, { setup: ['true', 'true'] }), { onGroup: (event, pgid) => groups.push([event, pgid]) });
+    assert.equal(result.state, 'SUCCEEDED');
+    // Two setup commands and the agent, one after the other: start, end, start, end, start, end.
+    assert.deepEqual(groups.map(([e]) => e), ['start', 'end', 'start', 'end', 'start', 'end']);
+    for (let i = 0; i < groups.length; i += 2) assert.equal(groups[i][1], groups[i + 1][1]);
+  });
+
+  test('with the default caps, a run that prints a lot keeps its transcript under 3 MB (SPEC 9)', async (t) => {
+    const dir = scratch(t);
+    const loud = `head -c 100000 /dev/zero | tr '\\0' a`;
+    const s = spec(dir, {
+      setup: Array.from({ length: 24 }, () => loud),
+      agent: { command: ['/bin/sh', '-c', `head -c 3000000 /dev/zero | tr '\\0' 'b\\n'; head -c 500000 /dev/zero | tr '\\0' c >&2`] },
+    });
+    const { result, events } = await run(s);
+    assert.equal(result.state, 'SUCCEEDED');
+    const bytes = events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e)), 0);
+    assert.ok(bytes < 3 * 1024 * 1024, `${bytes} bytes`);
+    assert.ok(events.some((e) => e.type === 'output' && e.data.truncated === true));
+    assert.ok(events.some((e) => e.type === 'command' && e.data.phase === 'setup' && e.data.output === '' && e.data.output_truncated === true));
+  });
+}

@@ -13,7 +13,7 @@ test('the clean-up timer removes workspaces of runs finished longer ago than the
   const dir = scratch(t);
   const clock = new FakeClock('2026-03-01T10:00:00Z');
   const store = openStore({ path: path.join(dir, 'factory.db'), clock });
-  const config = parseConfig({ dataDir: dir }, {});
+  const config = parseConfig({ dataDir: path.join(dir, 'data') }, {});
   const pool = new ExecutorPool({ config, store, clock, log: createLogger({ level: 'silent' }) }, { pollMs: 20, cleanupEveryMs: 20 });
   t.after(async () => {
     await pool.stop();
@@ -24,7 +24,9 @@ test('the clean-up timer removes workspaces of runs finished longer ago than the
   const run = store.runs.create({ prompt: 'x', environmentId: 'missing', source: 'API', creator: { type: 'user', name: 'tester' } });
   await pool.start();
   await waitFor(() => store.runs.get(run.run_id)?.state === 'FAILED', 'the run to finish');
-  const ws = path.join(dir, 'workspaces', run.run_id);
+  // Workspaces live in the work dir, outside the data dir (default `<data-dir>-workspaces`).
+  assert.equal(config.workDir, path.join(dir, 'data-workspaces'));
+  const ws = path.join(config.workDir, run.run_id);
   mkdirSync(ws, { recursive: true });
   writeFileSync(path.join(ws, 'left-over.txt'), 'x');
 

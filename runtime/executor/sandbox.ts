@@ -1,0 +1,320 @@
+/**
+ * Where a run's commands execute (docs/security.md#sandbox).
+ *
+ * `sandbox` (the default on Linux): every command of a run (the repo clone, setup, the agent and
+ * the `git status`/`git diff` afterwards) runs under bubblewrap in namespaces of its own, seeing:
+ * the system directories read-only (/usr and friends, a list of harmless files of /etc), a fresh
+ * /dev, a /proc of its own PID namespace, a private /tmp, the directories the operator names with
+ * --sandbox-ro-bind, and the run's workspace, writable, at /workspace. The data dir and the work
+ * dir (other runs' workspaces) are covered by an empty tmpfs wherever a visible directory holds
+ * them. With `network: none` (the default) the command has only its own loopback. Limits on
+ * memory, processes and open files are set with prlimit. When the runtime is root, bubblewrap
+ * runs privileged (it needs no user namespace then) and the command is started as an unprivileged
+ * user (`runAs`, 65534 by default) with setpriv, so even a root-only file that were visible stays
+ * unreadable.
+ *
+ * `direct`: the command runs on the host with the runtime's view of the machine, as the runtime's
+ * user, or as `runAs` when the runtime is root.
+ *
+ * A wrapped command is started by a small launcher that reports, on fd 3, a program it cannot
+ * find or execute, so the transcript says "agent program ... was not found" as it does unwrapped.
+ */
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdtempSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CliError } from '../../core/errors.ts';
+import { isWithin, type Config, type ExecutorKind, type SandboxSettings } from '../config.ts';
+import { runInGroup, type GroupExit, type GroupSpawn } from './process.ts';
+
+/** Where the commands of a sandboxed run see their workspace. */
+export const SANDBOX_WORKSPACE = '/workspace';
+/** The run's HOME, inside its workspace so setup and agent share it. */
+export const HOME_DIR_NAME = '.home';
+/** PATH of a sandboxed command unless the environment sets its own. */
+export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Top-level system directories shown read-only (or re-created as the symlinks they are). */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt'];
+
+/**
+ * What of /etc a command sees: name resolution, certificates, the dynamic linker, time zone,
+ * users and groups (names only; never shadow files), shells' and git's system settings.
+ */
+const ETC_ENTRIES = [
+  'passwd', 'group', 'hosts', 'host.conf', 'hostname', 'nsswitch.conf', 'resolv.conf', 'gai.conf', 'services', 'protocols',
+  'ssl', 'ca-certificates', 'ca-certificates.conf', 'pki', 'crypto-policies', 'alternatives',
+  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone', 'os-release', 'lsb-release', 'debian_version',
+  'mime.types', 'gitconfig', 'inputrc', 'profile', 'bash.bashrc', 'shells', 'locale.alias', 'locale.conf', 'fonts',
+];
+
+/**
+ * The launcher: `$1...` is the command's argv. It exits 127 (126) after writing ENOENT (EACCES)
+ * on fd 3 when the program is missing (not executable), and otherwise closes fd 3 and execs it.
+ */
+const LAUNCHER = [
+  'p=$1',
+  'case $p in',
+  '*/*) [ -e "$p" ] || { echo ENOENT >&3; exit 127; }; { [ -f "$p" ] && [ -x "$p" ]; } || { echo EACCES >&3; exit 126; } ;;',
+  '*) command -v -- "$p" >/dev/null 2>&1 || { echo ENOENT >&3; exit 127; } ;;',
+  'esac',
+  'exec 3>&-',
+  'exec "$@"',
+].join('\n');
+
+/**
+ * A git system config that trusts every repository (`safe.directory=*`), for the repo steps when
+ * commands run as another user than the one owning a local repo: git refuses such a repository
+ * as "dubious ownership" otherwise. The clone runs in the sandbox, so that trust reaches no
+ * further than the run.
+ */
+export const SAFE_DIRECTORY_GITCONFIG = fileURLToPath(new URL('./safe-directory.gitconfig', import.meta.url));
+const SAFE_DIRECTORY_IN_SANDBOX = '/etc/factory/safe-directory.gitconfig';
+
+/** Everything a run's commands are started with, from the config (the same for every run). */
+export interface Isolation {
+  kind: ExecutorKind;
+  sandbox: SandboxSettings;
+  /** Set when the runtime is root: commands run as this user and group. */
+  runAs?: { uid: number; gid: number };
+  /** Never visible to a command: the data dir and the work dir. */
+  hidden: readonly string[];
+}
+
+export function isolationOf(config: Config): Isolation {
+  return {
+    kind: config.executor,
+    sandbox: config.sandbox,
+    ...(config.runAs ? { runAs: { ...config.runAs } } : {}),
+    hidden: [config.dataDir, config.workDir],
+  };
+}
+
+/** How the host's root looks: which system directories exist, as directories or symlinks. */
+interface HostLayout {
+  dirs: string[];
+  symlinks: { path: string; target: string }[];
+  etc: string[];
+  /** Absolute paths of setpriv and prlimit (util-linux), when found. */
+  setpriv?: string;
+  prlimit?: string;
+}
+
+let layoutCache: HostLayout | undefined;
+
+function hostLayout(): HostLayout {
+  if (layoutCache) return layoutCache;
+  const layout: HostLayout = { dirs: [], symlinks: [], etc: [] };
+  for (const dir of SYSTEM_DIRS) {
+    try {
+      const st = lstatSync(dir);
+      if (st.isSymbolicLink()) layout.symlinks.push({ path: dir, target: readlinkSync(dir) });
+      else if (st.isDirectory()) layout.dirs.push(dir);
+    } catch {
+      // Not on this system.
+    }
+  }
+  for (const name of ETC_ENTRIES) if (existsSync(`/etc/${name}`)) layout.etc.push(`/etc/${name}`);
+  const find = (name: string) => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => `${d}/${name}`).find((p) => existsSync(p));
+  layout.setpriv = find('setpriv');
+  layout.prlimit = find('prlimit');
+  layoutCache = layout;
+  return layout;
+}
+
+/** What one command needs besides its argv. */
+export interface CommandOptions extends Omit<GroupSpawn, 'argv' | 'cwd' | 'env' | 'statusFd'> {
+  argv: string[];
+  /** Host path of the working directory: inside the workspace, or a `sources` directory. */
+  cwd: string;
+  env: Record<string, string>;
+  /** Whether the command may reach the network (sandbox only; direct commands always can). */
+  network: boolean;
+  /** Host directories shown read-only at their own path to this command only (a local repo to clone). */
+  sources?: string[];
+}
+
+/**
+ * The bubblewrap arguments for one command, ending with the command itself (after setpriv,
+ * prlimit and the launcher). `workspace` is bound at /workspace; omitted, there is none (the probe).
+ */
+export function bwrapArgs(iso: Isolation, layout: HostLayout, opts: { workspace?: string; cwd: string; network: boolean; sources: string[]; argv: string[] }): string[] {
+  const args = ['--die-with-parent', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'factory-run'];
+  // As root, bubblewrap needs no user namespace, and one would map the command's user back to
+  // root; as anyone else it needs one, and the command may not create further ones.
+  if (!iso.runAs) args.push('--unshare-user', '--disable-userns');
+  if (!opts.network) args.push('--unshare-net');
+
+  const visible: string[] = [];
+  for (const dir of layout.dirs) {
+    args.push('--ro-bind', dir, dir);
+    visible.push(dir);
+  }
+  for (const link of layout.symlinks) args.push('--symlink', link.target, link.path);
+  args.push('--perms', '0755', '--dir', '/etc');
+  for (const entry of layout.etc) {
+    args.push('--ro-bind', entry, entry);
+    visible.push(entry);
+  }
+  args.push('--dev', '/dev', '--proc', '/proc');
+  args.push('--perms', '1777', '--size', String(iso.sandbox.memoryMb * 1024 * 1024), '--tmpfs', '/tmp');
+
+  // Parents before children, so a later bind never hides an earlier one. Directories that
+  // bubblewrap creates on the way are mode 0700, unreadable to another user: create them first.
+  const binds = [...iso.sandbox.roBinds, ...opts.sources].sort((a, b) => a.length - b.length);
+  for (const dir of binds) {
+    args.push('--perms', '0755', '--dir', path.dirname(dir), '--ro-bind', dir, dir);
+    visible.push(dir);
+  }
+  // The data dir and other runs' workspaces: an empty tmpfs wherever something visible holds them.
+  for (const hidden of iso.hidden) {
+    if (visible.some((v) => isWithin(hidden, v)) && existsSync(hidden)) args.push('--tmpfs', hidden);
+  }
+  if (iso.runAs) args.push('--perms', '0755', '--dir', '/etc/factory', '--ro-bind', SAFE_DIRECTORY_GITCONFIG, SAFE_DIRECTORY_IN_SANDBOX);
+  if (opts.workspace !== undefined) args.push('--bind', opts.workspace, SANDBOX_WORKSPACE);
+  args.push('--chdir', opts.cwd, '--');
+
+  if (iso.runAs) args.push(layout.setpriv!, `--reuid=${iso.runAs.uid}`, `--regid=${iso.runAs.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+  const { memoryMb, maxProcesses, maxOpenFiles } = iso.sandbox;
+  args.push(layout.prlimit!, `--data=${memoryMb * 1024 * 1024}`, `--nproc=${maxProcesses}`, `--nofile=${maxOpenFiles}`, '--');
+  args.push('/bin/sh', '-c', LAUNCHER, 'factory-exec', ...opts.argv);
+  return args;
+}
+
+/**
+ * The commands of one run, with its workspace: paths as its commands see them, and `run`, which
+ * starts a command under the run's isolation.
+ */
+export class RunSandbox {
+  /** The workspace as the run's commands see it. */
+  readonly workspaceInside: string;
+
+  constructor(
+    readonly iso: Isolation,
+    /** Host path of the workspace. */
+    readonly workspace: string,
+  ) {
+    this.workspaceInside = iso.kind === 'sandbox' ? SANDBOX_WORKSPACE : workspace;
+  }
+
+  get sandboxed(): boolean {
+    return this.iso.kind === 'sandbox';
+  }
+
+  /**
+   * Host path of the run's own HOME (`<workspace>/.home`), or undefined when commands keep the
+   * runtime's HOME (direct, not root). A direct run as another user could not use root's HOME.
+   */
+  get homeDir(): string | undefined {
+    return this.sandboxed || this.iso.runAs ? path.join(this.workspace, HOME_DIR_NAME) : undefined;
+  }
+
+  /** A host path as the commands see it: workspace paths move to /workspace, others stay. */
+  inside(hostPath: string): string {
+    if (!this.sandboxed || !isWithin(hostPath, this.workspace)) return hostPath;
+    const rel = path.relative(this.workspace, hostPath);
+    return rel ? path.posix.join(SANDBOX_WORKSPACE, rel.split(path.sep).join('/')) : SANDBOX_WORKSPACE;
+  }
+
+  /**
+   * The variables every command starts from, before the environment's own: in the sandbox a
+   * fixed PATH, HOME in the workspace, a private TMPDIR and the runtime's locale and time zone;
+   * direct, the runtime's inherited variables as they are (HOME in the workspace as another user).
+   */
+  baseEnv(inherited: Readonly<Record<string, string>>): Record<string, string> {
+    if (!this.sandboxed) return this.homeDir ? { ...inherited, HOME: this.homeDir } : { ...inherited };
+    const env: Record<string, string> = { PATH: SANDBOX_PATH, HOME: path.posix.join(SANDBOX_WORKSPACE, HOME_DIR_NAME), TMPDIR: '/tmp', LANG: inherited.LANG ?? 'C.UTF-8' };
+    for (const name of ['LC_ALL', 'LC_CTYPE', 'TZ']) if (inherited[name] !== undefined) env[name] = inherited[name];
+    return env;
+  }
+
+  /** Variables for the repo steps (clone, checkout, copy) on top of the run's. */
+  repoEnv(): Record<string, string> {
+    if (!this.iso.runAs) return {};
+    return { GIT_CONFIG_SYSTEM: this.sandboxed ? SAFE_DIRECTORY_IN_SANDBOX : SAFE_DIRECTORY_GITCONFIG };
+  }
+
+  /** Runs one command under the run's isolation; see runInGroup for groups, timeouts and cancel. */
+  run(opts: CommandOptions): Promise<GroupExit> {
+    const { argv, cwd, env, network, sources = [], ...rest } = opts;
+    if (this.sandboxed) {
+      const args = bwrapArgs(this.iso, hostLayout(), { workspace: this.workspace, cwd: this.inside(cwd), network, sources, argv });
+      // bubblewrap hands its own environment to the command: exactly `env`, nothing of the runtime's.
+      return runInGroup({ ...rest, argv: [this.iso.sandbox.bwrap, ...args], cwd: '/', env, statusFd: true });
+    }
+    if (this.iso.runAs) {
+      const { uid, gid } = this.iso.runAs;
+      const setpriv = hostLayout().setpriv ?? 'setpriv';
+      const wrapped = [setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--', '/bin/sh', '-c', LAUNCHER, 'factory-exec', ...argv];
+      return runInGroup({ ...rest, argv: wrapped, cwd, env, statusFd: true });
+    }
+    return runInGroup({ ...rest, argv, cwd, env });
+  }
+}
+
+/** Why commands cannot run as configured: the problem, and how to fix it, each a clause. */
+export interface IsolationProblem {
+  what: string;
+  fix: string;
+  /** Whether the direct executor would run (the problem is the sandbox's own). */
+  sandboxOnly: boolean;
+}
+
+/**
+ * Checks once per process, at start, that commands can run as configured: for `sandbox`, that
+ * bubblewrap starts a sandbox here (`bwrap ... true` with every option a run uses), and that
+ * setpriv and prlimit exist where needed. Undefined when all is well.
+ */
+export function probeIsolation(iso: Isolation): IsolationProblem | undefined {
+  const key = JSON.stringify(iso);
+  if (!probeCache.has(key)) probeCache.set(key, probeOnce(iso));
+  return probeCache.get(key);
+}
+const probeCache = new Map<string, IsolationProblem | undefined>();
+
+function probeOnce(iso: Isolation): IsolationProblem | undefined {
+  const layout = hostLayout();
+  if (iso.runAs && !layout.setpriv) {
+    return { what: 'the runtime runs as root and starts run commands as another user with setpriv, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: false };
+  }
+  if (iso.kind !== 'sandbox') return undefined;
+  const bwrap = iso.sandbox.bwrap;
+  if (!layout.prlimit) return { what: 'the sandbox sets its limits with prlimit, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: true };
+  // A directory standing in for a workspace, so the probe binds what a run binds.
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'factory-probe-'));
+  try {
+    const args = bwrapArgs(iso, layout, { workspace: scratch, cwd: SANDBOX_WORKSPACE, network: false, sources: [], argv: ['true'] });
+    const r = spawnSync(bwrap, args, { env: { PATH: SANDBOX_PATH }, encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.error) {
+      const code = (r.error as NodeJS.ErrnoException).code;
+      const what = code === 'ENOENT' ? `bubblewrap (${bwrap}) was not found` : `bubblewrap (${bwrap}) could not be started (${code ?? r.error.message})`;
+      return { what, fix: 'install it (apt-get install bubblewrap)', sandboxOnly: true };
+    }
+    if (r.status !== 0) {
+      const why = (r.stderr || r.stdout || `exit status ${r.status ?? r.signal}`).trim().split('\n')[0];
+      return { what: `bubblewrap (${bwrap}) cannot create its sandbox here (${why})`, fix: 'allow unprivileged user namespaces, or run the runtime as root', sandboxOnly: true };
+    }
+    return undefined;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** The probe's outcome as the one sentence `serve` stops with. */
+export function assertIsolation(iso: Isolation): void {
+  const p = probeIsolation(iso);
+  if (!p) return;
+  const direct = p.sandboxOnly ? ', or pass --executor direct to run commands without a sandbox, knowingly (docs/security.md#executors)' : '';
+  throw new CliError(`Runs cannot start: ${p.what}; ${p.fix}${direct}.`);
+}
+
+/** Whether `dir` is a directory now (for error messages about a local repo). */
+export function isDirectory(dir: string): boolean {
+  try {
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
