@@ -10,6 +10,11 @@ import { schemaDiagnostics } from './schema-diagnostics.ts';
 export interface SourceFile {
   path: string;
   text: string;
+  /**
+   * Set by the loader, instead of reading the file, when its real path is outside the repo (a
+   * symbolic link leads there): that real path. The compiler reports it as file.outside_repo.
+   */
+  outsideRepo?: string;
 }
 
 export interface CompileResult {
@@ -43,6 +48,10 @@ export function compile(files: SourceFile[], options: CompileOptions = {}): Comp
     if (c.kind === 'ignored') continue;
     if (c.kind === 'unexpected') {
       at1(source.path, 'file.unexpected', `not read: ${c.hint}`, 'warning');
+      continue;
+    }
+    if (source.outsideRepo !== undefined) {
+      at1(source.path, 'file.outside_repo', `not read: it is a symbolic link (or inside a linked directory) that leads outside the repo, to ${source.outsideRepo}; definitions must be files in the repo`);
       continue;
     }
     sources.push(source);

@@ -1,5 +1,5 @@
-import { lstat, readdir, readFile, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { CliError } from '../../core/errors.ts';
 import { fsReason } from '../io.ts';
 import type { SourceFile } from './compile.ts';
@@ -20,6 +20,10 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
   const factoryStat = await stat(join(dir, 'factory.yaml')).catch(() => undefined);
   if (!factoryStat) throw new CliError(`${given} has no factory.yaml, so it is not a factory repo`);
 
+  // Symbolic links are followed only within the repo: a definition whose real path is elsewhere
+  // (a link to ~/.ssh/id_rsa, a linked webhooks/ directory) is reported, never read.
+  const realRoot = await realpath(dir);
+
   const paths = ['factory.yaml'];
   for (const top of DEFINITION_DIRS) paths.push(...(await listFiles(dir, top, 0)));
   const wanted = paths.sort().filter((p) => classifyPath(p).kind !== 'ignored');
@@ -28,8 +32,12 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
   for (let i = 0; i < wanted.length; i += 64) {
     const batch = wanted.slice(i, i + 64);
     // Unexpected files are only named in a warning; their content is not needed.
-    const texts = await Promise.all(batch.map((p) => (classifyPath(p).kind === 'unexpected' ? '' : readText(dir, p))));
-    batch.forEach((path, j) => files.push({ path, text: texts[j] }));
+    const read = async (p: string): Promise<SourceFile> => {
+      if (classifyPath(p).kind === 'unexpected') return { path: p, text: '' };
+      const outside = await outsideRepo(realRoot, join(dir, p));
+      return outside === undefined ? { path: p, text: await readText(dir, p) } : { path: p, text: '', outsideRepo: outside };
+    };
+    files.push(...(await Promise.all(batch.map(read))));
   }
   return files;
 }
@@ -51,6 +59,18 @@ async function listFiles(root: string, rel: string, depth: number): Promise<stri
     } else out.push(path);
   }
   return out;
+}
+
+/**
+ * The real path of `full` when it lies outside `realRoot` (through a symbolic link to the file or
+ * to a directory above it), else undefined. A path that cannot be resolved is left to readText,
+ * which says why it cannot be read.
+ */
+async function outsideRepo(realRoot: string, full: string): Promise<string | undefined> {
+  const real = await realpath(full).catch(() => undefined);
+  if (real === undefined) return undefined;
+  const rel = relative(realRoot, real);
+  return rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel) ? real : undefined;
 }
 
 async function readText(root: string, path: string): Promise<string> {

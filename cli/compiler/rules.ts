@@ -1,3 +1,4 @@
+import { credentialHeaderMessage, isCredentialHeader } from '../../core/credential-headers.ts';
 import { checkFilter, problemAtKey } from '../../core/filter.ts';
 import { WEBHOOK_UID_PATTERN, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import type { Diagnostic } from './diagnostics.ts';
@@ -27,6 +28,7 @@ export function crossFileRules(files: ParsedFile[], runtimeWebhooks?: ReadonlyMa
   duplicateNames(files, report);
   tooManyWebhooks(files, report);
   signatureSchemes(files, report);
+  deliveryIdHeaders(files, report);
   const pinned = pinnedUids(files, report);
   const environments = new Set(files.filter((f) => f.kind === 'environment').map((f) => f.name));
   for (const f of files) if (f.kind === 'automation') automationRules(f, pinned, environments, report, runtimeWebhooks);
@@ -68,6 +70,15 @@ function signatureSchemes(files: ParsedFile[], report: Report): void {
     } else if (mode !== 'signature' && hasScheme && typeof mode === 'string') {
       report(f, '/signatureScheme', 'webhook.signature_scheme_not_allowed', `signatureScheme is only for authMode 'signature'; this webhook uses '${mode}'`, 'error', 'key');
     }
+  }
+}
+
+/** A delivery id header's value is stored and shown: it may not be a header that carries a credential. */
+function deliveryIdHeaders(files: ParsedFile[], report: Report): void {
+  for (const f of files) {
+    if (f.kind !== 'webhook' || !isObject(f.value) || typeof f.value.deliveryIdHeader !== 'string') continue;
+    const header = f.value.deliveryIdHeader;
+    if (isCredentialHeader(header)) report(f, '/deliveryIdHeader', 'webhook.credential_delivery_id_header', credentialHeaderMessage(header));
   }
 }
 

@@ -1,4 +1,5 @@
 import { canonicalJson, sha256Digest } from '../../core/canonical-json.ts';
+import { credentialHeaderMessage, isCredentialHeader } from '../../core/credential-headers.ts';
 import { validateSnapshot } from '../../core/schemas.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import type { PlanInput } from './state.ts';
@@ -67,6 +68,9 @@ export function checkSnapshot(
   for (const [i, w] of snapshot.webhooks.entries()) {
     if (w.uid && seen.has(w.uid)) errors.push({ file: w.source.file, pointer: '/uid', code: 'webhook.uid_duplicate', message: `uid ${w.uid} is pinned by two webhooks of this snapshot` });
     if (w.uid) seen.add(w.uid);
+    if (w.deliveryIdHeader !== undefined && isCredentialHeader(w.deliveryIdHeader)) {
+      errors.push({ file: w.source.file, pointer: '/deliveryIdHeader', code: 'webhook.credential_delivery_id_header', message: credentialHeaderMessage(w.deliveryIdHeader) });
+    }
     if (snapshot.webhooks.findIndex((o) => o.name === w.name) !== i) errors.push({ file: w.source.file, pointer: '', code: 'webhook.duplicate_name', message: `webhook '${w.name}' appears twice in the snapshot` });
   }
   return errors.length ? { ok: false, errors } : { ok: true, snapshot };

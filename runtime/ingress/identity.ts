@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
+import { isCredentialHeader } from '../../core/credential-headers.ts';
 
 /**
  * Delivery identity (SPEC 7.4), pure. The first of:
- * 1. the header named by the webhook's `deliveryIdHeader`;
+ * 1. the header named by the webhook's `deliveryIdHeader`, unless it may carry a credential
+ *    (core/credential-headers.ts);
  * 2. the signature scheme's own delivery headers, in the scheme's order (signature mode only);
  * 3. `X-Service-Delivery-Id`;
  * 4. `sha256:` + hex of the raw body.
@@ -25,7 +27,9 @@ export type HeaderGetter = (lowercaseName: string) => string | undefined;
 /** The identity from headers alone, or undefined when none of sources 1–3 is present. */
 export function headerIdentity(get: HeaderGetter, sources: IdentitySources): string | undefined {
   const names: string[] = [];
-  if (sources.deliveryIdHeader) names.push(sources.deliveryIdHeader.toLowerCase());
+  // A credential header is refused at create and apply; one stored before that rule is skipped
+  // here, so its value (a bearer token, a signature) never becomes a logged, listed delivery id.
+  if (sources.deliveryIdHeader && !isCredentialHeader(sources.deliveryIdHeader)) names.push(sources.deliveryIdHeader.toLowerCase());
   for (const h of sources.schemeHeaders ?? []) names.push(h.toLowerCase());
   names.push(SERVICE_DELIVERY_ID_HEADER);
   for (const name of names) {

@@ -1,4 +1,5 @@
 import { conflict, FactoryError, invalidRequest, notFound, type FieldError } from '../../core/errors.ts';
+import { credentialHeaderMessage, isCredentialHeader } from '../../core/credential-headers.ts';
 import { newStandardWebhooksSecret, newTokenSecret, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../core/snapshot.ts';
 import type { WebhookRecord } from '../definitions/state.ts';
@@ -77,6 +78,7 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
   }
   const deliveryIdHeader = str('delivery_id_header');
   if (deliveryIdHeader !== undefined && !HEADER_NAME.test(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: 'must be an HTTP header name' });
+  else if (deliveryIdHeader !== undefined && isCredentialHeader(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: credentialHeaderMessage(deliveryIdHeader) });
   const description = str('description');
   if (errors.length) throw invalidRequest('The webhook cannot be created as asked.', errors);
   return { name: name!, authMode, signatureScheme: scheme, secretName, secret: secret || undefined, deliveryIdHeader, description };
