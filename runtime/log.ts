@@ -94,6 +94,7 @@ export const LOGGED_ROUTES: readonly string[] = [
   '/api/v1/automations',
   '/api/v1/automations/:factory/:name',
   '/api/v1/automations/:factory/:name/test',
+  '/api/v1/agent/run',
   '/api/v1/agent/runs',
   '/api/v1/agent/runs/:run',
   '/api/v1/agent/runs/:run/cancel',

@@ -170,10 +170,10 @@ export function checkNewKey(input: unknown): { scopes: Scope[]; factories: strin
       });
       factories = [...new Set(f as string[])].sort();
     }
-    if (scopesOk && !scopes.includes('manage')) {
-      errors.push({ pointer: '/factories', message: 'factories limit the manage scope, which this key does not have' });
-    } else if (scopes.includes('admin')) {
+    if (scopes.includes('admin')) {
       errors.push({ pointer: '/factories', message: 'an admin key manages every factory, so factories cannot limit it; leave admin out' });
+    } else if (scopesOk && !scopes.includes('manage')) {
+      errors.push({ pointer: '/factories', message: 'factories limit the manage scope, which this key does not have' });
     }
   }
   if (errors.length) throw invalidRequest(`The key is not valid: ${errors[0].message}.`, errors);

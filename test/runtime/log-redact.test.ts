@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { Router } from '@koa/router';
 import { LOGGED_ROUTES, redactUrl } from '../../runtime/log.ts';
+import { prettyLine } from '../../runtime/log-pretty.ts';
 import { ROUTES } from '../../runtime/routes/index.ts';
 import { startTestRuntime, type TestRuntime } from './helpers.ts';
 import { createHook, startIngressRuntime, type CreatedHook } from './ingress/helpers.ts';
@@ -182,5 +183,7 @@ function throughTheServer(): void {
     assert.ok(statuses.has(202) && statuses.has(404) && statuses.has(405), [...statuses].join(','));
     assert.ok(rt.logs.lines.length > SHAPES.length);
     assert.ok(!leaks(rt.logs.text, token), 'a log line shows the token');
+    // The dev feed is these lines, rewritten for people.
+    assert.ok(!leaks(rt.logs.lines.map((l) => prettyLine(l) ?? '').join('\n'), token), 'the dev feed shows the token');
   });
 }

@@ -1,9 +1,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
 import { Router } from '@koa/router';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { ROUTES } from '../../../runtime/routes/index.ts';
 import { applyFactory, createSecret, deliverGithub, factoryFiles, GITHUB_UID, OTHER_UID, PR_OPENED, FACTORY } from '../automations/helpers.ts';
+import { terminalEnv } from '../../cli/helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { ROUTE_SCOPES } from './scope-table.ts';
 
@@ -152,6 +155,32 @@ test('the same key works on its own factory (the 404s above are not a broken key
   assert.equal((await rt.fetch(`/api/v1/automations/${OWN}/mine`, { key })).status, 200);
   const plan = await rt.fetch(`/api/v1/factories/${OWN}/plan`, { method: 'POST', key, json: { snapshot: {} } });
   assert.equal(plan.status, 400, 'an invalid snapshot of its own factory is judged, not hidden');
+});
+
+/** `bin/factory.js ...args` with the limited key, as a child process (the server runs in this one). */
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const bin = resolve(import.meta.dirname, '../../../bin/factory.js');
+  const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: key });
+  return new Promise((done) => {
+    execFile(process.execPath, [bin, ...args], { env }, (err, stdout, stderr) => done({ code: err ? Number(err.code) : 0, stdout, stderr }));
+  });
+}
+
+test('through the CLI: the same one-line "not found" for a foreign webhook as for an unknown one', async () => {
+  for (const args of [['webhook', 'show'], ['webhook', 'disable'], ['webhook', 'rotate'], ['delivery', 'list']]) {
+    const foreign = await cli([...args, GITHUB_UID]);
+    const unknown = await cli([...args, UNKNOWN_UID]);
+    const what = args.join(' ');
+    assert.equal(foreign.code, 1, `${what}: ${foreign.stderr}`);
+    assert.equal(unknown.code, 1, `${what}: ${unknown.stderr}`);
+    assert.equal(foreign.stderr.split(GITHUB_UID).join('<ID>'), unknown.stderr.split(UNKNOWN_UID).join('<ID>'), what);
+    assert.ok(!foreign.stderr.includes(FACTORY), `${what}: ${foreign.stderr}`);
+    assert.equal(foreign.stdout, '');
+  }
+  const test = await cli(['automation', 'test', 'review', '--factory', FACTORY, '--delivery', deliveryId]);
+  const none = await cli(['automation', 'test', 'review', '--factory', UNKNOWN_FACTORY, '--delivery', deliveryId]);
+  assert.equal(test.code, 1, test.stderr);
+  assert.equal(test.stderr.split(FACTORY).join('<F>'), none.stderr.split(UNKNOWN_FACTORY).join('<F>'));
 });
 
 test('every manage route of the runtime has a case here', async () => {

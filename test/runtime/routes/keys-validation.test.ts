@@ -1,5 +1,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { terminalEnv } from '../../cli/helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 /**
@@ -102,4 +105,28 @@ test('a valid limited key: names deduplicated and sorted; absent or null factori
   const defaulted = await create({ name: 'ci', kind: 'agent' });
   assert.equal(defaulted.status, 201);
   assert.deepEqual(defaulted.body.scopes, ['runs']);
+});
+
+test('through the CLI: a limit without manage, or with admin, is a one-sentence error and exit 1', async () => {
+  const bin = resolve(import.meta.dirname, '../../../bin/factory.js');
+  const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
+  const run = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+      execFile(process.execPath, [bin, 'key', 'create', ...args], { env }, (err, stdout, stderr) => done({ code: err ? Number(err.code) : 0, stdout, stderr }));
+    });
+  const before = rt.store.keys.list().length;
+  for (const [args, pattern] of [
+    [['--name', 'x', '--kind', 'agent', '--factory', 'payments'], /factories limit the manage scope/],
+    [['--name', 'x', '--kind', 'agent', '--scope', 'admin', '--factory', 'payments'], /an admin key manages every factory/],
+    [['--name', 'x', '--kind', 'agent', '--scope', 'manage', '--factory', 'Not A Name'], /is not a factory name/],
+  ] as const) {
+    const r = await run([...args]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stdout, '', 'no key printed');
+    assert.match(r.stderr, pattern);
+    // One sentence first (then the field it is about), never a stack trace.
+    assert.match(r.stderr.split('\n')[0], /^error: The key is not valid: .+\.$/, r.stderr);
+    assert.ok(!/\n\s+at /.test(r.stderr), r.stderr);
+  }
+  assert.equal(rt.store.keys.list().length, before);
 });
