@@ -26,6 +26,9 @@ export const ROUTE_SCOPES: RouteScope[] = [
   { method: 'GET', path: '/api/v1/secrets/placeholder', scope: 'admin' },
   { method: 'PUT', path: '/api/v1/secrets/placeholder', scope: 'admin', body: { value: 'y' } },
   { method: 'DELETE', path: '/api/v1/secrets/placeholder', scope: 'admin' },
+  { method: 'PUT', path: '/api/v1/secrets/placeholder/factories', scope: 'admin', body: { factories: null } },
+  { method: 'POST', path: '/api/v1/secrets/placeholder/grant', scope: 'admin', body: { factories: ['x'] } },
+  { method: 'POST', path: '/api/v1/secrets/placeholder/revoke', scope: 'admin', body: { factories: ['x'] } },
   // runtime/routes/definitions.ts
   { method: 'POST', path: '/api/v1/factories/placeholder/plan', scope: 'manage', body: { snapshot: {} } },
   { method: 'POST', path: '/api/v1/factories/placeholder/apply', scope: 'manage', body: { snapshot: {} } },
