@@ -11,6 +11,8 @@ import type { RouteModule } from './index.ts';
 import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
 
 export const RUNS_PATH = '/api/v1/agent/runs';
+/** Where oz-agent-sdk 1.0.0-alpha.8 creates runs (`client.agent.run`); the same as POST RUNS_PATH. */
+export const OZ_RUN_PATH = '/api/v1/agent/run';
 /** Transcript events per response; `?after=` continues. */
 export const TRANSCRIPT_PAGE = 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -24,6 +26,17 @@ export function runView(run: RunRecord, baseUrl: string): RunRecord & { session_
 /** Who a run created through the API is attributed to: a personal key's user or an agent key's agent. */
 export function creatorOf(p: Principal): { type: 'user' | 'agent'; name: string } {
   return { type: p.kind === 'agent' ? 'agent' : 'user', name: p.name };
+}
+
+/**
+ * The environment of a create without config.environment_id (Oz uses the team's default): the
+ * runtime's only environment, else a 400 that lists them (docs/api.md#oz-compatibility).
+ */
+function onlyEnvironment(deps: AppDeps): string {
+  const all = deps.store.defs.listEnvironments().map((e) => e.name);
+  if (all.length === 1) return all[0];
+  const which = all.length === 0 ? 'this runtime has no environment yet; apply a factory that defines one' : `this runtime has ${all.length}: ${all.join(', ')}`;
+  throw invalidRequest(`config.environment_id is required: ${which}.`, [{ pointer: '/config/environment_id', message: 'config.environment_id is required' }]);
 }
 
 /** A run or 404. */
@@ -55,7 +68,7 @@ export const runRoutes: RouteModule = (router, deps) => {
   const runs = requireScope('runs');
   const creates = new GroupCommit((items: readonly NewRunItem[]) => store.runs.createBatch(items));
 
-  router.post(RUNS_PATH, runs, async (ctx) => {
+  const create = async (ctx: Context) => {
     const idemKey = ctx.get('Idempotency-Key');
     if (idemKey && !IDEMPOTENCY_KEY.test(idemKey)) {
       throw invalidRequest('The Idempotency-Key header must be 1 to 255 visible ASCII characters.', [
@@ -69,17 +82,20 @@ export const runRoutes: RouteModule = (router, deps) => {
       throw invalidRequest(`The run request is not valid: ${first.pointer || 'body'}: ${first.message}.`, parsed.errors);
     }
     const input = parsed.value;
-    if (!store.defs.getEnvironment(input.environmentId)) {
-      throw invalidRequest(`There is no environment "${input.environmentId}"; apply a factory that defines it first.`, [
-        { pointer: '/config/environment_id', message: `unknown environment "${input.environmentId}"` },
+    const environmentId = input.environmentId ?? onlyEnvironment(deps);
+    if (!store.defs.getEnvironment(environmentId)) {
+      throw invalidRequest(`There is no environment "${environmentId}"; apply a factory that defines it first.`, [
+        { pointer: '/config/environment_id', message: `unknown environment "${environmentId}"` },
       ]);
     }
     const principal = principalOf(ctx);
     const newRun = {
       prompt: input.prompt,
-      environmentId: input.environmentId,
+      environmentId,
       title: input.title,
       metadata: input.metadata,
+      oz: input.oz,
+      attachments: input.images.length ? input.images : undefined,
       source: 'API' as const,
       creator: creatorOf(principal),
     };
@@ -93,7 +109,9 @@ export const runRoutes: RouteModule = (router, deps) => {
     ctx.status = created ? 201 : 200;
     ctx.set('Location', `${RUNS_PATH}/${run.run_id}`);
     ctx.body = runView(run, config.baseUrl);
-  });
+  };
+  router.post(RUNS_PATH, runs, create);
+  router.post(OZ_RUN_PATH, runs, create);
 
   router.get(RUNS_PATH, runs, (ctx) => {
     const parsed = parseListRuns(ctx.query, config.limits);

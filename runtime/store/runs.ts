@@ -33,6 +33,18 @@ export interface RunRecord {
   automation: string | null;
   webhook_uid: string | null;
   delivery_id: string | null;
+  /** Oz's names for the recorded Oz fields (docs/api.md#oz-compatibility); present only when given. */
+  agent_config?: Record<string, unknown>;
+  agent_skill?: { name: string };
+  conversation_id?: string;
+}
+
+/** Oz request fields recorded as given: `config` without environment_id, skill, team, conversation_id. */
+export interface OzFields {
+  config?: Record<string, unknown>;
+  skill?: string;
+  team?: boolean;
+  conversation_id?: string;
 }
 
 /** The Idempotency-Key of a create (SPEC 6), per API key. */
@@ -61,6 +73,7 @@ export interface NewRun {
   webhookUid?: string | null;
   deliveryId?: string | null;
   attachments?: { name: string; bytes: Buffer }[];
+  oz?: OzFields | null;
 }
 
 export interface TranscriptEvent {
@@ -81,12 +94,30 @@ export interface RunListQuery {
   /** Exclusive bounds, RFC 3339 UTC as stored. */
   createdAfter?: string;
   createdBefore?: string;
+  updatedAfter?: string;
+  /** Exact creator name (the key's or the automation's). */
+  creator?: string;
+  /** Substring, any case, of the title, the prompt or the skill. */
+  q?: string;
+  /** Recorded Oz fields: config.name, config.model_id, skill or config.skill_spec. */
+  configName?: string;
+  modelId?: string;
+  skill?: string;
+  /** True when a filter can match no run here (an Oz state or source this runtime never has). */
+  none?: boolean;
+  sortBy?: RunSortKey;
+  sortOrder?: 'asc' | 'desc';
 }
 
-/** A position in the newest-first list: the last run of a page. */
+export type RunSortKey = 'created_at' | 'updated_at';
+
+/** A position in the list: the last run of a page, in the order the page was sorted by. */
 export interface RunCursor {
+  /** The sort key's value (created_at unless the cursor says otherwise). */
   createdAt: string;
   seq: number;
+  sortBy?: RunSortKey;
+  sortOrder?: 'asc' | 'desc';
 }
 
 export interface FinishInput {
@@ -120,21 +151,27 @@ interface Row {
   status_message: string | null;
   error_code: string | null;
   retryable: number | null;
+  oz: string | null;
 }
 
 const COLUMNS = `seq, run_id, state, title, prompt, environment_id, source, creator_type, creator_name, factory,
   automation, webhook_uid, delivery_id, metadata, created_at, updated_at, started_at, finished_at, status_message,
-  error_code, retryable`;
+  error_code, retryable, oz`;
 
-/** The cursor is opaque to clients: base64url of `<created_at>|<seq>`. */
+/**
+ * The cursor is opaque to clients: base64url of `<created_at>|<seq>` for the default order (newest
+ * created first), `<value>|<seq>|<sort_by>|<sort_order>` for another.
+ */
 export function encodeCursor(c: RunCursor): string {
-  return Buffer.from(`${c.createdAt}|${c.seq}`, 'utf8').toString('base64url');
+  const sorted = c.sortBy && (c.sortBy !== 'created_at' || c.sortOrder === 'asc') ? `|${c.sortBy}|${c.sortOrder ?? 'desc'}` : '';
+  return Buffer.from(`${c.createdAt}|${c.seq}${sorted}`, 'utf8').toString('base64url');
 }
 
 /** The cursor's position, or undefined when `text` is not a cursor this runtime made. */
 export function decodeCursor(text: string): RunCursor | undefined {
-  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|(\d{1,15})$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
-  return m ? { createdAt: m[1], seq: Number(m[2]) } : undefined;
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|(\d{1,15})(?:\|(created_at|updated_at)\|(asc|desc))?$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
+  if (!m) return undefined;
+  return m[3] ? { createdAt: m[1], seq: Number(m[2]), sortBy: m[3] as RunSortKey, sortOrder: m[4] as 'asc' | 'desc' } : { createdAt: m[1], seq: Number(m[2]) };
 }
 
 /**
@@ -153,9 +190,9 @@ export class RunStore {
     const db = ctx.db;
     this.stmts = {
       insert: db.prepare(`INSERT INTO runs (run_id, state, title, prompt, environment_id, source, creator_type, creator_name,
-        factory, automation, webhook_uid, delivery_id, metadata, created_at, updated_at)
+        factory, automation, webhook_uid, delivery_id, metadata, oz, created_at, updated_at)
         VALUES (@run_id, 'QUEUED', @title, @prompt, @environment_id, @source, @creator_type, @creator_name,
-        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @now, @now)`),
+        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @oz, @now, @now)`),
       insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256) VALUES (?, ?, ?, ?, ?)'),
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
@@ -210,6 +247,8 @@ export class RunStore {
   }
 
   private toRecord(row: Row): RunRecord {
+    const oz = row.oz === null ? undefined : (JSON.parse(row.oz) as OzFields);
+    const skill = oz?.skill ?? (typeof oz?.config?.skill_spec === 'string' ? oz.config.skill_spec : undefined);
     return {
       run_id: row.run_id,
       state: row.state,
@@ -231,6 +270,9 @@ export class RunStore {
       automation: row.automation,
       webhook_uid: row.webhook_uid,
       delivery_id: row.delivery_id,
+      ...(oz?.config ? { agent_config: { environment_id: row.environment_id, ...oz.config } } : {}),
+      ...(skill !== undefined ? { agent_skill: { name: skill } } : {}),
+      ...(oz?.conversation_id !== undefined ? { conversation_id: oz.conversation_id } : {}),
     };
   }
 
@@ -257,6 +299,7 @@ export class RunStore {
         webhook_uid: input.webhookUid ?? null,
         delivery_id: input.deliveryId ?? null,
         metadata: input.metadata == null ? null : JSON.stringify(input.metadata),
+        oz: input.oz == null ? null : JSON.stringify(input.oz),
         now,
       });
       for (const a of input.attachments ?? []) {
@@ -304,6 +347,7 @@ export class RunStore {
    * paging: a page never repeats or skips a run, even while new runs are created.
    */
   list(q: RunListQuery): { runs: RunRecord[]; nextCursor: string | null } {
+    if (q.none) return { runs: [], nextCursor: null };
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.states?.length) {
@@ -315,12 +359,23 @@ export class RunStore {
       ['source', q.source],
       ['factory', q.factory],
       ['automation', q.automation],
+      ['creator_name', q.creator],
+      ["json_extract(oz, '$.config.name')", q.configName],
+      ["json_extract(oz, '$.config.model_id')", q.modelId],
+      ["COALESCE(json_extract(oz, '$.skill'), json_extract(oz, '$.config.skill_spec'))", q.skill],
     ];
     for (const [col, v] of eq) {
       if (v !== undefined) {
         where.push(`${col} = ?`);
         params.push(v);
       }
+    }
+    if (q.q !== undefined) {
+      // instr() on lower-cased text: a plain substring, so % and _ in the query mean themselves.
+      const needle = q.q.toLowerCase();
+      where.push(`(instr(lower(COALESCE(title, '')), ?) > 0 OR instr(lower(prompt), ?) > 0
+        OR instr(lower(COALESCE(json_extract(oz, '$.skill'), json_extract(oz, '$.config.skill_spec'), '')), ?) > 0)`);
+      params.push(needle, needle, needle);
     }
     if (q.createdAfter) {
       where.push('created_at > ?');
@@ -330,19 +385,27 @@ export class RunStore {
       where.push('created_at < ?');
       params.push(q.createdBefore);
     }
+    if (q.updatedAfter) {
+      where.push('updated_at > ?');
+      params.push(q.updatedAfter);
+    }
+    const key = q.sortBy ?? 'created_at';
+    const order = q.sortOrder ?? 'desc';
     if (q.cursor) {
-      where.push('(created_at < ? OR (created_at = ? AND seq < ?))');
+      const cmp = order === 'desc' ? '<' : '>';
+      where.push(`(${key} ${cmp} ? OR (${key} = ? AND seq ${cmp} ?))`);
       params.push(q.cursor.createdAt, q.cursor.createdAt, q.cursor.seq);
     }
+    const dir = order === 'desc' ? 'DESC' : 'ASC';
     const sql = `SELECT ${COLUMNS} FROM runs ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
-      ORDER BY created_at DESC, seq DESC LIMIT ?`;
+      ORDER BY ${key} ${dir}, seq ${dir} LIMIT ?`;
     // Dynamic filters make the statement vary; better-sqlite3 caches nothing here, which is fine for a list.
     const rows = this.ctx.db.prepare(sql).all(...params, q.limit + 1) as Row[];
     const page = rows.slice(0, q.limit);
     const last = page.at(-1);
     return {
       runs: page.map((r) => this.toRecord(r)),
-      nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last.created_at, seq: last.seq }) : null,
+      nextCursor: rows.length > q.limit && last ? encodeCursor({ createdAt: last[key], seq: last.seq, sortBy: key, sortOrder: order }) : null,
     };
   }
 

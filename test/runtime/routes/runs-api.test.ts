@@ -53,7 +53,7 @@ test('bad input is a 4xx problem naming the cause, and nothing is written', asyn
 
 test('list query values are checked', async (t) => {
   const rt = await pausedRuntime(t);
-  for (const q of ['limit=0', 'limit=101', 'limit=x', 'state=DONE', 'source=CLI', 'created_after=yesterday', 'cursor=garbage', 'environment_id=Bad_Name']) {
+  for (const q of ['limit=0', 'limit=101', 'limit=x', 'state=DONE', 'source=EMAIL', 'created_after=yesterday', 'cursor=garbage', 'environment_id=Bad_Name', 'sort_by=title', 'sort_order=up', 'updated_after=soon', 'artifact_type=VIDEO', 'colour=red']) {
     const p = await problem(await rt.fetch(`/api/v1/agent/runs?${q}`), 400, 'invalid_request');
     assert.equal(p.errors?.[0].pointer, q.split('=')[0], q);
   }
