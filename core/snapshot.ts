@@ -51,7 +51,7 @@ export interface SourceRef {
 export interface WebhookDef {
   name: string;
   authMode: AuthMode;
-  /** As written in the file; `false` keeps the webhook disabled at every apply. */
+  /** As written in the file: with it, every apply sets the webhook to it; without it, the runtime toggle stays. */
   enabled?: boolean;
   signatureScheme?: SignatureScheme;
   secretName: string;

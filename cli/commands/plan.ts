@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError, FactoryError, exitWith } from '../../core/errors.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
+import { renderInactive } from '../compiler/inactive.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import { compile, factoryNameOf, formatDiagnostics, loadRepo, locate, type Diagnostic, type SourceFile } from '../compiler/index.ts';
 import { fsReason, type CliIO } from '../io.ts';
@@ -163,6 +164,7 @@ export function registerPlan(program: Command, io: CliIO): void {
       io.stdout(renderChanges(plan.changes, plan.notes));
       io.stdout(`Plan: ${summaryLine(plan.summary)}\n`);
     }
+    if (!opts.json) io.stdout(renderInactive(compiled.snapshot));
     if (opts.out && !opts.json) io.stderr(`saved the plan to ${opts.out}; apply it with: factory apply --plan ${opts.out}\n`);
     if (opts.detailedExitcode && plan.changed) throw exitWith(2);
   });

@@ -161,15 +161,17 @@ export function computePlan(snapshot: Snapshot, input: PlanInput): PlanResult {
     };
     const current = live.get(w.name);
     if (!current) {
-      // SPEC 7.6: a signature webhook whose secret is pending starts disabled.
-      const enabled = version !== null;
+      // A webhook whose secret is pending starts disabled; so does one whose file says enabled: false.
+      const enabled = version !== null && w.enabled !== false;
       ops.webhookCreates.push({ name: w.name, pinnedUid: w.uid ?? null, fields, enabled });
       created.push(w.name);
       changes.push({ resource: 'webhook', name: w.name, action: 'create', file: w.source.file, diff: diffFields(WEBHOOK_FIELDS, {}, webhookView(fields, enabled)) });
-      if (!enabled) notes.push(`webhook '${w.name}' is created disabled: team secret '${w.secretName}' has no value yet; set it with \`factory secret update ${w.secretName}\`, then apply again (SPEC 7.6).`);
+      if (version === null) notes.push(`webhook '${w.name}' is created disabled: team secret '${w.secretName}' has no value yet; set it with \`factory secret update ${w.secretName}\`, then apply again.`);
       continue;
     }
-    const enabled = nextEnabled(current, version);
+    // enabled in the file is the state at every apply; without it the runtime toggle stays as it is
+    // (docs/definitions.md#every-warp-key). A pending secret holds the webhook disabled either way.
+    const enabled = w.enabled === undefined ? nextEnabled(current, version) : w.enabled && version !== null;
     const diff = diffFields(WEBHOOK_FIELDS, webhookView(currentFields(current), current.enabled), webhookView(fields, enabled));
     const fileMoved = current.sourceFile !== fields.sourceFile;
     if (diff.length || fileMoved) ops.webhookUpdates.push({ uid: current.uid, fields, enabled });

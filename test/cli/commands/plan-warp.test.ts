@@ -1,0 +1,50 @@
+/**
+ * A repo kept for Warp, planned and applied against a real runtime: what is not served is listed
+ * as inactive, webhook `enabled` is honoured, and the automations with an environment are applied.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runCli } from '../../../cli/main.ts';
+import { startTestRuntime } from '../../runtime/helpers.ts';
+import { bufferIO } from '../helpers.ts';
+
+test('plan lists what is validated but not served; apply honours webhook enabled', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  for (const name of ['INTERNAL_CI_WEBHOOK_SECRET', 'BILLING_WEBHOOK_SECRET']) {
+    const res = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name, value: `${name.toLowerCase()}-value-0123456789abcdef0123456789` } });
+    assert.equal(res.status, 201, await res.text());
+  }
+  const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+
+  const plan = bufferIO(env);
+  assert.equal(await runCli(['plan', 'test/fixtures/warp-full'], plan), 0, plan.err);
+  assert.match(plan.out, /\+ automation weekday-triage +create/);
+  assert.match(plan.out, /Validated, not served by this runtime/);
+  const inactive = plan.out.slice(plan.out.indexOf('Validated, not served'));
+  assert.match(inactive, /\n {2}factory\.yaml\n(?: {6}.*\n)* {6}\/mcpServers: MCP servers are not configured by this runtime\n/);
+  assert.match(inactive, /\n {2}automations\/labeled-issue\/automation\.md\n(?: {6}.*\n)* {6}\/triggers\/0: github triggers are not served by this runtime\n/);
+  assert.match(inactive, /\n {2}scorers\/tests-run\/scorer\.md\n {6}\(the file\): scorers are validated for shape/);
+
+  const apply = bufferIO(env);
+  assert.equal(await runCli(['apply', 'test/fixtures/warp-full'], apply), 0, apply.err);
+  const hooks = rt.store.defs.listWebhooks('payments-factory');
+  assert.deepEqual(hooks.map((w) => [w.name, w.enabled, w.signatureScheme]), [
+    ['billing-events', false, 'standard-webhooks'],
+    ['internal-ci', true, null],
+  ]);
+  assert.deepEqual(rt.store.defs.listAutomations('payments-factory').map((a) => [a.name, a.environment]), [
+    ['ci-failed', 'sandbox'],
+    ['labeled-issue', 'sandbox'],
+    ['slack-mention', 'sandbox'],
+    ['weekday-triage', 'sandbox'],
+  ]);
+
+  // The runtime toggle turns billing-events on; the next apply sets it back to what the file says.
+  const billing = hooks.find((w) => w.name === 'billing-events')!;
+  rt.store.defs.updateWebhook(billing.uid, { enabled: true });
+  const again = bufferIO(env);
+  assert.equal(await runCli(['plan', 'test/fixtures/warp-full'], again), 0, again.err);
+  assert.match(again.out, /~ webhook billing-events +update/);
+  assert.match(again.out, /enabled: true -> false/);
+});
