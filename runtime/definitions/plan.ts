@@ -73,7 +73,7 @@ function diffFields(fields: string[], before: Record<string, unknown>, after: Re
 }
 
 const WEBHOOK_FIELDS = ['authMode', 'signatureScheme', 'secretName', 'deliveryIdHeader', 'description', 'secret_version', 'enabled'];
-const AUTOMATION_FIELDS = ['title', 'enabled', 'environment', 'triggers', 'prompt', 'file'];
+const AUTOMATION_FIELDS = ['title', 'enabled', 'environment', 'triggers', 'schedules', 'prompt', 'file'];
 const ENVIRONMENT_FIELDS = ['description', 'repos', 'setup', 'agent', 'env', 'file'];
 
 function webhookView(f: WebhookFields, enabled: boolean): Record<string, unknown> {
@@ -88,8 +88,9 @@ function webhookView(f: WebhookFields, enabled: boolean): Record<string, unknown
   };
 }
 
-function automationView(a: { title?: string | null; enabled: boolean; environment: string; triggers: unknown; prompt: string }, file: string) {
-  return { title: a.title ?? null, enabled: a.enabled, environment: a.environment, triggers: a.triggers, prompt: a.prompt, file };
+function automationView(a: { title?: string | null; enabled: boolean; environment: string; triggers: unknown; schedules?: unknown[]; prompt: string }, file: string) {
+  const schedules = a.schedules?.length ? a.schedules : null;
+  return { title: a.title ?? null, enabled: a.enabled, environment: a.environment, triggers: a.triggers, schedules, prompt: a.prompt, file };
 }
 
 function environmentView(e: EnvironmentDef) {

@@ -1,4 +1,4 @@
-import type { AuthMode, EnvironmentDef, WebhookTrigger } from '../../core/snapshot.ts';
+import type { AuthMode, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
 
 /**
  * The runtime's record of definitions (SPEC 4, 7.6), as the store returns them. These types are
@@ -50,6 +50,8 @@ export interface AutomationRecord {
   enabled: boolean;
   environment: string;
   triggers: WebhookTrigger[];
+  /** Schedule triggers (docs/definitions.md#schedules); absent when it has none. */
+  schedules?: ScheduleDef[];
   prompt: string;
   sourceFile: string;
   createdAt: string;

@@ -213,9 +213,11 @@ export function parseListRuns(query: Query, limits: { runListDefault: number; ru
   }
   const source = one('source');
   if (source !== undefined) {
-    if (source === 'API' || source === 'WEBHOOK') out.source = source;
+    if (source === 'API' || source === 'WEBHOOK' || source === 'SCHEDULE') out.source = source;
+    // Oz's name for runs started by a schedule.
+    else if (source === 'SCHEDULED_AGENT') out.source = 'SCHEDULE';
     else if (OZ_SOURCES.includes(source)) out.none = true;
-    else errors.push({ pointer: 'source', message: `source must be API or WEBHOOK (or another Oz source, which no run here has), got "${source}"` });
+    else errors.push({ pointer: 'source', message: `source must be API, WEBHOOK or SCHEDULE (or another Oz source, which no run here has), got "${source}"` });
   }
   for (const [name, key] of [['environment_id', 'environmentId'], ['factory', 'factory'], ['automation', 'automation']] as const) {
     const v = one(name);

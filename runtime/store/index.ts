@@ -8,6 +8,7 @@ import { SecretStore } from './secrets.ts';
 import { createDefinitionsStore, type DefinitionsStore } from './definitions.ts';
 import { createDeliveryStore, type DeliveryStore } from './deliveries.ts';
 import { RunStore } from './runs.ts';
+import { ScheduleStore } from './schedules.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
 export interface StoreContext {
@@ -45,6 +46,7 @@ export class Store {
   readonly defs: DefinitionsStore;
   readonly deliveries: DeliveryStore;
   readonly runs: RunStore;
+  readonly schedules: ScheduleStore;
 
   constructor(ctx: StoreContext) {
     this.db = ctx.db;
@@ -53,6 +55,7 @@ export class Store {
     this.defs = createDefinitionsStore(ctx);
     this.deliveries = createDeliveryStore(ctx);
     this.runs = new RunStore(ctx);
+    this.schedules = new ScheduleStore(ctx);
   }
 
   /**

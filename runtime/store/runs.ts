@@ -7,7 +7,15 @@ import { iso } from '../clock.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 import type { StoreContext } from './index.ts';
 
-export type RunSource = 'API' | 'WEBHOOK';
+/** SCHEDULE: started by a schedule trigger; stored as API with `schedule` set (migration 009). */
+export type RunSource = 'API' | 'WEBHOOK' | 'SCHEDULE';
+
+/** The schedule that started a run, in Oz's names (RunItem.schedule). */
+export interface RunSchedule {
+  schedule_id: string;
+  schedule_name: string;
+  cron_schedule: string;
+}
 export type CreatorType = 'user' | 'agent' | 'automation';
 export type FinalState = 'SUCCEEDED' | 'FAILED' | 'ERROR' | 'CANCELLED';
 
@@ -37,6 +45,8 @@ export interface RunRecord {
   agent_config?: Record<string, unknown>;
   agent_skill?: { name: string };
   conversation_id?: string;
+  /** The schedule that started the run (source SCHEDULE). */
+  schedule?: RunSchedule;
 }
 
 /** Oz request fields recorded as given: `config` without environment_id, skill, team, conversation_id. */
@@ -74,6 +84,7 @@ export interface NewRun {
   deliveryId?: string | null;
   attachments?: { name: string; bytes: Buffer }[];
   oz?: OzFields | null;
+  schedule?: RunSchedule;
 }
 
 export interface TranscriptEvent {
@@ -152,11 +163,12 @@ interface Row {
   error_code: string | null;
   retryable: number | null;
   oz: string | null;
+  schedule: string | null;
 }
 
 const COLUMNS = `seq, run_id, state, title, prompt, environment_id, source, creator_type, creator_name, factory,
   automation, webhook_uid, delivery_id, metadata, created_at, updated_at, started_at, finished_at, status_message,
-  error_code, retryable, oz`;
+  error_code, retryable, oz, schedule`;
 
 /**
  * The cursor is opaque to clients: base64url of `<created_at>|<seq>` for the default order (newest
@@ -190,9 +202,9 @@ export class RunStore {
     const db = ctx.db;
     this.stmts = {
       insert: db.prepare(`INSERT INTO runs (run_id, state, title, prompt, environment_id, source, creator_type, creator_name,
-        factory, automation, webhook_uid, delivery_id, metadata, oz, created_at, updated_at)
+        factory, automation, webhook_uid, delivery_id, metadata, oz, schedule, created_at, updated_at)
         VALUES (@run_id, 'QUEUED', @title, @prompt, @environment_id, @source, @creator_type, @creator_name,
-        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @oz, @now, @now)`),
+        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @oz, @schedule, @now, @now)`),
       insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256) VALUES (?, ?, ?, ?, ?)'),
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
@@ -255,7 +267,7 @@ export class RunStore {
       title: row.title,
       prompt: row.prompt,
       config: { environment_id: row.environment_id },
-      source: row.source,
+      source: row.schedule === null ? row.source : 'SCHEDULE',
       creator: { type: row.creator_type, name: row.creator_name },
       created_at: row.created_at,
       updated_at: row.updated_at,
@@ -273,6 +285,7 @@ export class RunStore {
       ...(oz?.config ? { agent_config: { environment_id: row.environment_id, ...oz.config } } : {}),
       ...(skill !== undefined ? { agent_skill: { name: skill } } : {}),
       ...(oz?.conversation_id !== undefined ? { conversation_id: oz.conversation_id } : {}),
+      ...(row.schedule !== null ? { schedule: JSON.parse(row.schedule) as RunSchedule } : {}),
     };
   }
 
@@ -291,7 +304,7 @@ export class RunStore {
         title: input.title ?? null,
         prompt: input.prompt,
         environment_id: input.environmentId,
-        source: input.source,
+        source: input.source === 'SCHEDULE' ? 'API' : input.source,
         creator_type: input.creator.type,
         creator_name: input.creator.name,
         factory: input.factory ?? null,
@@ -300,6 +313,7 @@ export class RunStore {
         delivery_id: input.deliveryId ?? null,
         metadata: input.metadata == null ? null : JSON.stringify(input.metadata),
         oz: input.oz == null ? null : JSON.stringify(input.oz),
+        schedule: input.schedule === undefined ? null : JSON.stringify(input.schedule),
         now,
       });
       for (const a of input.attachments ?? []) {
@@ -356,7 +370,7 @@ export class RunStore {
     }
     const eq: [string, string | undefined][] = [
       ['environment_id', q.environmentId],
-      ['source', q.source],
+      ['source', q.source === 'SCHEDULE' ? undefined : q.source],
       ['factory', q.factory],
       ['automation', q.automation],
       ['creator_name', q.creator],
@@ -370,6 +384,7 @@ export class RunStore {
         params.push(v);
       }
     }
+    if (q.source !== undefined && q.source !== 'WEBHOOK') where.push(q.source === 'SCHEDULE' ? 'schedule IS NOT NULL' : 'schedule IS NULL');
     if (q.q !== undefined) {
       // instr() on lower-cased text: a plain substring, so % and _ in the query mean themselves.
       const needle = q.q.toLowerCase();

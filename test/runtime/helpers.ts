@@ -1,11 +1,14 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { INHERITED_ENV, parseConfig, type ConfigFlags } from '../../runtime/config.ts';
 import { createLogger } from '../../runtime/log.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import type { Clock } from '../../runtime/clock.ts';
+
+/** The example agents (scripted, failing, claude-stream), which test runtimes let sandboxed runs read. */
+export const EXAMPLE_AGENTS = resolve(import.meta.dirname, '../../examples/agents');
 
 /** Collects log lines written by a logger, for assertions on what was (not) logged. */
 export class LogCapture extends Writable {
@@ -59,7 +62,8 @@ export async function startTestRuntime(
   // Only the variables a real runtime would pass on to agents (PATH, HOME, ...) come from this
   // process; no stray FACTORY_* value of the test environment changes the config.
   const inherited = Object.fromEntries(INHERITED_ENV.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n]]])));
-  const config = parseConfig({ port: 0, ...options.flags, dataDir }, { ...inherited, ...options.env });
+  // Runs execute in the sandbox (the default); the example agents are an installation it may read.
+  const config = parseConfig({ port: 0, sandboxRoBind: [EXAMPLE_AGENTS], ...options.flags, dataDir }, { ...inherited, ...options.env });
   const logs = new LogCapture();
   const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock }).catch((err) => {
     if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
@@ -75,7 +79,10 @@ export async function startTestRuntime(
     fetch: apiFetch(server.url, adminKey),
     async stop() {
       await server.close();
-      if (!keep) rmSync(dataDir, { recursive: true, force: true });
+      if (!keep) {
+        rmSync(dataDir, { recursive: true, force: true });
+        rmSync(config.workDir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCli } from '../../../cli/main.ts';
 import { bufferIO } from '../helpers.ts';
@@ -54,15 +53,11 @@ test('factory run create --wait, get, list, transcript and cancel against a real
 
 test('run transcript --follow ends when the run finishes; run create --wait exits 1 for a cancelled run', { timeout: 60_000 }, async (t) => {
   const rt = await startTestRuntime();
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-cli-run-'));
-  t.after(async () => {
-    await rt.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const gate = path.join(dir, 'gate');
+  t.after(() => rt.stop());
   // The agent runs until the test opens the gate, so --follow starts while the run is in progress.
-  const gated = ['/bin/sh', '-c', `echo waiting; while [ ! -f '${gate}' ]; do sleep 0.05; done; echo released`];
-  const stuck = ['/bin/sh', '-c', `while [ ! -f '${gate}.never' ]; do sleep 0.05; done`];
+  // The gate is a file in the run's workspace: the only place of the host a sandboxed run sees.
+  const gated = ['/bin/sh', '-c', 'echo waiting; while [ ! -f "$FACTORY_WORKSPACE/gate" ]; do sleep 0.05; done; echo released'];
+  const stuck = ['/bin/sh', '-c', 'while [ ! -f "$FACTORY_WORKSPACE/gate.never" ]; do sleep 0.05; done'];
   await applyEnvironments(rt, { gated: envYaml({ command: gated }), stuck: envYaml({ command: stuck }) });
   const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
   const cli = async (...args: string[]) => {
@@ -82,7 +77,7 @@ test('run transcript --follow ends when the run finishes; run create --wait exit
     events = ((await (await rt.fetch(`/api/v1/agent/runs/${runId}/transcript`)).json()) as { events: typeof events }).events;
     await new Promise((r) => setTimeout(r, 20));
   }
-  writeFileSync(gate, '');
+  writeFileSync(path.join(rt.config.workDir, runId, 'gate'), '');
   const followed = await follow;
   assert.equal(followed.code, 0, followed.err);
   assert.match(followed.out, /waiting\n[^]*released\n[^]*-- SUCCEEDED\n$/);

@@ -47,6 +47,7 @@ after(async () => {
     await current.exited;
   }
   rmSync(dataDir, { recursive: true, force: true });
+  rmSync(`${dataDir}-workspaces`, { recursive: true, force: true });
 });
 
 it('SIGKILL while accepting matching deliveries loses no 202 and leaves exactly the matching runs', async () => {

@@ -51,7 +51,7 @@ describe('deliveries start runs of matching automations', () => {
       assert.deepEqual(run.attachments.map((a: { name: string; size: number }) => [a.name, a.size]), [[EVENT_PAYLOAD_FILE, PR_OPENED.length]]);
 
       // The workspace holds the body byte for byte; the prompt has the envelope, not the body.
-      const ws = path.join(rt.dataDir, 'workspaces', run_id);
+      const ws = path.join(rt.config.workDir, run_id);
       assert.ok(readFileSync(path.join(ws, EVENT_PAYLOAD_FILE)).equals(PR_OPENED));
       const prompt = readFileSync(path.join(ws, 'prompt.md'), 'utf8');
       assert.equal(prompt, run.prompt);
@@ -119,7 +119,7 @@ describe('deliveries start runs of matching automations', () => {
     assert.equal(started.automation, 'review');
     const run = await waitForRun(rt, started.run_id);
     assert.equal(run.state, 'SUCCEEDED');
-    const ws = path.join(rt.dataDir, 'workspaces', run.run_id);
+    const ws = path.join(rt.config.workDir, run.run_id);
     assert.ok(readFileSync(path.join(ws, EVENT_PAYLOAD_FILE)).equals(body));
     const prompt = readFileSync(path.join(ws, 'prompt.md'), 'utf8');
     for (const text of [injection, 'delete every repository', 'SYSTEM:', 'exfiltrate']) assert.ok(!prompt.includes(text), text);

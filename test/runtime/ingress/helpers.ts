@@ -90,7 +90,8 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export async function startChildRuntime(env: Record<string, string> = {}, options: { dataDir?: string; args?: string[] } = {}): Promise<ChildRuntime> {
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-child-'));
-  const args = [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...(options.args ?? [])];
+  // Runs execute in the sandbox (the default); the example agents are an installation it may read.
+  const args = [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--sandbox-ro-bind', join(ROOT, 'examples/agents'), ...(options.args ?? [])];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, FACTORY_MASTER_KEY: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   let out = '';
@@ -115,7 +116,10 @@ export async function startChildRuntime(env: Record<string, string> = {}, option
         proc.kill('SIGTERM');
         await exited;
       }
-      if (ownDir) rmSync(dataDir, { recursive: true, force: true });
+      if (ownDir) {
+        rmSync(dataDir, { recursive: true, force: true });
+        rmSync(`${dataDir}-workspaces`, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -1,7 +1,7 @@
 /** A runtime with environments applied through the real plan/apply API, and run polling. */
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,8 @@ export const AGENTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)),
 /** A git repo with one commit, to clone. */
 export function makeRepo(t: { after: (fn: () => void) => void }): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-repo-'));
+  // Readable by the run's user: the runtime, as root, runs commands as another user (65534).
+  chmodSync(dir, 0o755);
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   mkdirSync(path.join(dir, 'src'));
   writeFileSync(path.join(dir, 'README.md'), '# app\n');

@@ -1,11 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import path from 'node:path';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
-import { isGone, waitFor } from '../executor/helpers.ts';
+import { isGone, processesWith, waitFor } from '../executor/helpers.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, makeRepo, waitForRun } from './runs-helpers.ts';
 
 async function runtime(
@@ -122,13 +120,12 @@ test('environment secrets are resolved at run start and reach the agent', async 
 });
 
 test('cancel of a running run kills its process group and ends CANCELLED; cancel of a finished run is 400', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-cancel-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const pidFile = path.join(dir, 'grandchild.pid');
-  const rt = await runtime(t, { sleeper: envYaml({ command: ['/bin/sh', '-c', `sleep 300 & echo $! > '${pidFile}'; wait`] }) });
+  // A sleep no other test starts, found by its command line (the sandbox's own pids mean nothing here).
+  const sleep = `sleep ${randomInt(3000, 9000)}`;
+  const rt = await runtime(t, { sleeper: envYaml({ command: ['/bin/sh', '-c', `${sleep} & wait`] }) });
   const { body } = await createRun(rt, { prompt: 'sleep', config: { environment_id: 'sleeper' } });
-  await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 'the grandchild pid');
-  const pid = Number(readFileSync(pidFile, 'utf8').trim());
+  await waitFor(() => processesWith(sleep).length === 1, 'the grandchild sleep');
+  const [pid] = processesWith(sleep);
   const res = await rt.fetch(`/api/v1/agent/runs/${body.run_id}/cancel`, { method: 'POST' });
   assert.equal(res.status, 200);
   assert.deepEqual(await res.json(), { run_id: body.run_id });

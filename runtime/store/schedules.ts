@@ -1,0 +1,58 @@
+import type { StoreContext } from './index.ts';
+import type { NewRun, RunRecord, RunStore } from './runs.ts';
+
+/** One schedule trigger as the scheduler wants it now, with the next time it would fire after now. */
+export interface WantedSchedule {
+  /** `<factory>/<automation>/<schedule name, or #index>`. */
+  id: string;
+  cron: string;
+  /** RFC 3339 UTC: the first fire time after now. */
+  next: string;
+}
+
+/**
+ * When each schedule fires next (docs/definitions.md#schedules). `fire` reconciles the table with
+ * the schedules wanted now and creates the runs of those that are due in the same transaction as
+ * moving their next fire time, so a fire starts exactly one run even across a crash or restart.
+ */
+export class ScheduleStore {
+  private readonly ctx: StoreContext;
+  private readonly stmts;
+
+  constructor(ctx: StoreContext) {
+    this.ctx = ctx;
+    const db = ctx.db;
+    this.stmts = {
+      all: db.prepare('SELECT schedule_id, cron, next_fire_at FROM schedule_state'),
+      upsert: db.prepare(`INSERT INTO schedule_state (schedule_id, cron, next_fire_at) VALUES (?, ?, ?)
+        ON CONFLICT (schedule_id) DO UPDATE SET cron = excluded.cron, next_fire_at = excluded.next_fire_at`),
+      remove: db.prepare('DELETE FROM schedule_state WHERE schedule_id = ?'),
+    };
+  }
+
+  /**
+   * A new schedule, or one whose cron changed, is armed for `next` and does not fire now. A known
+   * one whose next fire time is at or before `now` fires once (fires missed while the runtime was
+   * down collapse into this one) and is armed for `next`. Schedules no longer wanted are forgotten.
+   */
+  fire(now: string, wanted: readonly WantedSchedule[], runs: RunStore, runFor: (w: WantedSchedule) => NewRun): RunRecord[] {
+    return this.ctx.db.transaction(() => {
+      const known = new Map((this.stmts.all.all() as { schedule_id: string; cron: string; next_fire_at: string }[]).map((r) => [r.schedule_id, r]));
+      const due: WantedSchedule[] = [];
+      for (const w of wanted) {
+        const row = known.get(w.id);
+        known.delete(w.id);
+        if (row && row.cron === w.cron && row.next_fire_at > now) continue;
+        if (row && row.cron === w.cron) due.push(w);
+        this.stmts.upsert.run(w.id, w.cron, w.next);
+      }
+      for (const id of known.keys()) this.stmts.remove.run(id);
+      return due.length ? runs.createInTx(due.map(runFor)) : [];
+    })();
+  }
+
+  /** The next fire time of a schedule, or undefined when it is not armed. */
+  nextFireAt(id: string): string | undefined {
+    return (this.stmts.all.all() as { schedule_id: string; next_fire_at: string }[]).find((r) => r.schedule_id === id)?.next_fire_at;
+  }
+}

@@ -1,0 +1,114 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { compile } from '../../../cli/compiler/compile.ts';
+import { FakeClock } from '../../../runtime/clock.ts';
+import { SCHEDULE_HEADING } from '../../../runtime/automations/scheduler.ts';
+import { startTestRuntime, type TestRuntime } from '../helpers.ts';
+
+const ENV = { path: 'environments/e.yaml', text: 'agent:\n  command: ["true"]\n' };
+const sched = (cron: string, name?: string) =>
+  `  - provider: schedule\n    event: cron_fired\n    schedule:\n${name ? `      name: ${name}\n` : ''}      cron: "${cron}"\n`;
+
+async function apply(rt: TestRuntime, automations: Record<string, string>): Promise<void> {
+  const files = [{ path: 'factory.yaml', text: 'name: tests\n' }, ENV, ...Object.entries(automations).map(([name, text]) => ({ path: `automations/${name}.md`, text }))];
+  const { snapshot, diagnostics } = compile(files);
+  assert.ok(snapshot, JSON.stringify(diagnostics));
+  const res = await rt.fetch('/api/v1/factories/tests/apply', { method: 'POST', json: { snapshot } });
+  assert.equal(res.status, 200, await res.text());
+}
+
+/** The scheduled runs, oldest first (whichever tick started them: the test's or the service's own). */
+const scheduled = (rt: TestRuntime) => rt.store.runs.list({ limit: 100, source: 'SCHEDULE' }).runs.reverse();
+
+test('schedules fire once per due time, missed fires collapse into one, and the run says which schedule', async (t) => {
+  // Monday 2026-03-02, half a minute before nine.
+  const clock = new FakeClock('2026-03-02T08:59:30.000Z');
+  const rt = await startTestRuntime({ clock });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  await apply(rt, {
+    triage: `---\ntitle: Weekday triage\nenvironment: e\ntriggers:\n${sched('0 9 * * 1-5', 'mornings')}${sched('@every 1h', 'sweep')}---\nTriage the open issues.\n`,
+    off: `---\nenvironment: e\nenabled: false\ntriggers:\n${sched('@hourly')}---\nNever.\n`,
+  });
+  const scheduler = rt.services.scheduler!;
+
+  scheduler.tick();
+  assert.equal(scheduled(rt).length, 0, 'a schedule is armed, not fired, when it first appears');
+
+  clock.set('2026-03-02T09:00:00.000Z');
+  scheduler.tick();
+  scheduler.tick();
+  let runs = scheduled(rt);
+  assert.deepEqual(runs.map((r) => r.schedule?.schedule_id), ['tests/triage/mornings']);
+  const run = runs[0];
+  assert.equal(run.source, 'SCHEDULE');
+  assert.deepEqual(run.creator, { type: 'automation', name: 'triage' });
+  assert.equal(run.title, 'Weekday triage');
+  assert.equal(run.config.environment_id, 'e');
+  assert.deepEqual(run.schedule, { schedule_id: 'tests/triage/mornings', schedule_name: 'mornings', cron_schedule: '0 9 * * 1-5' });
+  assert.ok(run.prompt.startsWith('Triage the open issues.\n\n---\n\n' + SCHEDULE_HEADING));
+  assert.match(run.prompt, /its schedule `mornings` \(`0 9 \* \* 1-5`, UTC\) fired at 2026-03-02T09:00:00\.000Z/);
+
+  // Three hours later: the hourly sweep missed two fires and starts one run; mornings waits for Tuesday.
+  clock.set('2026-03-02T12:30:00.000Z');
+  scheduler.tick();
+  runs = scheduled(rt);
+  assert.deepEqual(runs.map((r) => r.schedule?.schedule_id), ['tests/triage/mornings', 'tests/triage/sweep']);
+  assert.equal(rt.store.schedules.nextFireAt('tests/triage/mornings'), '2026-03-03T09:00:00.000Z');
+  assert.equal(rt.store.schedules.nextFireAt('tests/off/#0'), undefined, 'a disabled automation is not armed');
+
+  // The run API shows them as SCHEDULE (Oz: SCHEDULED_AGENT), not as API runs.
+  for (const [q, n] of [['source=SCHEDULE', 2], ['source=SCHEDULED_AGENT', 2], ['source=API', 0]] as const) {
+    const page = (await (await rt.fetch(`/api/v1/agent/runs?${q}`)).json()) as { runs: { source: string }[] };
+    assert.equal(page.runs.length, n, q);
+    assert.ok(page.runs.every((r) => r.source === 'SCHEDULE'));
+  }
+});
+
+test('a changed schedule is armed again; a removed one is forgotten; plan shows the change', async (t) => {
+  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
+  const rt = await startTestRuntime({ clock });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  const scheduler = rt.services.scheduler!;
+  await apply(rt, { nightly: `---\nenvironment: e\ntriggers:\n${sched('@daily')}---\nSweep.\n` });
+  scheduler.tick();
+  assert.equal(rt.store.schedules.nextFireAt('tests/nightly/#0'), '2026-03-03T00:00:00.000Z');
+
+  const files = [{ path: 'factory.yaml', text: 'name: tests\n' }, ENV, { path: 'automations/nightly.md', text: `---\nenvironment: e\ntriggers:\n${sched('30 6 * * *')}---\nSweep.\n` }];
+  const plan = (await (await rt.fetch('/api/v1/factories/tests/plan', { method: 'POST', json: { snapshot: compile(files).snapshot } })).json()) as {
+    changes: { resource: string; action: string; diff?: { field: string }[] }[];
+  };
+  assert.deepEqual(plan.changes.find((c) => c.resource === 'automation')?.diff?.map((d) => d.field), ['schedules']);
+
+  await apply(rt, { nightly: `---\nenvironment: e\ntriggers:\n${sched('30 6 * * *')}---\nSweep.\n` });
+  scheduler.tick();
+  assert.equal(rt.store.schedules.nextFireAt('tests/nightly/#0'), '2026-03-03T06:30:00.000Z');
+  assert.equal(scheduled(rt).length, 0);
+
+  await apply(rt, {});
+  scheduler.tick();
+  assert.equal(rt.store.schedules.nextFireAt('tests/nightly/#0'), undefined);
+});
+
+test('a fire due while the runtime was down starts one run when it is back', async (t) => {
+  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
+  const first = await startTestRuntime({ clock, keepDataDir: true });
+  first.services.executor!.pause();
+  await apply(first, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly')}---\nCheck.\n` });
+  first.services.scheduler!.tick();
+  await first.stop();
+
+  clock.set('2026-03-02T11:15:00.000Z');
+  const again = await startTestRuntime({ clock, dataDir: first.dataDir });
+  t.after(async () => {
+    await again.stop();
+    rmSync(first.dataDir, { recursive: true, force: true });
+  });
+  again.services.executor!.pause();
+  again.services.scheduler!.tick();
+  again.services.scheduler!.tick();
+  assert.deepEqual(scheduled(again).map((r) => r.schedule?.schedule_id), ['tests/hourly/#0']);
+  assert.equal(again.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T12:00:00.000Z');
+});
