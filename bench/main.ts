@@ -3,19 +3,20 @@
  * target, measured side by side on this machine. Targets are never asserted in tests (the
  * machines are shared and noisy); this script is where they are checked.
  *
- * `npm run bench -- compile runs` runs a subset.
+ * `npm run bench -- compile runs` runs a subset; `--quick` makes the ingress bench one short round.
  */
 import { benchCompile } from './compile.ts';
 import { benchIngress } from './ingress.ts';
 import { benchRuns } from './runs.ts';
 
-const BENCHES: Record<string, (print: (line: string) => void) => Promise<void>> = {
+const BENCHES: Record<string, (print: (line: string) => void, opts: { quick: boolean }) => Promise<void>> = {
   compile: benchCompile,
-  runs: benchRuns,
+  runs: (print) => benchRuns(print),
   ingress: benchIngress,
 };
 
 const print = (line: string) => void process.stdout.write(line + '\n');
+const quick = process.argv.includes('--quick');
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in BENCHES));
 if (unknown.length > 0) {
@@ -25,6 +26,6 @@ if (unknown.length > 0) {
   for (const [name, run] of Object.entries(BENCHES)) {
     if (wanted.length > 0 && !wanted.includes(name)) continue;
     print(`\n== ${name} ==`);
-    await run(print);
+    await run(print, { quick });
   }
 }

@@ -16,6 +16,8 @@ export interface Limits {
   deliveryLogDays: number;
   /** Accepted delivery identities are remembered this many days (SPEC 7.4). */
   identityDays: number;
+  /** Delivery log: only the newest N Rejected entries per webhook are kept, whatever their age (docs/ingress.md#delivery-log). */
+  rejectedLogKeep: number;
   /** Signature age tolerance, both directions (SPEC 7.3). */
   signatureToleranceSeconds: number;
   runListDefault: number;
@@ -122,6 +124,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   deliveryLogKeep: 50,
   deliveryLogDays: 7,
   identityDays: 30,
+  rejectedLogKeep: 1_000,
   signatureToleranceSeconds: 300,
   runListDefault: 20,
   runListMax: 100,

@@ -4,7 +4,7 @@ import type { AcceptedDelivery } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
 import type { NewRun } from '../store/runs.ts';
 import { EVENT_PAYLOAD_FILE, runPrompt } from './envelope.ts';
-import { matchingAutomations, parsePayload } from './match.ts';
+import { compileAutomations, matchCompiled, parsePayload, type WebhookAutomations } from './match.ts';
 
 /**
  * The run a matching automation starts for a delivery (SPEC 8): the automation's prompt plus the
@@ -35,16 +35,31 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
  * The ingress hook of SPEC 7.1 step 9: called inside the transaction that writes the Accepted
  * delivery and its payload, it creates one QUEUED run per matching automation with plain inserts
  * (`store.runs.createInTx`), so the delivery and its runs commit together or not at all; a crash
- * can neither lose the runs nor create them twice. The automations are read in the same
- * transaction, so an apply that disables or removes one takes effect for the next delivery.
- * `afterCreate` is called when runs were created, still inside the transaction.
+ * can neither lose the runs nor create them twice. `afterCreate` is called when runs were
+ * created, still inside the transaction.
+ *
+ * The automations come compiled (match.ts `compileAutomations`), once per factory and definitions
+ * generation (`store.defs.generation()`, which every apply, enable, disable and delete changes):
+ * a delivery does work only for the automations of its own webhook, and evaluates only filters
+ * its values can match. The generation is checked here, inside the transaction, so an apply that
+ * disables or removes an automation takes effect for the next delivery committed after it.
  */
 export function automationsHook(store: Store, afterCreate?: () => void): AcceptedHook {
+  let generation = -1;
+  const compiled = new Map<string, Map<string, WebhookAutomations<AutomationRecord>>>();
+  const automationsOf = (webhook: IngressWebhook) => {
+    if (generation !== store.defs.generation()) {
+      compiled.clear();
+      generation = store.defs.generation();
+    }
+    let byUid = compiled.get(webhook.factory);
+    if (!byUid) compiled.set(webhook.factory, (byUid = compileAutomations(store.defs.cachedAutomations(webhook.factory))));
+    return byUid.get(webhook.uid);
+  };
   return (webhook, delivery, body) => {
-    const automations = store.defs.listAutomations(webhook.factory);
     // The ingress hands over the body it parsed at step 7; parsed here only when called without
-    // it, and only when some automation listens to this webhook.
-    const matched = matchingAutomations(automations, webhook, () => (body ? body.json : parsePayload(delivery.payload)));
+    // it, and only when some filter of this webhook's automations needs it.
+    const matched = matchCompiled(automationsOf(webhook), () => (body ? body.json : parsePayload(delivery.payload)));
     if (matched.length === 0) return;
     store.runs.createInTx(matched.map((a) => webhookRun(a, webhook, delivery)));
     // Must not touch the store: the caller defers it past the commit (e.g. the executor's wake).

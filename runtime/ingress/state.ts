@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { AcceptedHook } from './types.ts';
 import { GroupCommit } from '../store/group-commit.ts';
-import type { AcceptItem, AcceptResult } from '../store/deliveries.ts';
+import type { DeliveryWrite, WriteResult } from '../store/deliveries.ts';
 import { newIngressMetrics, type IngressMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { SecretCache } from './secret-cache.ts';
@@ -23,8 +23,12 @@ export interface IngressState {
    * payload, with the webhook and the delivery. Push run creation here.
    */
   onAccepted: AcceptedHook[];
-  /** Accepted/Duplicate writes of concurrent requests, committed together (store/group-commit.ts). */
-  commits: GroupCommit<AcceptItem, AcceptResult>;
+  /**
+   * Every delivery-log write of concurrent requests (Accepted or Duplicate decisions, and
+   * rejections), committed together (store/group-commit.ts): one fsync per event-loop turn, so a
+   * flood of bad requests does not cost one each.
+   */
+  commits: GroupCommit<DeliveryWrite, WriteResult>;
 }
 
 declare module '../services.ts' {
@@ -40,6 +44,8 @@ export function createIngressState(config: Config, store: Store, clock: Clock): 
     secrets: new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime()),
     metrics: newIngressMetrics(),
     onAccepted: [],
-    commits: new GroupCommit((items) => store.deliveries.acceptBatch(items, config.limits.identityDays)),
+    commits: new GroupCommit((items) =>
+      store.deliveries.writeBatch(items, { identityDays: config.limits.identityDays, rejectedKeep: config.limits.rejectedLogKeep }),
+    ),
   };
 }

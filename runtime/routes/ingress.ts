@@ -8,9 +8,9 @@ import { createIngressState, type IngressState } from '../ingress/state.ts';
 import type { IngressWebhook } from '../ingress/types.ts';
 import { INGRESS_PREFIX } from '../ingress/url.ts';
 import { logRequest } from '../log.ts';
-import type { SignatureScheme } from '../../core/snapshot.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import type { AcceptResult } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
 
@@ -135,25 +135,13 @@ function ingressDeps(config: Config, store: Store, clock: Clock, state: IngressS
     clock,
     limits: config.limits,
     trustProxy: config.trustProxy,
-    findWebhook: (uid) => {
-      const w = store.defs.getWebhookByUid(uid);
-      if (!w || w.deletedAt || !w.enabled) return undefined;
-      const hook: IngressWebhook = {
-        uid: w.uid,
-        factory: w.factory,
-        name: w.name,
-        authMode: w.authMode,
-        signatureScheme: w.signatureScheme as SignatureScheme | null,
-        secretName: w.secretName,
-        secretVersion: w.secretVersion,
-        deliveryIdHeader: w.deliveryIdHeader,
-      };
-      return hook;
-    },
+    // Live and enabled only, from the store's cache (no query per delivery; every change to a
+    // webhook makes a new definitions generation, so it takes effect on the next request).
+    findWebhook: (uid) => store.defs.servedWebhook(uid) as IngressWebhook | undefined,
     secrets: state.secrets,
     limiter: state.limiter,
-    deliveries: store.deliveries,
-    accept: (item) => state.commits.submit(item),
+    reject: (item) => state.commits.submit({ kind: 'reject', ...item }),
+    accept: (item) => state.commits.submit({ kind: 'accept', ...item }) as Promise<AcceptResult>,
     metrics: state.metrics,
     onAccepted: state.onAccepted,
   };

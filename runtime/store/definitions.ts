@@ -35,6 +35,25 @@ export interface DefinitionsStore {
   listEnvironments(factory?: string): EnvironmentRecord[];
   /** Performs one apply's writes in one transaction; returns the UIDs of created webhooks by name. */
   applySnapshot(ops: ApplyOps, meta: { revision: string | null; digest: string }): { created: Map<string, string> };
+  /**
+   * THE invalidation signal for anything that caches definitions: a number that changes with every
+   * write to factories, webhooks, automations or environments (apply, webhook create, enable,
+   * disable, rotate, set-secret, delete). A cache built at one value is stale at any other. Kept in
+   * memory: one runtime process owns the database; a multi-process deployment would derive it from
+   * a shared counter (a row bumped in the same transactions, or LISTEN/NOTIFY) behind this method.
+   */
+  generation(): number;
+  /**
+   * The webhook the ingress serves at `uid` (live and enabled), from a cache rebuilt once per
+   * generation, so a delivery runs no query for it; undefined for unknown, disabled or deleted.
+   * Shared and frozen: never modify it.
+   */
+  servedWebhook(uid: string): Readonly<WebhookRecord> | undefined;
+  /**
+   * The factory's automations as `listAutomations(factory)` gives them, from a cache rebuilt once
+   * per generation (their triggers parsed once, not per delivery). Shared and frozen.
+   */
+  cachedAutomations(factory: string): readonly Readonly<AutomationRecord>[];
 }
 
 export interface NewWebhook {
@@ -91,6 +110,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
     webhook: db.prepare('SELECT * FROM webhooks WHERE uid = ?'),
     webhookByName: db.prepare('SELECT * FROM webhooks WHERE factory = ? AND name = ? AND deleted_at IS NULL'),
     webhooksAll: db.prepare('SELECT * FROM webhooks WHERE (? IS NULL OR factory = ?) AND (? = 1 OR deleted_at IS NULL) ORDER BY factory, name, created_at'),
+    webhooksServed: db.prepare('SELECT * FROM webhooks WHERE deleted_at IS NULL AND enabled = 1'),
     insertWebhook: db.prepare(`INSERT INTO webhooks (uid, factory, name, auth_mode, signature_scheme, secret_name, secret_version,
       delivery_id_header, description, enabled, managed_by, source_file, created_at, updated_at)
       VALUES (@uid, @factory, @name, @authMode, @signatureScheme, @secretName, @secretVersion, @deliveryIdHeader,
@@ -115,6 +135,31 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
   };
   const now = () => iso(clock.now());
 
+  // The generation (see the interface). Bumped before every write, and once more on the next
+  // microtask: a cache filled while a write's transaction was still open (it could yet roll back)
+  // is dropped as soon as that transaction has ended, since transactions never span an await.
+  let generation = 0;
+  const bump = () => {
+    generation += 1;
+  };
+  const changed = () => {
+    bump();
+    queueMicrotask(bump);
+  };
+  const cache = {
+    generation: -1,
+    webhooks: new Map<string, Readonly<WebhookRecord>>(),
+    automations: new Map<string, readonly Readonly<AutomationRecord>[]>(),
+  };
+  const fresh = () => {
+    if (cache.generation === generation) return cache;
+    cache.generation = generation;
+    cache.webhooks.clear();
+    cache.automations.clear();
+    for (const row of q.webhooksServed.all() as WebhookRow[]) cache.webhooks.set(row.uid, deepFreeze(toWebhook(row)));
+    return cache;
+  };
+
   const getWebhookByUid = (uid: string) => {
     const row = q.webhook.get(uid) as WebhookRow | undefined;
     return row && toWebhook(row);
@@ -127,6 +172,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
 
   const insertWebhook = (input: NewWebhook): WebhookRecord => {
     const uid = input.uid ?? newId('wh');
+    changed();
     try {
       q.insertWebhook.run({
         uid, factory: input.factory, name: input.name, authMode: input.authMode, signatureScheme: input.signatureScheme ?? null,
@@ -142,6 +188,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
   };
 
   const applyTx = db.transaction((ops: ApplyOps, meta: { revision: string | null; digest: string }) => {
+    changed();
     const at = now();
     const f = ops.factory;
     if (f.create) q.insertFactory.run(f.name, 'definitions', f.description, at);
@@ -180,6 +227,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
     },
     listFactories: () => (q.factories.all() as FactoryRow[]).map(toFactory),
     createFactory(name, managedBy, description = null) {
+      changed();
       try {
         q.insertFactory.run(name, managedBy, description, now());
       } catch (err) {
@@ -200,6 +248,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
     insertWebhook,
     updateWebhook(uid, patch) {
       const w = { ...liveWebhook(uid), ...patch };
+      changed();
       q.patchWebhook.run({
         uid, enabled: w.enabled ? 1 : 0, secretName: w.secretName, secretVersion: w.secretVersion,
         description: w.description, deliveryIdHeader: w.deliveryIdHeader, now: now(),
@@ -209,6 +258,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
     deleteWebhook(uid) {
       liveWebhook(uid);
       const at = now();
+      changed();
       q.deleteWebhook.run(at, at, uid);
       return getWebhookByUid(uid)!;
     },
@@ -229,5 +279,25 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
       return (q.environments.all(f, f) as EnvironmentRow[]).map(toEnvironment);
     },
     applySnapshot: (ops, meta) => applyTx(ops, meta),
+    generation: () => generation,
+    servedWebhook: (uid) => fresh().webhooks.get(uid),
+    cachedAutomations(factory) {
+      const c = fresh();
+      let list = c.automations.get(factory);
+      if (!list) {
+        list = Object.freeze((q.automations.all(factory, factory) as AutomationRow[]).map((r) => deepFreeze(toAutomation(r))));
+        c.automations.set(factory, list);
+      }
+      return list;
+    },
   };
+}
+
+/** Freezes a plain record and everything in it (cached records are shared by every reader). */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }

@@ -50,12 +50,33 @@ export interface AcceptedDelivery extends DeliveryFacts {
 
 export type AcceptResult = { outcome: 'accepted'; seq: number } | { outcome: 'duplicate'; seq: number };
 
+export type RejectedOutcome = Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>;
+
 /** One delivery of a group commit (`acceptBatch`). */
 export interface AcceptItem {
   facts: DeliveryFacts;
   payload: Buffer;
   /** Called inside the delivery's savepoint when it is Accepted (run creation, SPEC 8). */
   onAccepted?: (delivery: AcceptedDelivery) => void;
+}
+
+/** One rejected request of a group commit (`writeBatch`): logged, nothing else. */
+export interface RejectItem {
+  facts: DeliveryFacts;
+  outcome: RejectedOutcome;
+  reason: string | null;
+}
+
+/** One write of the ingress's group commit: an Accepted-or-Duplicate decision, or a rejection. */
+export type DeliveryWrite = ({ kind: 'accept' } & AcceptItem) | ({ kind: 'reject' } & RejectItem);
+
+export type WriteResult = AcceptResult | { outcome: RejectedOutcome; seq: number };
+
+export interface WriteLimits {
+  /** Accepted identities are remembered this many days. */
+  identityDays: number;
+  /** Only the newest N Rejected entries of a webhook are kept. */
+  rejectedKeep: number;
 }
 
 export interface PruneLimits {
@@ -65,7 +86,20 @@ export interface PruneLimits {
   days: number;
   /** Accepted identities are remembered this many days. */
   identityDays: number;
+  /** Only the newest N Rejected entries of a webhook are kept, whatever their age. */
+  rejectedKeep: number;
 }
+
+/** What one step of the background upkeep removed, and whether it stopped with work left. */
+export interface PruneStep {
+  entries: number;
+  identities: number;
+  rejected: number;
+  more: boolean;
+}
+
+/** Most rows one upkeep step (or one trim of Rejected entries) deletes: a few milliseconds of work. */
+export const PRUNE_BATCH = 200;
 
 const DAY_MS = 86_400_000;
 /** Safe request facts are cut to this length before they are stored. */
@@ -116,19 +150,30 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   );
   const payloadStmt = db.prepare('SELECT body FROM delivery_payloads WHERE delivery_seq = ?');
   const countStmt = db.prepare('SELECT COUNT(*) AS n FROM deliveries WHERE webhook_uid = ?');
-  const prunePayloads = db.prepare(
-    `DELETE FROM delivery_payloads WHERE delivery_seq IN (
-       SELECT seq FROM (
-         SELECT seq, received_ms, ROW_NUMBER() OVER (PARTITION BY webhook_uid ORDER BY seq DESC) AS rn FROM deliveries
-       ) WHERE rn > @keep AND received_ms < @cutoff)`,
+
+  // Upkeep (docs/ingress.md#delivery-log), always in bounded batches along an index, never a scan
+  // of the whole log. Retention walks the table in seq order from the oldest entry: seq follows
+  // arrival, so the walk can stop at the first entry young enough to keep.
+  const oldest = db.prepare('SELECT seq, webhook_uid, received_ms FROM deliveries WHERE seq > ? ORDER BY seq LIMIT ?');
+  // The seq of a webhook's `keep`-th newest entry: entries below it are outside the newest `keep`.
+  const keepBoundary = db.prepare('SELECT seq FROM deliveries WHERE webhook_uid = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
+  const deletePayload = db.prepare('DELETE FROM delivery_payloads WHERE delivery_seq = ?');
+  const deleteEntry = db.prepare('DELETE FROM deliveries WHERE seq = ?');
+  const pruneIdentities = db.prepare(
+    `DELETE FROM delivery_identities WHERE (webhook_uid, identity) IN (
+       SELECT webhook_uid, identity FROM delivery_identities WHERE accepted_ms < ? ORDER BY accepted_ms LIMIT ?)`,
   );
-  const pruneEntries = db.prepare(
+  // The cap on Rejected entries: the oldest beyond the newest `keep` of one webhook, along the
+  // partial index of migration 008 (its WHERE clause repeated word for word).
+  const trimRejected = db.prepare(
     `DELETE FROM deliveries WHERE seq IN (
-       SELECT seq FROM (
-         SELECT seq, received_ms, ROW_NUMBER() OVER (PARTITION BY webhook_uid ORDER BY seq DESC) AS rn FROM deliveries
-       ) WHERE rn > @keep AND received_ms < @cutoff)`,
+       SELECT seq FROM deliveries WHERE webhook_uid = @uid AND outcome NOT IN ('accepted', 'duplicate')
+       ORDER BY seq DESC LIMIT @batch OFFSET @keep)`,
   );
-  const pruneIdentities = db.prepare('DELETE FROM delivery_identities WHERE accepted_ms < ?');
+  // The next webhook, in UID order, that has Rejected entries (a skip along the same index).
+  const nextRejecting = db
+    .prepare(`SELECT webhook_uid FROM deliveries WHERE webhook_uid > ? AND outcome NOT IN ('accepted', 'duplicate') ORDER BY webhook_uid LIMIT 1`)
+    .pluck();
 
   const facts = (f: DeliveryFacts, outcome: DeliveryOutcome, reason: string | null) => ({
     webhookUid: f.webhookUid,
@@ -144,7 +189,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   });
 
   // Steps 8 and 9 for one delivery. Run inside a transaction: on its own (BEGIN IMMEDIATE), or
-  // nested in a group commit, where better-sqlite3 makes it a SAVEPOINT of the batch.
+  // nested in a group commit, where better-sqlite3 makes it a SAVEPOINT of the batch. Nothing is
+  // read back: the seq comes from the insert itself.
   const acceptOne = db.transaction(
     (f: DeliveryFacts, payload: Buffer, identityDays: number, onAccepted: readonly ((delivery: AcceptedDelivery) => void)[]): AcceptResult => {
       const nowMs = f.receivedAt.getTime();
@@ -158,14 +204,109 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
   );
   const noHooks: readonly ((delivery: AcceptedDelivery) => void)[] = [];
-  const acceptAll = savepointBatch(db, (item: AcceptItem, identityDays: number) =>
-    acceptOne(item.facts, item.payload, identityDays, item.onAccepted ? [item.onAccepted] : noHooks),
-  );
+  const writeOne = (item: DeliveryWrite, limits: WriteLimits): WriteResult =>
+    item.kind === 'reject'
+      ? { outcome: item.outcome, seq: Number(insert.run(facts(item.facts, item.outcome, item.reason)).lastInsertRowid) }
+      : acceptOne(item.facts, item.payload, limits.identityDays, item.onAccepted ? [item.onAccepted] : noHooks);
+
+  /**
+   * Rejected entries logged per webhook since its last trim. A webhook is trimmed once a tenth of
+   * its cap has come in, so between trims it holds at most 10% more than the cap, and a trim costs
+   * a walk of the cap's length along the partial index, spread over that many rejections.
+   */
+  const sinceTrim = new Map<string, number>();
+  const trimEvery = (keep: number) => Math.max(1, Math.floor(keep / 10));
+  const trim = (uid: string, keep: number): number => {
+    sinceTrim.delete(uid);
+    return trimRejected.run({ uid, keep, batch: PRUNE_BATCH }).changes;
+  };
+  const afterWrites = (items: readonly DeliveryWrite[], outcomes: readonly BatchOutcome<WriteResult>[], limits: WriteLimits) => {
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (item.kind !== 'reject' || !outcomes[i].ok) continue;
+      const uid = item.facts.webhookUid;
+      const n = (sinceTrim.get(uid) ?? 0) + 1;
+      if (n >= trimEvery(limits.rejectedKeep)) trim(uid, limits.rejectedKeep);
+      else sinceTrim.set(uid, n);
+    }
+  };
+  const writeAll = savepointBatch(db, writeOne, afterWrites);
+
+  // Where the background upkeep stopped: the seq its retention walk reached, and the webhook UID
+  // its sweep of Rejected entries reached ('' = from the start).
+  let entryCursor = 0;
+  let rejectCursor = '';
+
+  /** Retention: up to `budget` of the oldest entries, from the cursor. True when it stopped with work left. */
+  const pruneEntries = (cutoffMs: number, keep: number, budget: number): { deleted: number; more: boolean } => {
+    const rows = oldest.all(entryCursor, budget) as { seq: number; webhook_uid: string; received_ms: number }[];
+    const boundaries = new Map<string, number>();
+    let deleted = 0;
+    for (const row of rows) {
+      if (row.received_ms >= cutoffMs) {
+        // Young enough to keep, and so is nearly everything after it: the walk starts over next time.
+        entryCursor = 0;
+        return { deleted, more: false };
+      }
+      let boundary = boundaries.get(row.webhook_uid);
+      if (boundary === undefined) {
+        boundary = (keepBoundary.get(row.webhook_uid, keep - 1) as number | undefined) ?? 0;
+        boundaries.set(row.webhook_uid, boundary);
+      }
+      entryCursor = row.seq;
+      if (row.seq >= boundary) continue; // among the newest `keep` of its webhook
+      deletePayload.run(row.seq);
+      deleted += deleteEntry.run(row.seq).changes;
+    }
+    if (rows.length < budget) {
+      entryCursor = 0;
+      return { deleted, more: false };
+    }
+    return { deleted, more: true };
+  };
+
+  /** The cap on Rejected entries, one webhook per call, in UID order from the cursor. */
+  const pruneRejected = (keep: number): { deleted: number; more: boolean } => {
+    const uid = nextRejecting.get(rejectCursor) as string | undefined;
+    if (uid === undefined) {
+      rejectCursor = '';
+      return { deleted: 0, more: false };
+    }
+    const deleted = trim(uid, keep);
+    // A full batch may leave more of this webhook's excess: stay on it.
+    if (deleted < PRUNE_BATCH) rejectCursor = uid;
+    return { deleted, more: true };
+  };
+
+  const pruneStep = db.transaction((now: Date, limits: PruneLimits, budget: number): PruneStep => {
+    const entries = pruneEntries(now.getTime() - limits.days * DAY_MS, limits.keep, budget);
+    const identities = pruneIdentities.run(now.getTime() - limits.identityDays * DAY_MS, budget).changes;
+    const rejected = pruneRejected(limits.rejectedKeep);
+    return {
+      entries: entries.deleted,
+      identities,
+      rejected: rejected.deleted,
+      more: entries.more || identities === budget || rejected.more,
+    };
+  });
 
   return {
-    /** Logs a rejected request (auth, invalid JSON, too large). Returns its seq. */
-    recordRejected(f: DeliveryFacts, outcome: Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>, reason: string | null): number {
-      return Number(insert.run(facts(f, outcome, reason)).lastInsertRowid);
+    /** Logs a rejected request (auth, invalid JSON, too large) on its own. Returns its seq. */
+    recordRejected(f: DeliveryFacts, outcome: RejectedOutcome, reason: string | null, rejectedKeep = Number.MAX_SAFE_INTEGER): number {
+      const [r] = writeAll([{ kind: 'reject', facts: f, outcome, reason }], { identityDays: 0, rejectedKeep });
+      if (!r.ok) throw r.error;
+      return r.result.seq;
+    },
+
+    /**
+     * The ingress's group commit: every write of one event-loop turn, in arrival order, in ONE
+     * transaction, each in its own savepoint: an Accepted-or-Duplicate decision as in
+     * `acceptBatch`, or a rejected request's entry. Then, in the same transaction, each webhook
+     * that got Rejected entries is trimmed to its newest `rejectedKeep` once a tenth of that has
+     * come in since its last trim.
+     */
+    writeBatch(items: readonly DeliveryWrite[], limits: WriteLimits): BatchOutcome<WriteResult>[] {
+      return writeAll(items, limits);
     },
 
     /**
@@ -193,7 +334,10 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
      * committed, when the transaction itself fails (BEGIN, COMMIT, or SQLite aborted it).
      */
     acceptBatch(items: readonly AcceptItem[], identityDays: number): BatchOutcome<AcceptResult>[] {
-      return acceptAll(items, identityDays);
+      return writeAll(
+        items.map((item) => ({ kind: 'accept', ...item })),
+        { identityDays, rejectedKeep: Number.MAX_SAFE_INTEGER },
+      ) as BatchOutcome<AcceptResult>[];
     },
 
     /** Newest first. `before` is a seq cursor (exclusive). */
@@ -216,18 +360,30 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
 
     /**
-     * Retention (SPEC 7.7, 7.4): drops entries (and their payloads) that are both outside the
-     * newest `keep` of their webhook and older than `days`; forgets identities older than
-     * `identityDays`. Returns how many entries and identities went.
+     * One bounded step of the upkeep (SPEC 7.7, 7.4), in its own short transaction, continuing
+     * where the last step stopped: drops up to `budget` of the oldest entries that are both
+     * outside the newest `keep` of their webhook and older than `days` (with their payloads),
+     * forgets up to `budget` identities older than `identityDays`, and trims one webhook's
+     * Rejected entries to the newest `rejectedKeep`. `more` says a next step has work to do.
+     */
+    pruneStep(now: Date, limits: PruneLimits, budget: number = PRUNE_BATCH): PruneStep {
+      return pruneStep.immediate(now, limits, budget);
+    },
+
+    /**
+     * All of the upkeep at once, from the start: `pruneStep` until nothing is left. Returns how
+     * many entries (Rejected ones beyond the cap included) and identities went.
      */
     prune(now: Date, limits: PruneLimits): { entries: number; identities: number } {
-      const cutoff = now.getTime() - limits.days * DAY_MS;
-      return db.transaction(() => {
-        prunePayloads.run({ keep: limits.keep, cutoff });
-        const entries = pruneEntries.run({ keep: limits.keep, cutoff }).changes;
-        const identities = pruneIdentities.run(now.getTime() - limits.identityDays * DAY_MS).changes;
-        return { entries, identities };
-      })();
+      entryCursor = 0;
+      rejectCursor = '';
+      const gone = { entries: 0, identities: 0 };
+      for (;;) {
+        const step = pruneStep.immediate(now, limits, PRUNE_BATCH);
+        gone.entries += step.entries + step.rejected;
+        gone.identities += step.identities;
+        if (!step.more) return gone;
+      }
     },
   };
 }

@@ -8,21 +8,27 @@ export type BatchOutcome<R> = { ok: true; result: R } | { ok: false; error: unkn
  * each item, in order, with the batch's shared `args`, inside ONE immediate transaction. An item that throws is rolled back alone
  * and reported as `{ok: false}`, so the batch means what one-by-one commits would; if SQLite
  * rolled the whole transaction back (e.g. disk full), the batch throws and nothing is committed.
+ * `finish`, when given, runs last in the same transaction with every outcome (upkeep that belongs
+ * with the batch's writes, e.g. the delivery log's cap on Rejected entries); if it throws, the
+ * batch throws.
  */
 export function savepointBatch<I, R, A extends unknown[] = []>(
   db: DB,
   one: (item: I, ...args: A) => R,
+  finish?: (items: readonly I[], outcomes: readonly BatchOutcome<R>[], ...args: A) => void,
 ): (items: readonly I[], ...args: A) => BatchOutcome<R>[] {
-  const all = db.transaction((items: readonly I[], args: A) =>
-    items.map((item): BatchOutcome<R> => {
+  const all = db.transaction((items: readonly I[], args: A) => {
+    const outcomes = items.map((item): BatchOutcome<R> => {
       try {
         return { ok: true, result: one(item, ...args) };
       } catch (error) {
         if (!db.inTransaction) throw error;
         return { ok: false, error };
       }
-    }),
-  );
+    });
+    finish?.(items, outcomes, ...args);
+    return outcomes;
+  });
   return (items, ...args) => all.immediate(items, args);
 }
 
@@ -40,7 +46,8 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
  * `createBatch`). If the transaction itself fails, every request of the batch gets the error
  * (nothing of the batch was committed).
  *
- * Used by the ingress (runtime/ingress/state.ts) and the run API (runtime/routes/runs.ts).
+ * Used by the ingress (runtime/ingress/state.ts: every delivery it logs, Rejected ones too) and
+ * the run API (runtime/routes/runs.ts).
  */
 export class GroupCommit<I, R> {
   /** Most items per transaction; the rest go into the next one, in the same turn. */
