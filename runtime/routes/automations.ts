@@ -103,7 +103,10 @@ export function automationView(a: AutomationRecord, hooks: Map<string, WebhookRe
     const state = stateOf(w, a.factory);
     return { webhook_uid: uid, webhook_name: state === 'unknown' ? null : (w?.name ?? null), webhook_state: state, payload: t.filter?.payload ?? null };
   });
-  const silent = triggers.every((t) => t.webhook_state === 'deleted' || t.webhook_state === 'unknown');
+  const schedules = a.schedules ?? [];
+  // A schedule always fires; an automation without webhook triggers or schedules (only triggers of
+  // providers this runtime does not serve) never starts a run here.
+  const silent = schedules.length === 0 && triggers.every((t) => t.webhook_state === 'deleted' || t.webhook_state === 'unknown');
   const out: Record<string, unknown> = {
     factory: a.factory,
     name: a.name,
@@ -111,9 +114,12 @@ export function automationView(a: AutomationRecord, hooks: Map<string, WebhookRe
     enabled: a.enabled,
     environment: a.environment,
     triggers,
+    schedules,
     silent,
   };
-  if (silent) {
+  if (silent && triggers.length === 0) {
+    out.silent_reason = 'it has no webhook trigger or schedule; triggers of other providers are not served by this runtime';
+  } else if (silent) {
     const deleted = triggers.filter((t) => t.webhook_state === 'deleted').map((t) => t.webhook_uid);
     const unknown = triggers.filter((t) => t.webhook_state === 'unknown').map((t) => t.webhook_uid);
     const parts = [];

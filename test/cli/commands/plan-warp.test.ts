@@ -40,6 +40,15 @@ test('plan lists what is validated but not served; apply honours webhook enabled
     ['weekday-triage', 'sandbox'],
   ]);
 
+  // A schedule-only automation can fire; one with only triggers of providers not served cannot.
+  const listed = (await (await rt.fetch('/api/v1/automations?factory=payments-factory')).json()) as { automations: Record<string, any>[] };
+  const byName = new Map(listed.automations.map((a) => [a.name, a]));
+  assert.equal(byName.get('weekday-triage')!.silent, false);
+  assert.deepEqual(byName.get('weekday-triage')!.schedules.map((x: { name: string }) => x.name), ['weekday-mornings', 'hourly-sweep']);
+  assert.equal(byName.get('labeled-issue')!.silent, true);
+  assert.match(byName.get('labeled-issue')!.silent_reason, /no webhook trigger or schedule/);
+  assert.equal(byName.get('ci-failed')!.silent, false);
+
   // The runtime toggle turns billing-events on; the next apply sets it back to what the file says.
   const billing = hooks.find((w) => w.name === 'billing-events')!;
   rt.store.defs.updateWebhook(billing.uid, { enabled: true });
