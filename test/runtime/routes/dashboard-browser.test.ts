@@ -1,30 +1,32 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import type { Page } from 'playwright-core';
 import { startTestRuntime } from '../helpers.ts';
-import { CHROMIUM, withBrowserPage, type BrowserPage } from './chromium.ts';
+import { browserSkip, withBrowserPage } from './chromium.ts';
 import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../automations/helpers.ts';
 import { applyEnvironments, envYaml, waitForRun } from './runs-helpers.ts';
 
 /**
- * The dashboard (SPEC 12) in a real browser: the page loads its ES modules under the CSP, signs
- * in with a key, renders the webhooks, deliveries and payloads from the API, and signs out. Any
- * module that fails to load (a missing asset, a broken import) leaves the sign-in form hidden and
- * is reported by the page, so this test fails on it.
+ * The dashboard (docs/dashboard.md) in a real browser: the page loads its ES modules under the CSP,
+ * signs in with a key, renders the webhooks, deliveries and payloads from the API, and signs out.
+ * The tests read the page as a person does (roles, labels, visible text). Any module that fails to
+ * load (a missing asset, a broken import) leaves the sign-in form hidden and is reported by the
+ * page, which fails the session (chromium.ts).
  */
 
-const SKIP = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (apt-get install -y chromium); the browser check is skipped`;
+const SKIP = browserSkip();
 
 /** 100,000 levels of arrays (~200 KB, under the ingress cap): JSON.stringify overflows the stack on it. */
 const DEEP = '['.repeat(100_000) + ']'.repeat(100_000);
 
-/** Types the key into the page's sign-in form (shown only once the modules run) and submits it. */
-async function signIn(page: BrowserPage, key: string): Promise<void> {
-  await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form');
-  await page.eval(`document.getElementById('signin-key').value = ${JSON.stringify(key)}; document.getElementById('signin-form').requestSubmit(); true`);
-}
+/** Where the page keeps the key: this tab's sessionStorage (docs/dashboard.md). */
+const storedKey = (page: Page) => page.evaluate<string | null>(`sessionStorage.getItem('factory.apiKey')`);
 
-const text = (selector: string) => `document.querySelector(${JSON.stringify(selector)})?.textContent ?? ''`;
+/** Types the key into the sign-in form (shown only once the modules run) and submits it. */
+async function signIn(page: Page, key: string): Promise<void> {
+  await page.getByLabel('API key', { exact: true }).fill(key);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
 
 test('in a real browser the page signs in, shows webhooks, deliveries and payloads (also one too deep to lay out), and signs out', { skip: SKIP }, async () => {
   const rt = await startTestRuntime();
@@ -39,39 +41,54 @@ test('in a real browser the page signs in, shows webhooks, deliveries and payloa
 
     await withBrowserPage(`${rt.url}/`, async (page) => {
       // The static HTML hides the sign-in form; only the running modules show it.
-      await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form');
-      assert.equal(await page.eval(`document.getElementById('app').hidden`), true);
-      assert.ok((await page.eval<string[]>(`[...document.querySelectorAll('#c-scheme option')].map((o) => o.value)`)).includes('standard-webhooks'));
+      await page.getByRole('heading', { name: 'Sign in', exact: true }).waitFor();
+      assert.equal(await page.getByRole('heading', { name: 'Webhooks', exact: true }).isVisible(), false, 'the signed-in part stays hidden');
+      const scheme = page.getByLabel('Provider scheme', { exact: true });
+      assert.equal(await scheme.getByRole('option', { name: 'standard-webhooks', exact: true, includeHidden: true }).count(), 1);
 
       await signIn(page, rt.adminKey);
-      await page.waitFor(`document.querySelector('#webhooks-list table') && document.querySelector('#runs-list').childElementCount`, 'the webhooks and runs lists');
-      assert.equal(await page.eval(`document.getElementById('signin').hidden`), true);
-      assert.equal(await page.eval(`sessionStorage.getItem('factory.apiKey')`), rt.adminKey);
-      assert.match(await page.eval<string>(text('#webhooks-list tbody tr')), new RegExp(`orders.*shop.*${webhook.uid}`));
-      assert.match(await page.eval<string>(text('#factories-list')), /All factories.*shop · api · 1 webhook, 0 automations/);
-      assert.equal(await page.eval(text('#runs-list')), 'No runs.');
-      assert.equal(await page.eval(text('#automations-list')), 'No automations.');
+      const webhooks = page.getByRole('region', { name: 'Webhooks', exact: true });
+      const runs = page.getByRole('region', { name: 'Runs', exact: true });
+      const row = webhooks.getByRole('row').filter({ hasText: 'orders' });
+      await row.waitFor();
+      await runs.getByText('No runs.', { exact: true }).waitFor();
+      assert.equal(await page.getByRole('heading', { name: 'Sign in', exact: true }).isVisible(), false);
+      assert.equal(await storedKey(page), rt.adminKey);
+      assert.equal(await webhooks.getByRole('row').count(), 2, 'the header and one webhook');
+      assert.match((await row.textContent()) ?? '', new RegExp(`orders.*shop.*${webhook.uid}`));
+      assert.match((await page.getByRole('group', { name: 'Factory filter' }).textContent()) ?? '', /All factories.*shop · api · 1 webhook, 0 automations/);
+      assert.equal(await runs.getByRole('table').count(), 0);
+      const automations = page.getByRole('region', { name: 'Automations', exact: true });
+      assert.equal(await automations.getByText('No automations.', { exact: true }).isVisible(), true);
+      assert.equal(await automations.getByRole('table').count(), 0);
 
-      await page.eval(`[...document.querySelectorAll('#webhooks-list button')].find((b) => b.textContent === 'Deliveries').click(); true`);
-      const ids = await page.waitFor<string[]>(`(() => { const c = [...document.querySelectorAll('#deliveries-list article.delivery code')].map((e) => e.textContent); return c.length === 2 && c; })()`, 'two deliveries');
-      assert.deepEqual(ids, ['deep-1', 'plain-1'], 'newest first');
+      await row.getByRole('button', { name: 'Deliveries', exact: true }).click();
+      const deliveries = page.getByRole('region', { name: `Deliveries of orders (${webhook.uid})` }).getByRole('article');
+      await deliveries.nth(1).waitFor();
+      assert.deepEqual(await deliveries.getByRole('code').allTextContents(), ['deep-1', 'plain-1'], 'newest first');
 
       // Show payload: laid out as JSON text (the markup in it stays text), and the deep one as a note.
-      await page.eval(`document.querySelectorAll('#deliveries-list article.delivery')[1].querySelector('.actions button').click(); true`);
-      const plain = await page.waitFor<string>(`document.querySelectorAll('#deliveries-list article.delivery')[1].querySelector('.payload pre')?.textContent`, 'the plain payload');
-      assert.equal(plain, JSON.stringify({ hello: '<b>world</b>' }, null, 2));
-      assert.equal(await page.eval(`document.querySelector('#deliveries-list b')`), null);
+      const [deep, plain] = [deliveries.nth(0), deliveries.nth(1)];
+      await plain.getByRole('button', { name: 'Show payload', exact: true }).click();
+      const plainText = plain.getByText('<b>world</b>');
+      await plainText.waitFor();
+      assert.equal(await plainText.textContent(), JSON.stringify({ hello: '<b>world</b>' }, null, 2));
+      assert.equal(await page.locator('b').count(), 0, 'no element made from the payload');
 
-      await page.eval(`document.querySelectorAll('#deliveries-list article.delivery')[0].querySelector('.actions button').click(); true`);
-      const note = await page.waitFor<string>(`document.querySelectorAll('#deliveries-list article.delivery')[0].querySelector('.payload')?.textContent`, 'the deep payload');
-      assert.match(note, /^This payload \(195\.3 KiB\) is nested too deeply to show here\.$/);
-      assert.equal(await page.eval(`document.querySelectorAll('#deliveries-list article.delivery')[0].querySelector('.actions button').textContent`), 'Hide payload');
+      await deep.getByRole('button', { name: 'Show payload', exact: true }).click();
+      const note = deep.getByText('is nested too deeply to show here');
+      await note.waitFor();
+      assert.match((await note.textContent()) ?? '', /^This payload \(195\.3 KiB\) is nested too deeply to show here\.$/);
+      assert.equal(await deep.getByText('[[[').count(), 0, 'only the note, no laid-out payload');
+      assert.deepEqual(await deep.getByRole('button', { name: /payload/ }).allTextContents(), ['Hide payload']);
 
-      await page.eval(`document.getElementById('signout').click(); true`);
-      await page.waitFor(`!document.getElementById('signin').hidden`, 'the sign-in form again');
-      assert.equal(await page.eval(`sessionStorage.getItem('factory.apiKey')`), null);
-      assert.equal(await page.eval(`document.getElementById('webhooks-list').childElementCount + document.getElementById('deliveries-list').childElementCount`), 0);
-      assert.deepEqual(page.problems, []);
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.getByRole('heading', { name: 'Sign in', exact: true }).waitFor();
+      assert.equal(await storedKey(page), null);
+      // What was shown with the key is gone from the page, not only hidden.
+      assert.equal(await page.getByRole('table', { includeHidden: true }).count(), 0, 'no webhooks table');
+      assert.equal(await page.getByRole('article', { includeHidden: true }).count(), 0, 'no deliveries');
+      for (const gone of [webhook.url, 'plain-1', 'deep-1', 'world']) assert.equal(await page.getByText(gone).count(), 0, gone);
     });
   } finally {
     await rt.stop();
@@ -86,19 +103,18 @@ test('in a real browser a definitions-managed webhook offers only what works: de
     assert.equal((await rt.fetch('/api/v1/factories/ops/webhooks', { method: 'POST', json: { name: 'orders' } })).status, 201);
     await withBrowserPage(`${rt.url}/`, async (page) => {
       await signIn(page, rt.adminKey);
-      await page.waitFor(`document.querySelectorAll('#webhooks-list tbody tr').length === 2`, 'both webhooks');
-      const rows = await page.eval<{ text: string; buttons: string[]; toggle: boolean }[]>(`[...document.querySelectorAll('#webhooks-list tbody tr')].map((tr) => ({
-        text: tr.textContent,
-        buttons: [...tr.querySelectorAll('button')].map((b) => b.textContent).filter((t) => t !== 'Copy'),
-        toggle: !!tr.querySelector('input[type=checkbox]'),
-      }))`);
-      const managed = rows.find((r) => r.text.includes(GITHUB_UID))!;
-      const api = rows.find((r) => r.text.includes('orders'))!;
-      assert.deepEqual(managed.buttons, ['Deliveries']);
-      assert.ok(managed.toggle, 'enable/disable stays: it re-binds the current secret version (SPEC 7.6)');
-      assert.match(managed.text, new RegExp(`To rotate: factory secret update ${SECRET_NAME}, then re-apply or toggle Enabled\\.`));
-      assert.deepEqual(api.buttons, ['Deliveries', 'Rotate', 'Delete']);
-      assert.deepEqual(page.problems, []);
+      const rows = page.getByRole('region', { name: 'Webhooks', exact: true }).getByRole('row');
+      const managed = rows.filter({ hasText: GITHUB_UID });
+      const api = rows.filter({ hasText: 'orders' });
+      await managed.waitFor();
+      await api.waitFor();
+      assert.equal(await rows.count(), 3, 'the header and both webhooks');
+      // The Copy button beside the URL is there on every row.
+      const buttons = async (row: typeof rows) => (await row.getByRole('button').allTextContents()).filter((t) => t !== 'Copy');
+      assert.deepEqual(await buttons(managed), ['Deliveries']);
+      assert.equal(await managed.getByRole('checkbox', { name: 'Enabled' }).count(), 1, 'enable/disable stays: it re-binds the current secret version (docs/dashboard.md)');
+      assert.match((await managed.textContent()) ?? '', new RegExp(`To rotate: factory secret update ${SECRET_NAME}, then re-apply or toggle Enabled\\.`));
+      assert.deepEqual(await buttons(api), ['Deliveries', 'Rotate', 'Delete']);
     });
   } finally {
     await rt.stop();
@@ -115,19 +131,20 @@ test('in a real browser the session page asks for a key, then shows the transcri
     assert.equal((await waitForRun(rt, runId)).state, 'SUCCEEDED');
 
     await withBrowserPage(`${rt.url}/sessions/${runId}`, async (page) => {
-      await page.waitFor(`!document.getElementById('login').hidden`, 'the key form');
-      assert.equal(await page.eval(`document.getElementById('events').childElementCount`), 0);
-      await page.eval(`document.getElementById('key').value = ${JSON.stringify(rt.adminKey)}; document.getElementById('login').requestSubmit(); true`);
-      const lines = await page.waitFor<string[]>(
-        `(() => { const l = [...document.querySelectorAll('#events .ev')].map((e) => e.children[1]?.textContent ?? ''); return l.some((t) => t === 'SUCCEEDED') && l; })()`,
-        'the transcript to its end',
-      );
+      const key = page.getByPlaceholder('fk_…');
+      await key.waitFor();
+      // The session page marks its transcript with classes only: one .ev per event, its text second.
+      const events = page.locator('#events .ev');
+      assert.equal(await events.count(), 0);
+      await key.fill(rt.adminKey);
+      await page.getByRole('button', { name: 'Show transcript', exact: true }).click();
+      await page.getByText('SUCCEEDED', { exact: true }).waitFor();
+      const lines = await events.locator(':scope > :nth-child(2)').allTextContents();
       assert.deepEqual(
         lines.map((l) => l.replace(/\d+ ms/, 'N ms')),
         ['QUEUED → INPROGRESS', '$ echo from setup  (setup: exit 0, N ms)', 'agent says hi\n', "$ /bin/sh -c echo agent says hi  (agent ended: exit 0, N ms)", 'SUCCEEDED'],
       );
-      assert.match(await page.eval<string>(`document.getElementById('state').textContent`), /^SUCCEEDED/);
-      assert.deepEqual(page.problems, []);
+      assert.equal(await page.getByText(/^SUCCEEDED · created /).count(), 1);
     });
   } finally {
     await rt.stop();
