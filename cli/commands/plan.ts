@@ -155,7 +155,8 @@ export function registerPlan(program: Command, io: CliIO): void {
       });
     }
     if (opts.json) {
-      io.stdout(JSON.stringify(plan, null, 2) + '\n');
+      // What the runtime validated but does not serve, as the text form lists it after the changes.
+      io.stdout(JSON.stringify({ ...plan, inactive: compiled.snapshot.inactive ?? [] }, null, 2) + '\n');
     } else if (!plan.changed) {
       io.stdout(`No changes. Factory ${plan.factory} matches ${dir} (base revision ${plan.base_revision}).\n`);
       for (const n of plan.notes) io.stdout(`note: ${n}\n`);

@@ -26,6 +26,11 @@ test('plan lists what is validated but not served; apply honours webhook enabled
   assert.match(inactive, /\n {2}automations\/labeled-issue\/automation\.md\n(?: {6}.*\n)* {6}\/triggers\/0: github triggers are not served by this runtime\n/);
   assert.match(inactive, /\n {2}scorers\/tests-run\/scorer\.md\n {6}\(the file\): scorers are validated for shape/);
 
+  const json = bufferIO(env);
+  assert.equal(await runCli(['plan', 'test/fixtures/warp-full', '--json'], json), 0, json.err);
+  const inactiveJson = (JSON.parse(json.out) as { inactive: { file: string; pointer: string; reason: string }[] }).inactive;
+  assert.ok(inactiveJson.some((i) => i.file === 'factory.yaml' && i.pointer === '/cloudProviders'));
+
   const apply = bufferIO(env);
   assert.equal(await runCli(['apply', 'test/fixtures/warp-full'], apply), 0, apply.err);
   const hooks = rt.store.defs.listWebhooks('payments-factory');
