@@ -307,7 +307,7 @@ export function assertIsolation(iso: Isolation): void {
   const p = probeIsolation(iso);
   if (!p) return;
   const direct = p.sandboxOnly ? ', or pass --executor direct to run commands without a sandbox, knowingly (docs/security.md#executors)' : '';
-  throw new CliError(`Runs cannot start: ${p.what}; ${p.fix}${direct}.`);
+  throw new CliError(`runs cannot start: ${p.what}; ${p.fix}${direct}.`);
 }
 
 /** Whether `dir` is a directory now (for error messages about a local repo). */

