@@ -9,7 +9,7 @@ import { computePlan } from '../../../runtime/definitions/plan.ts';
 import type { PlanInput } from '../../../runtime/definitions/state.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
 import type { Snapshot } from '../../../core/snapshot.ts';
-import { environment, snapshot, webhook, UID_A, UID_B } from '../definitions/fixture.ts';
+import { automation, environment, snapshot, webhook, UID_A, UID_B } from '../definitions/fixture.ts';
 
 function withStore(fn: (store: Store, clock: FakeClock) => void): void {
   const dir = mkdtempSync(join(tmpdir(), 'factory-defs-'));
@@ -110,4 +110,51 @@ test('createFactory fixes who manages a factory; a second create is a conflict',
     assert.equal(store.defs.createFactory('ops', 'api').managedBy, 'api');
     assert.throws(() => store.defs.createFactory('ops', 'definitions'), (err: unknown) => err instanceof FactoryError && err.code === 'conflict');
   });
+});
+
+test('the cached reads the ingress uses follow every write, and a rolled-back write leaves nothing stale', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-defs-'));
+  const store = openStore({ path: join(dir, 'factory.db'), clock: new FakeClock() });
+  try {
+    const served = () => store.defs.servedWebhook(UID_A);
+    const automations = () => store.defs.cachedAutomations('demo').map((a) => [a.name, a.enabled]);
+    apply(store, snapshot());
+    assert.equal(served()?.name, 'ci');
+    assert.deepEqual(automations(), [['triage', true]]);
+    assert.ok(Object.isFrozen(served()) && Object.isFrozen(store.defs.cachedAutomations('demo')[0].triggers[0]));
+
+    const before = store.defs.generation();
+    store.defs.updateWebhook(UID_A, { enabled: false });
+    assert.notEqual(store.defs.generation(), before);
+    assert.equal(served(), undefined);
+    store.defs.updateWebhook(UID_A, { enabled: true, secretVersion: 2 });
+    assert.equal(served()?.secretVersion, 2);
+
+    apply(store, snapshot({ automations: [automation('triage', UID_A, { enabled: false }), automation('review', UID_A)] }));
+    assert.deepEqual(automations(), [['review', true], ['triage', false]]);
+
+    // Read inside the transaction that disables it, then rolled back: the cache filled inside it
+    // must not outlive it.
+    assert.throws(() =>
+      store.transaction(() => {
+        store.defs.updateWebhook(UID_A, { enabled: false });
+        assert.equal(served(), undefined);
+        throw new Error('undo');
+      }),
+    );
+    await Promise.resolve();
+    assert.equal(served()?.enabled, true, 'the rolled-back disable is not served');
+
+    const other = store.defs.insertWebhook({ factory: 'demo', name: 'api', authMode: 'token', secretName: 's', secretVersion: 1, enabled: true, managedBy: 'api', uid: UID_B });
+    assert.equal(store.defs.servedWebhook(other.uid)?.name, 'api');
+    store.defs.deleteWebhook(UID_B);
+    assert.equal(store.defs.servedWebhook(UID_B), undefined);
+
+    apply(store, snapshot({ webhooks: [], automations: [] }));
+    assert.equal(served(), undefined);
+    assert.deepEqual(automations(), []);
+  } finally {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

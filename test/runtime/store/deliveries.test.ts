@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
-import type { AcceptItem, DeliveryFacts } from '../../../runtime/store/deliveries.ts';
+import type { AcceptItem, DeliveryFacts, DeliveryWrite } from '../../../runtime/store/deliveries.ts';
 
 /** Group commit in the store (SPEC 7.1 steps 8-9, 7.4): acceptBatch keeps one-by-one semantics. */
 
@@ -88,4 +88,77 @@ test('acceptOrDuplicate (one delivery, its own transaction) agrees with a batch 
   assert.equal(store.deliveries.acceptOrDuplicate(facts(store, 'one'), Buffer.from('1'), 30).outcome, 'accepted');
   const [r] = store.deliveries.acceptBatch([item(store, 'one')], 30);
   assert.equal(r.ok && r.result.outcome, 'duplicate');
+});
+
+const DAY = 86_400_000;
+const LIMITS = { keep: 50, days: 7, identityDays: 30, rejectedKeep: 1000 };
+const at = (ms: number, webhookUid: string, deliveryId: string): DeliveryFacts => ({ webhookUid, deliveryId, size: 2, receivedAt: new Date(ms) });
+const accept = (f: DeliveryFacts): DeliveryWrite => ({ kind: 'accept', facts: f, payload: Buffer.from('{}') });
+const reject = (f: DeliveryFacts): DeliveryWrite => ({ kind: 'reject', facts: f, outcome: 'rejected_auth', reason: 'bad_credentials' });
+const ids = (store: Store, uid: string) => store.deliveries.list(uid, 1000).map((e) => e.deliveryId).reverse();
+const write = (store: Store, items: DeliveryWrite[], rejectedKeep = 1000) => {
+  for (const r of store.deliveries.writeBatch(items, { identityDays: 30, rejectedKeep })) assert.equal(r.ok, true);
+};
+
+test('pruning goes in bounded steps and removes exactly what is outside the newest 50 and older than 7 days', (t) => {
+  const { store } = setup(t);
+  const t0 = Date.parse('2026-03-01T00:00:00.000Z');
+  // wh_a: 60 old entries (Accepted, with some Rejected among them), then 10 young ones; wh_b: 30 old.
+  const old = Array.from({ length: 60 }, (_, i) => (i % 7 === 3 ? reject : accept)(at(t0 + i, 'wh_a', `old-${i}`)));
+  write(store, [...old, ...Array.from({ length: 30 }, (_, i) => accept(at(t0 + i, 'wh_b', `b-${i}`)))]);
+  write(store, Array.from({ length: 10 }, (_, i) => accept(at(t0 + 8 * DAY + i, 'wh_a', `new-${i}`))));
+  const oldSeq = store.deliveries.get('wh_a', 'old-0')!.seq;
+  assert.ok(store.deliveries.payload(oldSeq));
+
+  const now = new Date(t0 + 8 * DAY + 1000);
+  const steps = [];
+  for (;;) {
+    const step = store.deliveries.pruneStep(now, LIMITS, 7);
+    assert.ok(step.entries <= 7, 'a step deletes at most its budget');
+    steps.push(step);
+    if (!step.more) break;
+  }
+  assert.ok(steps.length >= 3, `${steps.length} steps`);
+  assert.equal(steps.reduce((n, s) => n + s.entries, 0), 20);
+  assert.deepEqual(ids(store, 'wh_a'), [...Array.from({ length: 40 }, (_, i) => `old-${i + 20}`), ...Array.from({ length: 10 }, (_, i) => `new-${i}`)]);
+  assert.equal(ids(store, 'wh_b').length, 30, 'fewer than 50: all kept, however old');
+  assert.equal(store.deliveries.payload(oldSeq), undefined, 'the payload went with its entry');
+  assert.ok(store.deliveries.payload(store.deliveries.get('wh_a', 'old-20')!.seq));
+
+  // The identities of pruned entries stay until identityDays: a replay is still a Duplicate.
+  const [replay] = store.deliveries.writeBatch([accept(at(now.getTime(), 'wh_a', 'old-0'))], { identityDays: 30, rejectedKeep: 1000 });
+  assert.equal(replay.ok && replay.result.outcome, 'duplicate');
+  const later = new Date(t0 + 31 * DAY);
+  const gone = store.deliveries.prune(later, LIMITS);
+  assert.ok(gone.identities >= 50, `${gone.identities} identities forgotten`);
+  const [again] = store.deliveries.writeBatch([accept(at(later.getTime(), 'wh_a', 'old-1'))], { identityDays: 30, rejectedKeep: 1000 });
+  assert.equal(again.ok && again.result.outcome, 'accepted');
+});
+
+test('the cap keeps the newest N Rejected entries of each webhook and leaves Accepted and Duplicate ones alone', (t) => {
+  const { store } = setup(t);
+  const t0 = Date.parse('2026-03-01T00:00:00.000Z');
+  // Several batches, as a flood would come: rejections of two webhooks among valid deliveries.
+  for (let b = 0; b < 4; b++) {
+    const items: DeliveryWrite[] = [];
+    for (let i = 0; i < 5; i++) {
+      const n = b * 5 + i;
+      items.push(reject(at(t0 + n, 'wh_a', `bad-${n}`)), accept(at(t0 + n, 'wh_a', `ok-${n}`)), reject(at(t0 + n, 'wh_b', `x-${n}`)));
+    }
+    items.push(accept(at(t0, 'wh_a', 'ok-0'))); // a Duplicate
+    write(store, items, 5);
+  }
+  const entries = store.deliveries.list('wh_a', 1000);
+  assert.deepEqual(entries.filter((e) => e.outcome === 'rejected_auth').map((e) => e.deliveryId).reverse(), ['bad-15', 'bad-16', 'bad-17', 'bad-18', 'bad-19']);
+  assert.equal(entries.filter((e) => e.outcome === 'accepted').length, 20);
+  assert.equal(entries.filter((e) => e.outcome === 'duplicate').length, 4);
+  assert.deepEqual(ids(store, 'wh_b'), ['x-15', 'x-16', 'x-17', 'x-18', 'x-19']);
+
+  // A larger cap is trimmed once a tenth of it has come in, so between trims a webhook holds at
+  // most 10% more; the background pruning brings it back to the cap itself.
+  write(store, Array.from({ length: 25 }, (_, i) => reject(at(t0 + 100 + i, 'wh_c', `c-${i}`))), 20);
+  const held = store.deliveries.count('wh_c');
+  assert.ok(held >= 20 && held <= 22, `${held} held`);
+  store.deliveries.prune(new Date(t0 + 1000), { ...LIMITS, rejectedKeep: 20 });
+  assert.deepEqual(ids(store, 'wh_c'), Array.from({ length: 20 }, (_, i) => `c-${i + 5}`));
 });
