@@ -4,12 +4,14 @@
  * the target of 1,000 creations per second. Not asserted in tests (the machine is shared).
  */
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { compile } from '../cli/compiler/compile.ts';
 import { parseConfig } from '../runtime/config.ts';
+import { runInGroup } from '../runtime/executor/process.ts';
+import { isolationOf, probeIsolation, RunSandbox } from '../runtime/executor/sandbox.ts';
 import { createLogger } from '../runtime/log.ts';
 import { startServer } from '../runtime/server.ts';
 
@@ -21,7 +23,9 @@ export async function benchRuns(print: (line: string) => void, opts: { total?: n
   const total = opts.total ?? 5000;
   const concurrency = opts.concurrency ?? 32;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'factory-bench-runs-'));
-  const server = await startServer(parseConfig({ port: 0, dataDir, logLevel: 'silent' }, {}), { log: createLogger({ level: 'silent' }) });
+  // The executor is paused: which one it is does not matter here, so no bubblewrap is needed.
+  const config = parseConfig({ port: 0, dataDir, logLevel: 'silent', executor: 'direct' }, {});
+  const server = await startServer(config, { log: createLogger({ level: 'silent' }) });
   try {
     server.services.executor?.pause();
     const key = readFileSync(path.join(dataDir, 'admin.key'), 'utf8').trim();
@@ -69,6 +73,47 @@ export async function benchRuns(print: (line: string) => void, opts: { total?: n
   } finally {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
+    rmSync(config.workDir, { recursive: true, force: true });
+  }
+  await benchSandboxStart(print);
+}
+
+/**
+ * What the sandbox adds to each command of a run (docs/security.md#cost): `true` started N times
+ * in a row through the sandbox (bubblewrap, setpriv when root, prlimit, the launcher) and N times
+ * as a plain process group. A run starts one command per repo step, setup command, the agent,
+ * and one per changed file for the diff.
+ */
+export async function benchSandboxStart(print: (line: string) => void, n = 50): Promise<void> {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'factory-bench-sandbox-'));
+  try {
+    const config = parseConfig({ dataDir: path.join(base, 'data') }, {});
+    const iso = isolationOf(config);
+    const problem = probeIsolation(iso);
+    if (problem) {
+      print(`sandbox start: not measured (${problem.what})`);
+      return;
+    }
+    const ws = path.join(base, 'ws');
+    const sandbox = new RunSandbox(iso, ws);
+    mkdirSync(ws);
+    const time = async (start: () => Promise<unknown>) => {
+      const each: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t0 = performance.now();
+        await start();
+        each.push(performance.now() - t0);
+      }
+      return each.sort((a, b) => a - b);
+    };
+    const env = { PATH: '/usr/bin:/bin' };
+    const plain = await time(() => runInGroup({ argv: ['true'], cwd: ws, env }));
+    const boxed = await time(() => sandbox.run({ argv: ['true'], cwd: ws, env, network: false }));
+    const median = (a: number[]) => percentile(a, 50);
+    print(`sandbox start: ${n} commands \`true\` one after another`);
+    print(`  sandboxed ${median(boxed).toFixed(1)} ms (p99 ${percentile(boxed, 99).toFixed(1)}), plain process group ${median(plain).toFixed(1)} ms: +${(median(boxed) - median(plain)).toFixed(1)} ms per command`);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
   }
 }
 
