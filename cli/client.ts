@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError, ERROR_CODES, FactoryError, type ErrorCode, type FieldError } from '../core/errors.ts';
-import type { CliIO } from './io.ts';
+import { fsReason, type CliIO } from './io.ts';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 
@@ -39,45 +39,172 @@ export interface Client {
  */
 export function addClientOptions(cmd: Command): Command {
   return cmd
-    .option('--server <url>', `the runtime's URL (env FACTORY_SERVER, default ${DEFAULT_SERVER})`)
-    .option('--api-key <key>', 'API key (env FACTORY_API_KEY, recommended; default: <data-dir>/admin.key)')
-    .option('--data-dir <dir>', "where to find admin.key (env FACTORY_DATA_DIR, default ./.factory)");
+    .option('--server <url>', `the runtime's URL (env FACTORY_SERVER; default: the running runtime found in a data dir, else ${DEFAULT_SERVER})`)
+    .option('--api-key <key>', 'API key (env FACTORY_API_KEY, recommended; default: the admin.key of the data dir found)')
+    .option('--data-dir <dir>', 'the runtime data dir to use (env FACTORY_DATA_DIR; default: searched, see docs/runtime.md#cli-connection)');
+}
+
+/** Where the CLI found the runtime and the key, for messages (docs/runtime.md#cli-connection). */
+export interface ClientOrigin {
+  /** `--server`, `FACTORY_SERVER`, a runtime.json path, or `the default`. */
+  server: string;
+  /** `--api-key`, `FACTORY_API_KEY` or an admin.key path. */
+  key: string;
+  /** The data dirs searched, in words, when the CLI searched; for "not found" messages. */
+  searched?: string;
+  /** An admin.key that was found but not used because a key was given: a hint for scope errors. */
+  unusedAdminKey?: string;
+}
+
+export interface ResolvedClient {
+  server: string;
+  apiKey: string;
+  origin: ClientOrigin;
+}
+
+/** What a runtime writes to `<data-dir>/runtime.json` while it runs (runtime/server.ts). */
+interface RuntimeFileView {
+  url: string;
+  pid: number;
+}
+
+/** One data dir the CLI looked at: its live runtime (if any) and its admin key file (if any). */
+interface DataDirFinding {
+  dir: string;
+  runtime?: { url: string; file: string; pid: number };
+  adminKey?: string;
 }
 
 /**
- * Resolves the server and the key: `--server`/FACTORY_SERVER/default, then `--api-key`/
- * FACTORY_API_KEY, else `<data-dir>/admin.key` (`--data-dir`/FACTORY_DATA_DIR/`./.factory`
- * relative to the working directory). No key anywhere is a CliError that says how to pass one.
+ * The data dirs the CLI searches when none is given, in order: `<dir>/.factory` of the factory
+ * repo the command is pointed at (`factory dev DIR` keeps its data there), `./.factory`, then
+ * `.factory` in each parent directory up to the git root, of the repo dir and of the working
+ * directory. Without a git root above, no parent is searched.
  */
-export function resolveClientFlags(flags: ClientFlags, io: CliIO): { server: string; apiKey: string } {
-  const server = (flags.server || io.env.FACTORY_SERVER || DEFAULT_SERVER).replace(/\/+$/, '');
+export function dataDirCandidates(cwd: string, dir?: string): string[] {
+  const starts = dir === undefined ? [cwd] : [resolve(cwd, dir), cwd];
+  const out: string[] = starts.map((d) => join(d, '.factory'));
+  for (const start of starts) for (const parent of parentsToGitRoot(start)) out.push(join(parent, '.factory'));
+  return [...new Set(out)];
+}
+
+/** The parents of `start` up to and including the nearest directory holding `.git`; none without one. */
+function parentsToGitRoot(start: string): string[] {
+  const parents: string[] = [];
+  for (let d = start; ; ) {
+    if (existsSync(join(d, '.git'))) return parents;
+    const up = dirname(d);
+    if (up === d) return [];
+    parents.push(up);
+    d = up;
+  }
+}
+
+/** True while process `pid` exists (a runtime killed without a clean stop leaves its file behind). */
+function alive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function inspect(dir: string): DataDirFinding {
+  const finding: DataDirFinding = { dir };
+  const file = join(dir, 'runtime.json');
+  try {
+    const r = JSON.parse(readFileSync(file, 'utf8')) as Partial<RuntimeFileView>;
+    if (typeof r.url === 'string' && typeof r.pid === 'number' && alive(r.pid)) finding.runtime = { url: r.url.replace(/\/+$/, ''), file, pid: r.pid };
+  } catch {
+    // Missing or unreadable: no running runtime recorded here.
+  }
+  const key = join(dir, 'admin.key');
+  if (existsSync(key)) finding.adminKey = key;
+  return finding;
+}
+
+/**
+ * Resolves the server and the key (docs/runtime.md#cli-connection). The server: `--server`, then
+ * FACTORY_SERVER, then the running runtime of a data dir, then the default. The key: `--api-key`,
+ * then FACTORY_API_KEY, then the data dir's `admin.key`. The data dir: `--data-dir`, then
+ * FACTORY_DATA_DIR, else the first of `dataDirCandidates` with a running runtime (the one at the
+ * given server, when a server was given), else the first with an admin.key. Each value carries
+ * where it came from, so an error can say it. No key anywhere is a CliError that says how to pass one.
+ */
+export function resolveClientFlags(flags: ClientFlags, io: CliIO, where: { dir?: string } = {}): ResolvedClient {
+  const explicitServer = flags.server ? { url: flags.server, from: '--server' } : io.env.FACTORY_SERVER ? { url: io.env.FACTORY_SERVER, from: 'FACTORY_SERVER' } : undefined;
+  if (explicitServer) explicitServer.url = checkServer(explicitServer.url, explicitServer.from);
+  const explicitKey = flags.apiKey ? { key: flags.apiKey, from: '--api-key' } : io.env.FACTORY_API_KEY ? { key: io.env.FACTORY_API_KEY, from: 'FACTORY_API_KEY' } : undefined;
+
+  const givenDir = flags.dataDir || io.env.FACTORY_DATA_DIR;
+  const searched = givenDir ? [isAbsolute(givenDir) ? givenDir : resolve(io.cwd, givenDir)] : dataDirCandidates(io.cwd, where.dir);
+  const findings = searched.map(inspect);
+  const running = findings.filter((f) => f.runtime && (!explicitServer || f.runtime.url === explicitServer.url));
+  // A key is never taken from a data dir whose running runtime is a different server than the one given.
+  const keyed = findings.filter((f) => f.adminKey && !(explicitServer && f.runtime && f.runtime.url !== explicitServer.url));
+  const chosen = running.find((f) => f.adminKey) ?? running[0] ?? keyed[0];
+
+  const server = explicitServer ?? (chosen?.runtime ? { url: chosen.runtime.url, from: chosen.runtime.file } : { url: DEFAULT_SERVER, from: 'the default' });
+  const origin: ClientOrigin = { server: server.from, key: '', searched: givenDir ? undefined : places(searched, io.cwd) };
+  if (explicitKey) {
+    origin.key = explicitKey.from;
+    if (chosen?.adminKey) origin.unusedAdminKey = chosen.adminKey;
+    return { server: server.url, apiKey: explicitKey.key.trim(), origin };
+  }
+  const keyFile = chosen?.adminKey ?? (givenDir ? join(searched[0], 'admin.key') : undefined);
+  let text: string | undefined;
+  if (keyFile) {
+    try {
+      text = readFileSync(keyFile, 'utf8');
+    } catch (err) {
+      if (givenDir) throw new CliError(`no API key: cannot read ${keyFile} (${fsReason(err)}); set FACTORY_API_KEY or pass --api-key.`);
+    }
+  }
+  if (text === undefined) {
+    const other = findings.find((f) => f.adminKey && f.runtime && explicitServer && f.runtime.url !== explicitServer.url);
+    if (other) {
+      throw new CliError(
+        `no API key for ${explicitServer!.url} (from ${explicitServer!.from}): ${other.adminKey} belongs to the runtime at ${other.runtime!.url}; set FACTORY_API_KEY or pass --api-key.`,
+      );
+    }
+    throw new CliError(`no API key: set FACTORY_API_KEY or pass --api-key, or run next to a runtime's data dir (looked for admin.key in ${places(searched, io.cwd)}).`);
+  }
+  origin.key = keyFile!;
+  return { server: server.url, apiKey: text.trim(), origin };
+}
+
+function checkServer(raw: string, from: string): string {
+  const server = raw.replace(/\/+$/, '');
   try {
     const u = new URL(server);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
   } catch {
-    throw new CliError(`--server must be an http(s) URL, got "${server}".`, 2);
+    throw new CliError(`${from} must be an http(s) URL, got "${server}".`, 2);
   }
-  const explicit = flags.apiKey || io.env.FACTORY_API_KEY;
-  if (explicit) return { server, apiKey: explicit.trim() };
-  const dir = flags.dataDir || io.env.FACTORY_DATA_DIR || './.factory';
-  const file = join(isAbsolute(dir) ? dir : resolve(io.cwd, dir), 'admin.key');
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    throw new CliError(`no API key: set FACTORY_API_KEY (or pass --api-key), or run where ${file} exists (--data-dir).`);
-  }
-  return { server, apiKey: text.trim() };
+  return server;
 }
 
-/** The client for a command's flags (see addClientOptions). */
-export function clientFromFlags(flags: ClientFlags, io: CliIO): Client {
-  return createClient(resolveClientFlags(flags, io));
+/** A short list of searched dirs, relative to the working directory where that is shorter. */
+function places(dirs: string[], cwd: string): string {
+  const shown = dirs.map((d) => {
+    const r = relative(cwd, d);
+    return r && !r.startsWith('..') && r.length < d.length ? `./${r}` : d;
+  });
+  return shown.length <= 3 ? shown.join(', ') : `${shown.slice(0, 3).join(', ')} and ${shown.length - 3} more up to the git root`;
+}
+
+/** The client for a command's flags (see addClientOptions); `dir` is the factory repo, for commands that take one. */
+export function clientFromFlags(flags: ClientFlags, io: CliIO, where: { dir?: string } = {}): Client {
+  return createClient(resolveClientFlags(flags, io, where));
 }
 
 /** An HTTP client for the management and run APIs. */
-export function createClient(options: { server: string; apiKey: string }): Client {
+export function createClient(options: { server: string; apiKey: string; origin?: ClientOrigin }): Client {
   const server = options.server.replace(/\/+$/, '');
+  const origin = options.origin;
   const send = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ClientResponse<T>> => {
     const h: Record<string, string> = { Accept: 'application/json', Authorization: `Bearer ${options.apiKey}`, ...headers };
     if (body !== undefined) h['Content-Type'] = 'application/json';
@@ -85,7 +212,7 @@ export function createClient(options: { server: string; apiKey: string }): Clien
     try {
       res = await fetch(server + path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
     } catch {
-      throw new CliError(`cannot reach the runtime at ${server}: is \`factory serve\` running?`);
+      throw new CliError(unreachable(server, origin));
     }
     const text = await res.text();
     const type = res.headers.get('content-type') ?? '';
@@ -97,7 +224,7 @@ export function createClient(options: { server: string; apiKey: string }): Clien
         parsed = undefined;
       }
     }
-    if (!res.ok) throw toError(res, parsed, server);
+    if (!res.ok) throw toError(res, parsed, server, origin);
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   };
   return {
@@ -108,11 +235,41 @@ export function createClient(options: { server: string; apiKey: string }): Clien
   };
 }
 
-function toError(res: Response, parsed: unknown, server: string): FactoryError {
+/** Where the server came from, in words: `(from FACTORY_SERVER)`, `(from /x/.factory/runtime.json)`, `(the default)`. */
+function serverFrom(origin: ClientOrigin): string {
+  return origin.server === 'the default' ? 'the default' : `from ${origin.server}`;
+}
+
+function unreachable(server: string, origin: ClientOrigin | undefined): string {
+  if (!origin) return `cannot reach the runtime at ${server}: is \`factory serve\` running?`;
+  if (origin.server === 'the default') {
+    const where = origin.searched ? ` (the default: no running runtime found in ${origin.searched})` : ' (the default)';
+    return `cannot reach the runtime at ${server}${where}: start \`factory dev\` or \`factory serve\`, or pass --server.`;
+  }
+  return `cannot reach the runtime at ${server} (${serverFrom(origin)}): is it still running?`;
+}
+
+/**
+ * An authentication or scope refusal says which key was sent where, and where each came from:
+ * a key left in FACTORY_API_KEY from an earlier step is the usual cause, so say so when the data
+ * dir's admin key was there to be used instead.
+ */
+function withOrigin(detail: string, status: number, server: string, origin: ClientOrigin | undefined): string {
+  if (!origin || (status !== 401 && status !== 403)) return detail;
+  const base = `${detail.replace(/\.$/, '')} (the key from ${origin.key}; the runtime ${server}, ${serverFrom(origin)})`;
+  if (origin.unusedAdminKey && (origin.key === 'FACTORY_API_KEY' || origin.key === '--api-key')) {
+    const drop = origin.key === 'FACTORY_API_KEY' ? 'unset FACTORY_API_KEY' : 'drop --api-key';
+    return `${base}; ${drop} to use the admin key in ${origin.unusedAdminKey}.`;
+  }
+  return `${base}.`;
+}
+
+function toError(res: Response, parsed: unknown, server: string, origin?: ClientOrigin): FactoryError {
   const p = (parsed ?? {}) as { code?: unknown; detail?: unknown; errors?: unknown; retryable?: unknown };
   const known = typeof p.code === 'string' && p.code in ERROR_CODES;
   const code = (known ? p.code : codeForStatus(res.status)) as ErrorCode;
-  const detail = typeof p.detail === 'string' && p.detail ? p.detail : `the runtime at ${server} answered ${res.status} ${res.statusText}.`;
+  const given = typeof p.detail === 'string' && p.detail ? p.detail : `the runtime at ${server} answered ${res.status} ${res.statusText}.`;
+  const detail = withOrigin(given, res.status, server, origin);
   return new FactoryError(code, detail, {
     errors: Array.isArray(p.errors) ? (p.errors as FieldError[]) : undefined,
     retryable: typeof p.retryable === 'boolean' ? p.retryable : undefined,

@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url';
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { CliError, FactoryError } from '../core/errors.ts';
 import { processIO, type CliIO } from './io.ts';
@@ -9,11 +9,18 @@ import { COMMANDS } from './commands/index.ts';
 export function buildProgram(io: CliIO): Command {
   const program = new Command('factory')
     .description('Definitions-as-code compiler and runtime for agent runs and webhook ingress')
+    .version(packageVersion(), '-V, --version', 'print the version of factory')
     .option('--debug', 'print stack traces of unexpected errors')
     .addHelpText('after', TOP_HELP);
   for (const register of COMMANDS) register(program, io);
   applyDefaults(program, io);
   return program;
+}
+
+/** The version in package.json, read once when the program is built. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
 }
 
 const TOP_HELP = `

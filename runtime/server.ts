@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -103,6 +103,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     handler = appListener(app);
     markReady();
     log.info({ url: baseUrl, dataDir: config.dataDir }, 'factory runtime listening');
+    const runtimeFile = writeRuntimeFile(config.dataDir, localUrl(config.host, port), clock, log);
 
     let closing: Promise<void> | undefined;
     const close = () =>
@@ -117,6 +118,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
         clearTimeout(force);
         await stopServices();
         store.close();
+        removeRuntimeFile(runtimeFile);
         log.info('factory runtime stopped');
       })());
 
@@ -136,6 +138,50 @@ export async function startServer(config: Config, options: StartServerOptions = 
   } catch (err) {
     store.close();
     throw err;
+  }
+}
+
+/** What `<dataDir>/runtime.json` holds: where this process listens, for the CLI (docs/runtime.md). */
+export interface RuntimeFile {
+  url: string;
+  pid: number;
+  started_at: string;
+}
+
+/** The URL a CLI on this machine reaches the listener at: a wildcard bind is reached on loopback. */
+function localUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/**
+ * Writes `<dataDir>/runtime.json` (mode 0600) so the CLI finds this runtime without flags. Written
+ * to a temporary name and renamed, so a reader never sees half a file. A runtime that dies without
+ * closing leaves it behind; the CLI ignores a file whose pid is gone.
+ */
+function writeRuntimeFile(dataDir: string, url: string, clock: Clock, log: Logger): { path: string; content: string } | undefined {
+  const path = join(dataDir, 'runtime.json');
+  const body: RuntimeFile = { url, pid: process.pid, started_at: clock.now().toISOString() };
+  const content = JSON.stringify(body, null, 2) + '\n';
+  const tmp = `${path}.${process.pid}.tmp`;
+  try {
+    writeFileSync(tmp, content, { mode: 0o600 });
+    renameSync(tmp, path);
+    return { path, content };
+  } catch (err) {
+    // Not fatal: the runtime serves as usual; the CLI then needs --server.
+    log.warn({ err, path }, 'cannot write runtime.json; the CLI will need --server to find this runtime');
+    return undefined;
+  }
+}
+
+/** Removes runtime.json on a clean stop, unless another runtime on the same data dir has replaced it. */
+function removeRuntimeFile(file: { path: string; content: string } | undefined): void {
+  if (!file) return;
+  try {
+    if (readFileSync(file.path, 'utf8') === file.content) rmSync(file.path, { force: true });
+  } catch {
+    // Already gone: nothing to do.
   }
 }
 

@@ -6,7 +6,7 @@ import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import type { SourceFile } from '../compiler/index.ts';
 import { fsReason, type CliIO } from '../io.ts';
-import { compileRepo, printRuntimeErrors, renderChanges, type PlanFile, type PlanResponse } from './plan.ts';
+import { compileRepo, printRuntimeErrors, renderChanges, revisionInWords, type PlanFile, type PlanResponse } from './plan.ts';
 import { diagnosticFormat } from './validate.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
 
@@ -35,7 +35,7 @@ export async function requestApply(
 export function renderApply(r: ApplyResponse): string {
   let out = '';
   if (!r.applied) {
-    out += `No changes. Factory ${r.factory} is up to date (base revision ${r.base_revision}).\n`;
+    out += `No changes. Factory ${r.factory} is up to date (${revisionInWords(r)}).\n`;
     for (const n of r.notes) out += `note: ${n}\n`;
   } else {
     out += `Applied factory ${r.factory}${r.revision ? ` at revision ${r.revision}` : ''}: ${r.summary.create} created, ${r.summary.update} updated, ${r.summary.delete} deleted (base revision ${r.base_revision}).\n`;
@@ -63,7 +63,7 @@ export function registerApply(program: Command, io: CliIO): void {
     );
   addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { plan?: string; revision?: string; json?: boolean }) => {
     const format = diagnosticFormat(io, undefined);
-    const client = clientFromFlags(opts, io);
+    const client = clientFromFlags(opts, io, { dir });
     let snapshot: Snapshot;
     let baseRevision: string | undefined;
     let files: SourceFile[] = [];

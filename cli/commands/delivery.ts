@@ -61,8 +61,9 @@ export function registerDelivery(program: Command, io: CliIO): void {
       io.stdout(`Webhook ${w.name} has no deliveries in its log.\n`);
       return;
     }
-    const rows = [['RECEIVED', 'OUTCOME', 'SIZE', 'RUNS', 'DELIVERY ID']];
-    for (const d of deliveries) rows.push([d.received_at, d.outcome_label, String(d.size), String(d.runs?.length ?? 0), d.delivery_id]);
+    // The runs themselves, not a count: the next step is usually `factory run transcript RUN`.
+    const rows = [['RECEIVED', 'OUTCOME', 'SIZE', 'DELIVERY ID', 'RUNS']];
+    for (const d of deliveries) rows.push([d.received_at, d.outcome_label, String(d.size), d.delivery_id, (d.runs ?? []).map((r) => r.run_id).join(', ') || '-']);
     io.stdout(table(rows));
   });
 

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import type { Command } from 'commander';
 import { newStandardWebhooksSecret, newTokenSecret } from '../../core/ids.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
@@ -47,6 +48,48 @@ export function createMissingSecrets(store: Store, snapshot: Snapshot): Map<stri
   return created;
 }
 
+/**
+ * Writes each secret dev created to `<dataDir>/dev-secrets/<name>` (mode 0600, directory 0700),
+ * beside admin.key and master.key which the data dir already holds in the clear, so a script or
+ * the README tour can read a value without copying it from the terminal. Only values dev itself
+ * made; `secret update` does not touch these files. Returns the directory, or undefined when it
+ * could not be written (the values were printed anyway).
+ */
+export function saveDevSecrets(dataDir: string, created: Map<string, string>): string | undefined {
+  const dir = join(dataDir, 'dev-secrets');
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const [name, value] of created) {
+      // Secret names start with a letter or digit and hold no slash; check anyway, it becomes a path.
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) continue;
+      writeFileSync(join(dir, name), value + '\n', { mode: 0o600 });
+    }
+    return dir;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A path relative to the working directory when it lies below it, else absolute. */
+function shortPath(cwd: string, path: string): string {
+  const r = relative(cwd, path);
+  return r && !r.startsWith('..') && !isAbsolute(r) ? r : path;
+}
+
+/** One line on how a second terminal's CLI finds this runtime (cli/client.ts searches for `.factory`). */
+function whereTheCliFindsIt(cwd: string, dataDir: string): string {
+  if (basename(dataDir) !== '.factory') return `in another terminal, set FACTORY_DATA_DIR=${dataDir} and the CLI finds this runtime and the key.`;
+  const home = dirname(dataDir);
+  const shown = home === cwd ? 'here' : `in ${shortPath(cwd, home)}`;
+  return `in another terminal, the CLI run ${shown} (or below it in the same git repo) finds this runtime and the key.`;
+}
+
+/** Keys, database and dev secrets must not end up in a commit of the repo the data dir sits in. */
+function ignoreInGit(dataDir: string): void {
+  const file = join(dataDir, '.gitignore');
+  if (!existsSync(file)) writeFileSync(file, '# factory runtime data: keys, database, workspaces. Never commit.\n*\n');
+}
+
 export function registerDev(program: Command, io: CliIO): void {
   const command = program
     .command('dev')
@@ -55,7 +98,7 @@ export function registerDev(program: Command, io: CliIO): void {
     .option('--port <port>', 'port to listen on (env FACTORY_PORT, default 8080; 0 picks a free one)')
     .option('--host <host>', 'address to bind (env FACTORY_HOST, default 127.0.0.1)')
     .option('--base-url <url>', 'public URL for ingress URLs (env FACTORY_BASE_URL)')
-    .option('--data-dir <dir>', 'database, keys and workspaces (env FACTORY_DATA_DIR, default ./.factory)')
+    .option('--data-dir <dir>', 'database and keys (env FACTORY_DATA_DIR, default <dir>/.factory)')
     .option('--max-concurrent-runs <n>', 'runs executed at once (env FACTORY_MAX_CONCURRENT_RUNS, default 2)')
     .option('--log-level <level>', 'runtime log level (env FACTORY_LOG_LEVEL, default info); dev prints one short line per delivery, run and change');
   addExecutorOptions(command)
@@ -64,7 +107,10 @@ export function registerDev(program: Command, io: CliIO): void {
       '\nExamples:\n  $ factory dev examples/factory\n  $ npm start            # the same, for the example\n\nNot for production: it creates any missing team secret with a random value and prints it. Use `factory serve` and `factory apply` there.\n',
     )
     .action(async (dir: string, flags: ConfigFlags) => {
-      let config = parseConfig(flags, io.env, io.cwd);
+      // A dev runtime belongs to its factory repo: without --data-dir or FACTORY_DATA_DIR its data
+      // lives in <dir>/.factory, where the CLI looks when run in the repo or pointed at it.
+      const dataDir = flags.dataDir ?? (io.env.FACTORY_DATA_DIR ? undefined : join(dir, '.factory'));
+      let config = parseConfig({ ...flags, dataDir }, io.env, io.cwd);
       // Before the server starts: a wrong directory fails at once, with nothing left listening.
       await assertFactoryRepo(io, dir);
       // dev is for laptops: without bubblewrap it carries on unsandboxed and says so, in one line
@@ -77,10 +123,11 @@ export function registerDev(program: Command, io: CliIO): void {
       // An activity feed for a person at a terminal instead of JSON lines (serve keeps those).
       const log = createLogger({ level: config.logLevel, destination: prettyDestination((text) => io.stdout(text)) });
       const server = await startServer(config, { log });
+      ignoreInGit(config.dataDir);
       const { signal, dispose } = untilSignalled();
       try {
         io.stdout(`factory runtime listening on ${server.url}\n`);
-        io.stdout(`admin key: ${server.adminKeyPath}${server.adminKeyCreated ? ' (created now)' : ''}; in another terminal here, \`factory webhook list\` uses it.\n`);
+        io.stdout(`admin key: ${server.adminKeyPath}${server.adminKeyCreated ? ' (created now)' : ''}; ${whereTheCliFindsIt(io.cwd, config.dataDir)}\n`);
         const client = createClient({ server: server.url, apiKey: readFileSync(server.adminKeyPath, 'utf8').trim() });
         await watchAndApply({
           dir,
@@ -94,6 +141,8 @@ export function registerDev(program: Command, io: CliIO): void {
             io.stdout('\nDevelopment convenience: created these missing team secrets with random values.\n');
             io.stdout('They are shown this once; configure senders with them, or replace them with `factory secret update NAME`.\n');
             for (const [name, value] of created) io.stdout(`  ${name} = ${value}\n`);
+            const saved = saveDevSecrets(config.dataDir, created);
+            if (saved) io.stdout(`Each is also in ${shortPath(io.cwd, saved)}/<name> (mode 0600) for scripts, e.g. $(cat ${shortPath(io.cwd, saved)}/${[...created.keys()][0]}).\n`);
             io.stdout('\n');
           },
         });

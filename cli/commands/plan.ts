@@ -116,6 +116,16 @@ export function renderChanges(changes: Change[], notes: string[]): string {
   return out;
 }
 
+/** `.` reads as a typo at the end of a sentence; say what it is. */
+export function dirInWords(dir: string): string {
+  return dir === '.' || dir === './' ? 'the current directory' : dir;
+}
+
+/** The applied revision label when there is one, and the base revision a later apply is checked against. */
+export function revisionInWords(r: { revision: string | null; base_revision: string }): string {
+  return `${r.revision ? `revision ${r.revision}, ` : ''}base revision ${r.base_revision}`;
+}
+
 export function summaryLine(s: PlanResponse['summary']): string {
   return `${s.create} to create, ${s.update} to update, ${s.delete} to delete, ${s.no_op} unchanged.`;
 }
@@ -138,7 +148,7 @@ export function registerPlan(program: Command, io: CliIO): void {
     );
   addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { json?: boolean; detailedExitcode?: boolean; out?: string }) => {
     const format = diagnosticFormat(io, undefined);
-    const client = clientFromFlags(opts, io);
+    const client = clientFromFlags(opts, io, { dir });
     const compiled = await compileRepo(io, dir, format, client);
     if (!compiled) throw exitWith(1);
     let plan: PlanResponse;
@@ -158,7 +168,7 @@ export function registerPlan(program: Command, io: CliIO): void {
       // What the runtime validated but does not serve, as the text form lists it after the changes.
       io.stdout(JSON.stringify({ ...plan, inactive: compiled.snapshot.inactive ?? [] }, null, 2) + '\n');
     } else if (!plan.changed) {
-      io.stdout(`No changes. Factory ${plan.factory} matches ${dir} (base revision ${plan.base_revision}).\n`);
+      io.stdout(`No changes. Factory ${plan.factory} in the runtime matches the definitions in ${dirInWords(dir)} (${revisionInWords(plan)}).\n`);
       for (const n of plan.notes) io.stdout(`note: ${n}\n`);
     } else {
       io.stdout(`Plan for factory ${plan.factory} (base revision ${plan.base_revision}):\n`);

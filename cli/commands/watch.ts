@@ -128,7 +128,7 @@ export function registerWatch(program: Command, io: CliIO): void {
     .option('--revision <rev>', 'a label recorded with each apply')
     .addHelpText('after', '\nExamples:\n  $ factory watch examples/factory\n\nStop with Ctrl-C.\n');
   addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { revision?: string }) => {
-    const client = clientFromFlags(opts, io);
+    const client = clientFromFlags(opts, io, { dir });
     await assertFactoryRepo(io, dir);
     const { signal, dispose } = untilSignalled();
     io.stdout(`Watching ${dir} (Ctrl-C to stop).\n`);

@@ -1,11 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CliError, FactoryError } from '../../core/errors.ts';
-import { createClient, resolveClientFlags } from '../../cli/client.ts';
+import { createClient, dataDirCandidates, resolveClientFlags } from '../../cli/client.ts';
+import { runCli } from '../../cli/main.ts';
+import { bufferIO } from './helpers.ts';
 import type { CliIO } from '../../cli/io.ts';
 import { startTestRuntime } from '../runtime/helpers.ts';
 
@@ -19,29 +22,165 @@ const io = (env: Record<string, string>, cwd: string): CliIO => ({
   stdoutIsTTY: false,
 });
 
-test('server and key: flags, then env, then <data-dir>/admin.key; none is a CliError saying how', () => {
+/** A pid that no process has any more: a child that has already exited. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(child.stdout);
+}
+
+function dataDir(at: string, files: { key?: string; runtime?: { url: string; pid: number } }): string {
+  const dir = join(at, '.factory');
+  mkdirSync(dir, { recursive: true });
+  if (files.key) writeFileSync(join(dir, 'admin.key'), files.key + '\n');
+  if (files.runtime) writeFileSync(join(dir, 'runtime.json'), JSON.stringify({ ...files.runtime, started_at: '2026-01-01T00:00:00.000Z' }));
+  return dir;
+}
+
+const plain = (r: { server: string; apiKey: string }) => ({ server: r.server, apiKey: r.apiKey });
+
+test('server and key: flags, then env, then <data-dir>/admin.key; each says where it came from; none is a CliError saying how', () => {
   const dir = mkdtempSync(join(tmpdir(), 'factory-client-'));
   try {
-    mkdirSync(join(dir, '.factory'));
-    writeFileSync(join(dir, '.factory', 'admin.key'), 'fk_fromfile\n');
+    const found = dataDir(dir, { key: 'fk_fromfile' });
     mkdirSync(join(dir, 'other'));
     writeFileSync(join(dir, 'other', 'admin.key'), 'fk_other\n');
 
-    assert.deepEqual(resolveClientFlags({}, io({}, dir)), { server: 'http://127.0.0.1:8080', apiKey: 'fk_fromfile' });
+    const fromFile = resolveClientFlags({}, io({}, dir));
+    assert.deepEqual(plain(fromFile), { server: 'http://127.0.0.1:8080', apiKey: 'fk_fromfile' });
+    assert.deepEqual({ server: fromFile.origin.server, key: fromFile.origin.key }, { server: 'the default', key: join(found, 'admin.key') });
     assert.deepEqual(resolveClientFlags({ dataDir: 'other' }, io({}, dir)).apiKey, 'fk_other');
     assert.deepEqual(resolveClientFlags({}, io({ FACTORY_DATA_DIR: join(dir, 'other') }, '/')).apiKey, 'fk_other');
-    assert.deepEqual(
-      resolveClientFlags({}, io({ FACTORY_SERVER: 'http://h:1/', FACTORY_API_KEY: 'fk_env' }, dir)),
-      { server: 'http://h:1', apiKey: 'fk_env' },
+    const env = resolveClientFlags({}, io({ FACTORY_SERVER: 'http://h:1/', FACTORY_API_KEY: 'fk_env' }, dir));
+    assert.deepEqual(plain(env), { server: 'http://h:1', apiKey: 'fk_env' });
+    assert.deepEqual({ server: env.origin.server, key: env.origin.key }, { server: 'FACTORY_SERVER', key: 'FACTORY_API_KEY' });
+    const flags = resolveClientFlags({ server: 'https://x', apiKey: 'fk_flag' }, io({ FACTORY_SERVER: 'http://h:1', FACTORY_API_KEY: 'fk_env' }, dir));
+    assert.deepEqual(plain(flags), { server: 'https://x', apiKey: 'fk_flag' });
+    assert.deepEqual({ server: flags.origin.server, key: flags.origin.key }, { server: '--server', key: '--api-key' });
+    assert.throws(
+      () => resolveClientFlags({}, io({}, '/nonexistent-dir')),
+      (e: unknown) => e instanceof CliError && e.message === 'no API key: set FACTORY_API_KEY or pass --api-key, or run next to a runtime\'s data dir (looked for admin.key in ./.factory).',
     );
-    assert.deepEqual(
-      resolveClientFlags({ server: 'https://x', apiKey: 'fk_flag' }, io({ FACTORY_SERVER: 'http://h:1', FACTORY_API_KEY: 'fk_env' }, dir)),
-      { server: 'https://x', apiKey: 'fk_flag' },
-    );
-    assert.throws(() => resolveClientFlags({}, io({}, '/nonexistent-dir')), (e: unknown) => e instanceof CliError && /FACTORY_API_KEY/.test(e.message));
-    assert.throws(() => resolveClientFlags({ server: 'ftp://x', apiKey: 'k' }, io({}, dir)), (e: unknown) => e instanceof CliError && e.exitCode === 2);
+    assert.throws(() => resolveClientFlags({ server: 'ftp://x', apiKey: 'k' }, io({}, dir)), (e: unknown) => e instanceof CliError && e.exitCode === 2 && /^--server must be/.test(e.message));
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the runtime is found by its runtime.json: in ./.factory, in the factory repo given, or up to the git root; a stale one is ignored', () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-find-'));
+  try {
+    // No git root above a temp dir: only ./.factory (and the repo given) are searched.
+    const here = join(root, 'here');
+    mkdirSync(here);
+    dataDir(here, { key: 'fk_here', runtime: { url: 'http://127.0.0.1:8081/', pid: process.pid } });
+    const r = resolveClientFlags({}, io({}, here));
+    assert.deepEqual(plain(r), { server: 'http://127.0.0.1:8081', apiKey: 'fk_here' });
+    assert.equal(r.origin.server, join(here, '.factory', 'runtime.json'));
+
+    // A runtime that died without a clean stop: its runtime.json is ignored, its key still used.
+    const stale = join(root, 'stale');
+    dataDir(stale, { key: 'fk_stale', runtime: { url: 'http://127.0.0.1:8082', pid: deadPid() } });
+    assert.deepEqual(plain(resolveClientFlags({}, io({}, stale))), { server: 'http://127.0.0.1:8080', apiKey: 'fk_stale' });
+
+    // `factory dev repo` keeps its data in repo/.factory; `factory plan repo` from elsewhere finds it.
+    const elsewhere = join(root, 'elsewhere');
+    mkdirSync(elsewhere);
+    const repo = join(root, 'repo');
+    dataDir(repo, { key: 'fk_repo', runtime: { url: 'http://127.0.0.1:8083', pid: process.pid } });
+    assert.deepEqual(plain(resolveClientFlags({}, io({}, elsewhere), { dir: '../repo' })), { server: 'http://127.0.0.1:8083', apiKey: 'fk_repo' });
+    assert.throws(() => resolveClientFlags({}, io({}, elsewhere)), /no API key/);
+    // A running runtime wins over a data dir that only holds a key (an old ./.factory, say).
+    dataDir(elsewhere, { key: 'fk_old' });
+    assert.deepEqual(plain(resolveClientFlags({}, io({}, elsewhere), { dir: '../repo' })), { server: 'http://127.0.0.1:8083', apiKey: 'fk_repo' });
+
+    // Inside a git repo, the parents up to its root are searched, and no further.
+    const git = join(root, 'project');
+    mkdirSync(join(git, '.git'), { recursive: true });
+    mkdirSync(join(git, 'src', 'deep'), { recursive: true });
+    dataDir(root, { key: 'fk_above_the_git_root' });
+    assert.throws(() => resolveClientFlags({}, io({}, join(git, 'src', 'deep'))), /no API key/);
+    dataDir(git, { key: 'fk_git', runtime: { url: 'http://127.0.0.1:8084', pid: process.pid } });
+    const deep = resolveClientFlags({}, io({}, join(git, 'src', 'deep')));
+    assert.deepEqual(plain(deep), { server: 'http://127.0.0.1:8084', apiKey: 'fk_git' });
+    assert.equal(deep.origin.key, join(git, '.factory', 'admin.key'));
+    assert.deepEqual(dataDirCandidates(join(git, 'src', 'deep')), [join(git, 'src', 'deep', '.factory'), join(git, 'src', '.factory'), join(git, '.factory')]);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a server given by flag or environment gets the key of its own data dir, never the admin key of another running runtime', () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-find-'));
+  try {
+    dataDir(root, { key: 'fk_local', runtime: { url: 'http://127.0.0.1:8085', pid: process.pid } });
+    assert.deepEqual(plain(resolveClientFlags({}, io({ FACTORY_SERVER: 'http://127.0.0.1:8085' }, root))), { server: 'http://127.0.0.1:8085', apiKey: 'fk_local' });
+    assert.throws(
+      () => resolveClientFlags({ server: 'https://factory.example.com' }, io({}, root)),
+      (e: unknown) =>
+        e instanceof CliError &&
+        e.message === `no API key for https://factory.example.com (from --server): ${join(root, '.factory', 'admin.key')} belongs to the runtime at http://127.0.0.1:8085; set FACTORY_API_KEY or pass --api-key.`,
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('auth and scope errors say which key went where; a key left in FACTORY_API_KEY is named, with the admin key it hides', async () => {
+  const rt = await startTestRuntime();
+  try {
+    // The runtime's own data dir, as `factory serve` leaves it: admin.key and runtime.json.
+    const home = join(rt.dataDir, 'home');
+    mkdirSync(home);
+    symlinkSync(rt.dataDir, join(home, '.factory'));
+    const runtimeFile = join(home, '.factory', 'runtime.json');
+    assert.equal(JSON.parse(readFileSync(runtimeFile, 'utf8')).url, rt.url);
+
+    const ok = bufferIO({}, { cwd: home });
+    assert.equal(await runCli(['key', 'list'], ok), 0, ok.err);
+
+    const created = bufferIO({}, { cwd: home });
+    assert.equal(await runCli(['key', 'create', '--name', 'ci', '--kind', 'agent', '--scope', 'runs'], created), 0, created.err);
+    const runsKey = created.out.trim();
+
+    const scoped = bufferIO({ FACTORY_API_KEY: runsKey }, { cwd: home });
+    assert.equal(await runCli(['webhook', 'list'], scoped), 1);
+    assert.equal(
+      scoped.err,
+      `error: This API key does not have the "manage" scope (the key from FACTORY_API_KEY; the runtime ${rt.url}, from ${runtimeFile}); unset FACTORY_API_KEY to use the admin key in ${join(home, '.factory', 'admin.key')}.\n`,
+    );
+
+    const wrong = bufferIO({}, { cwd: home });
+    assert.equal(await runCli(['key', 'list', '--api-key', 'fk_wrong', '--server', rt.url], wrong), 1);
+    assert.equal(
+      wrong.err,
+      `error: The API key is not valid or has been revoked (the key from --api-key; the runtime ${rt.url}, from --server); drop --api-key to use the admin key in ${join(home, '.factory', 'admin.key')}.\n`,
+    );
+
+    const nowhere = bufferIO({ FACTORY_API_KEY: 'fk_wrong' }, { cwd: '/' });
+    assert.equal(await runCli(['key', 'list', '--server', rt.url], nowhere), 1);
+    assert.equal(nowhere.err, `error: The API key is not valid or has been revoked (the key from FACTORY_API_KEY; the runtime ${rt.url}, from --server).\n`);
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('an unreachable runtime: the message says where its URL came from', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-find-'));
+  try {
+    const given = bufferIO({ FACTORY_API_KEY: 'k' }, { cwd: root });
+    assert.equal(await runCli(['run', 'list', '--server', 'http://127.0.0.1:9'], given), 1);
+    assert.equal(given.err, 'error: cannot reach the runtime at http://127.0.0.1:9 (from --server): is it still running?\n');
+    dataDir(root, { key: 'k', runtime: { url: 'http://127.0.0.1:9', pid: process.pid } });
+    const recorded = bufferIO({}, { cwd: root });
+    assert.equal(await runCli(['run', 'list'], recorded), 1);
+    assert.equal(recorded.err, `error: cannot reach the runtime at http://127.0.0.1:9 (from ${join(root, '.factory', 'runtime.json')}): is it still running?\n`);
+    const client = createClient({ server: 'http://127.0.0.1:9', apiKey: 'k', origin: { server: 'the default', key: 'FACTORY_API_KEY', searched: './.factory' } });
+    await assert.rejects(
+      client.request('GET', '/api/v1/agent/runs'),
+      (e: unknown) => e instanceof CliError && e.message === 'cannot reach the runtime at http://127.0.0.1:9 (the default: no running runtime found in ./.factory): start `factory dev` or `factory serve`, or pass --server.',
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 });
 

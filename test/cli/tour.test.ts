@@ -58,7 +58,7 @@ async function ok(server: string, ...args: string[]): Promise<string> {
 }
 
 test('the README tour: dev, the CLI with no flags, a delivery that starts a run, and a restart that keeps everything', async () => {
-  const dev = start(['dev', EXAMPLE, '--port', '0']);
+  const dev = start(['dev', EXAMPLE, '--port', '0', '--data-dir', '.factory']);
   const server = (await dev.until(/listening on (http:\/\/\S+)/))[1];
   await dev.until(/Webhooks:/);
   const ciToken = (await dev.until(/ci-webhook-token = (\S+)\n/))[1];

@@ -116,7 +116,7 @@ test('secrets, apply, plan with no changes, edit, plan, apply, delete a webhook,
 
   const same = await cli(['plan', 'example', '--detailed-exitcode']);
   assert.equal(same.code, 0, same.stderr);
-  assert.match(same.stdout, /^No changes\./);
+  assert.match(same.stdout, /^No changes\. Factory example in the runtime matches the definitions in example \(revision commit-1, base revision \d+-[0-9a-f]+\)\.$/m);
 
   const ci = join(tmp, 'example', 'webhooks', 'ci.yaml');
   writeFileSync(ci, readFileSync(ci, 'utf8').replace('description: Build results from the CI system', 'description: Build results'));
