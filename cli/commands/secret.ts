@@ -12,6 +12,7 @@ interface SecretMeta {
   name: string;
   current_version: number;
   has_value: boolean;
+  factories: string[] | null;
   created_at: string;
   updated_at: string;
 }
@@ -19,16 +20,28 @@ interface SecretMeta {
 interface ValueFlags extends ClientFlags {
   fromFile?: string;
   pending?: boolean;
+  factory?: string[];
 }
 
+interface FactoryFlags extends ClientFlags {
+  factory: string[];
+  all?: boolean;
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** "all", or the factories that may use the secret. */
+const usableBy = (meta: SecretMeta) => (meta.factories === null ? 'all' : meta.factories.join(','));
+
 /**
- * `factory secret create|update|list|delete` (SPEC 5, 10). A value comes from stdin (when it is
- * not a terminal), `--from-file`, or a hidden prompt; never from argv, where `ps` and shell
- * history would see it.
+ * `factory secret create|update|list|delete|grant|revoke|limit`. A value comes from stdin (when
+ * it is not a terminal), `--from-file`, or a hidden prompt; never from argv, where `ps` and shell
+ * history would see it. `--factory` limits which factories may use a secret
+ * (docs/runtime.md#which-factories-may-use-a-secret).
  */
 export function registerSecret(program: Command, io: CliIO): void {
   const secret = program.command('secret').description('manage team secrets (admin scope); values are write-only')
-    .addHelpText('after', '\nExamples:\n  $ printf %s "$TOKEN" | factory secret create ci-token\n  $ factory secret update ci-token        # asks for the value, hidden\n  $ factory secret list\n');
+    .addHelpText('after', '\nExamples:\n  $ printf %s "$TOKEN" | factory secret create ci-token\n  $ factory secret update ci-token        # asks for the value, hidden\n  $ factory secret list\n  $ factory secret grant ci-token --factory payments\n');
 
   addClientOptions(
     secret
@@ -36,18 +49,22 @@ export function registerSecret(program: Command, io: CliIO): void {
       .description('create a team secret: the value from stdin, --from-file or a hidden prompt')
       .argument('<name>', 'secret name: letters, digits, _ . -')
       .option('--from-file <path>', 'read the value from this file')
-      .option('--pending', 'create it without a value (set it later with `secret update`)'),
+      .option('--pending', 'create it without a value (set it later with `secret update`)')
+      .option('--factory <name>', 'only this factory may use it; repeat for several (default: every factory)', collect, []),
   )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ printf %s "$GITHUB_WEBHOOK_SECRET" | factory secret create github-signing\n  $ factory secret create stripe-signing --from-file ./whsec.txt\n  $ factory secret create paddle-signing --pending\n\nOne trailing newline (\\n or \\r\\n) is removed from a value read from stdin or a file; nothing else is trimmed.\n',
+      '\nExamples:\n  $ printf %s "$GITHUB_WEBHOOK_SECRET" | factory secret create github-signing\n  $ factory secret create stripe-signing --from-file ./whsec.txt\n  $ factory secret create paddle-signing --pending --factory payments\n\nOne trailing newline (\\n or \\r\\n) is removed from a value read from stdin or a file; nothing else is trimmed.\nWithout --factory every factory may use the secret (in webhooks and environments); with it, only the factories named.\n',
     )
     .action(async (name: string, flags: ValueFlags) => {
       if (flags.pending && flags.fromFile) throw usageError('--pending creates a secret without a value; drop --from-file or --pending.');
       const client = clientFromFlags(flags, io);
-      const body = flags.pending ? { name, pending: true } : { name, value: await readValue(io, flags, name, 'create') };
+      const factories = flags.factory?.length ? { factories: flags.factory } : {};
+      const body = flags.pending ? { name, pending: true, ...factories } : { name, value: await readValue(io, flags, name, 'create'), ...factories };
       const meta = await client.request<SecretMeta>('POST', '/api/v1/secrets', body);
-      io.stdout(meta.has_value ? `created secret ${meta.name} (version ${meta.current_version})\n` : `created secret ${meta.name} (pending: no value yet)\n`);
+      const state = meta.has_value ? `version ${meta.current_version}` : 'pending: no value yet';
+      const only = meta.factories === null ? '' : `; only factory ${meta.factories.join(', ')} may use it`;
+      io.stdout(`created secret ${meta.name} (${state}${only})\n`);
     });
 
   addClientOptions(
@@ -77,8 +94,58 @@ export function registerSecret(program: Command, io: CliIO): void {
         io.stdout(JSON.stringify(secrets, null, 2) + '\n');
         return;
       }
-      const rows = secrets.map((s) => [s.name, String(s.current_version), s.has_value ? 'set' : 'pending', s.updated_at]);
-      io.stdout(formatTable([['NAME', 'VERSION', 'VALUE', 'UPDATED'], ...rows]));
+      const rows = secrets.map((s) => [s.name, String(s.current_version), s.has_value ? 'set' : 'pending', usableBy(s), s.updated_at]);
+      io.stdout(formatTable([['NAME', 'VERSION', 'VALUE', 'FACTORIES', 'UPDATED'], ...rows]));
+    });
+
+  const factoryOption = (help: string) => ['--factory <name>', help, collect, [] as string[]] as const;
+  const printUsers = (meta: SecretMeta) => io.stdout(`secret ${meta.name} may be used by: ${meta.factories === null ? 'every factory' : meta.factories.join(', ')}\n`);
+
+  addClientOptions(
+    secret
+      .command('grant')
+      .description('let more factories use a secret, or with --all every factory')
+      .argument('<name>', 'secret name')
+      .option(...factoryOption('the factory to allow; repeat for several'))
+      .option('--all', 'let every factory use it (team-wide)'),
+  )
+    .addHelpText('after', '\nExamples:\n  $ factory secret grant pay-token --factory billing\n  $ factory secret grant shared-token --all\n\nA team-wide secret has no list to add to: name its factories with `factory secret limit` instead.\n')
+    .action(async (name: string, flags: FactoryFlags) => {
+      if (flags.all && flags.factory.length) throw usageError('--all already includes every factory; drop --factory or --all.');
+      if (!flags.all && !flags.factory.length) throw usageError('name a factory with --factory NAME, or use --all.');
+      const client = clientFromFlags(flags, io);
+      const path = `/api/v1/secrets/${encodeURIComponent(name)}`;
+      printUsers(
+        flags.all
+          ? await client.request<SecretMeta>('PUT', `${path}/factories`, { factories: null })
+          : await client.request<SecretMeta>('POST', `${path}/grant`, { factories: flags.factory }),
+      );
+    });
+
+  addClientOptions(
+    secret
+      .command('revoke')
+      .description('stop factories from using a secret (refused while they still use it)')
+      .argument('<name>', 'secret name')
+      .option(...factoryOption('the factory to take off; repeat for several')),
+  )
+    .addHelpText('after', '\nExample:\n  $ factory secret revoke pay-token --factory billing\n\nRefused while the factory still has a webhook or an environment using the secret, and when no factory would be left (delete the secret instead).\n')
+    .action(async (name: string, flags: FactoryFlags) => {
+      if (!flags.factory.length) throw usageError('name the factory to take off with --factory NAME.');
+      printUsers(await clientFromFlags(flags, io).request<SecretMeta>('POST', `/api/v1/secrets/${encodeURIComponent(name)}/revoke`, { factories: flags.factory }));
+    });
+
+  addClientOptions(
+    secret
+      .command('limit')
+      .description('set exactly which factories may use a secret (e.g. to limit a team-wide one)')
+      .argument('<name>', 'secret name')
+      .option(...factoryOption('a factory that may use it; repeat for several')),
+  )
+    .addHelpText('after', '\nExample:\n  $ factory secret limit ci-token --factory shop --factory blog\n\nRefused while a factory left out still uses the secret. `factory secret grant NAME --all` makes it team-wide again.\n')
+    .action(async (name: string, flags: FactoryFlags) => {
+      if (!flags.factory.length) throw usageError('name the factories that may use it with --factory NAME (repeat for several).');
+      printUsers(await clientFromFlags(flags, io).request<SecretMeta>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}/factories`, { factories: flags.factory }));
     });
 
   addClientOptions(secret.command('delete').description('delete a team secret and all its versions').argument('<name>', 'secret name'))
