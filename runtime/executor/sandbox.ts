@@ -294,6 +294,9 @@ function probeOnce(iso: Isolation): IsolationProblem | undefined {
     }
     if (r.status !== 0) {
       const why = (r.stderr || r.stdout || `exit status ${r.status ?? r.signal}`).trim().split('\n')[0];
+      if (why.startsWith('prlimit')) {
+        return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true };
+      }
       return { what: `bubblewrap (${bwrap}) cannot create its sandbox here (${why})`, fix: 'allow unprivileged user namespaces, or run the runtime as root', sandboxOnly: true };
     }
     return undefined;

@@ -6,6 +6,7 @@ import { INHERITED_ENV, parseConfig, type ConfigFlags } from '../../runtime/conf
 import { createLogger } from '../../runtime/log.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import type { Clock } from '../../runtime/clock.ts';
+import { testExecutor } from './executor/helpers.ts';
 
 /** The example agents (scripted, failing, claude-stream), which test runtimes let sandboxed runs read. */
 export const EXAMPLE_AGENTS = resolve(import.meta.dirname, '../../examples/agents');
@@ -63,7 +64,7 @@ export async function startTestRuntime(
   // process; no stray FACTORY_* value of the test environment changes the config.
   const inherited = Object.fromEntries(INHERITED_ENV.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n]]])));
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
-  const config = parseConfig({ port: 0, sandboxRoBind: [EXAMPLE_AGENTS], ...options.flags, dataDir }, { ...inherited, ...options.env });
+  const config = parseConfig({ port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], ...options.flags, dataDir }, { ...inherited, ...options.env });
   const logs = new LogCapture();
   const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock }).catch((err) => {
     if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });

@@ -27,6 +27,20 @@ export function isolation(dir: string, executor: ExecutorKind = 'sandbox', flags
   return isolationOf(parseConfig({ dataDir: path.join(dir, 'data'), executor, sandboxRoBind: [AGENTS], ...flags }, {}));
 }
 
+let fallbackSaid = false;
+
+/**
+ * The executor of test runtimes: the sandbox (the default); where it cannot run and CI is not
+ * set, direct, said once in one line, so the rest of the suite still runs on a laptop.
+ */
+export function testExecutor(): ExecutorKind {
+  const skip = sandboxSkip();
+  if (!skip) return 'sandbox';
+  if (!fallbackSaid) process.stderr.write(`test runtimes use --executor direct: ${skip}\n`);
+  fallbackSaid = true;
+  return 'direct';
+}
+
 /**
  * Whether the sandbox can run here. Outside CI a missing bubblewrap skips its tests with one line
  * saying how to get it; with CI=true it is a failure, so CI never passes by skipping.

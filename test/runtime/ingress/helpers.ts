@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Limits } from '../../../runtime/config.ts';
 import type { Clock } from '../../../runtime/clock.ts';
 import { apiFetch, startTestRuntime, type ApiInit, type TestRuntime } from '../helpers.ts';
+import { testExecutor } from '../executor/helpers.ts';
 
 /** A real runtime for ingress tests; `trustProxy` lets a test pick the sender with X-Forwarded-For. */
 export function startIngressRuntime(options: { clock?: Clock; limits?: Partial<Limits>; trustProxy?: boolean } = {}) {
@@ -91,7 +92,7 @@ export async function startChildRuntime(env: Record<string, string> = {}, option
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-child-'));
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
-  const args = [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--sandbox-ro-bind', join(ROOT, 'examples/agents'), ...(options.args ?? [])];
+  const args = [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--sandbox-ro-bind', join(ROOT, 'examples/agents'), '--executor', testExecutor(), ...(options.args ?? [])];
   const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, FACTORY_MASTER_KEY: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   let out = '';
