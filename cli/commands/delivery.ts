@@ -31,6 +31,8 @@ export interface DeliveryRun {
   run_id: string;
   automation: string | null;
   state: string;
+  /** Set when a replay started the run (docs/ingress.md#replay). */
+  replay?: { by: { type: string; name: string }; at: string };
 }
 
 type Flags = ClientFlags & { factory?: string; json?: boolean };
@@ -94,7 +96,7 @@ export function registerDelivery(program: Command, io: CliIO): void {
     io.stdout(lines.filter(([, v]) => v !== null).map(([k, v]) => `${(k + ':').padEnd(14)}${v}\n`).join(''));
     const runs = d.runs ?? [];
     if (runs.length) {
-      const rows = table([['RUN', 'AUTOMATION', 'STATE'], ...runs.map((r) => [r.run_id, r.automation ?? '', r.state])]);
+      const rows = table([['RUN', 'AUTOMATION', 'STATE', 'REPLAY'], ...runs.map((r) => [r.run_id, r.automation ?? '', r.state, r.replay ? `by ${r.replay.by.name}` : ''])]);
       io.stdout('runs:\n' + rows.split('\n').filter(Boolean).map((l) => `  ${l}\n`).join(''));
     } else if (d.outcome === 'accepted') {
       io.stdout(`${'runs:'.padEnd(14)}none (no automation matched)\n`);
@@ -102,5 +104,24 @@ export function registerDelivery(program: Command, io: CliIO): void {
     if (d.payload === undefined) return;
     if (printable) io.stdout(`payload:\n${JSON.stringify(d.payload, null, 2)}\n`);
     else io.stdout(`${'payload:'.padEnd(14)}nested more than ${MAX_PRINT_DEPTH} levels deep, too deep to indent; \`--json\` prints it as stored\n`);
+  });
+
+  const replay = group
+    .command('replay')
+    .description("start runs again from an Accepted delivery's stored payload, against the automations as they are now")
+    .argument('<webhook>', 'a webhook UID (wh_...) or name')
+    .argument('<delivery-id>', 'the delivery id (as `delivery list` shows it)')
+    .option('--automation <name>', 'only this automation (it must still match the payload)')
+    .option('--factory <name>', 'the factory, when several have a webhook with that name')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ factory delivery replay github 72d3162e-cc78-11e3-81ab-4c9367dc0958\n  $ factory delivery replay github 72d3162e-cc78-11e3-81ab-4c9367dc0958 --automation review\n');
+  addClientOptions(replay).action(async (ref: string, id: string, opts: Flags & { automation?: string }) => {
+    const client = clientFromFlags(opts, io);
+    const w = await resolveWebhook(client, ref, opts.factory);
+    const body = opts.automation === undefined ? {} : { automation: opts.automation };
+    const out = await client.request<{ runs: DeliveryRun[]; detail?: string }>('POST', `/api/v1/webhooks/${w.uid}/deliveries/${encodeURIComponent(id)}/replay`, body);
+    if (opts.json) return void io.stdout(JSON.stringify(out, null, 2) + '\n');
+    if (!out.runs.length) return void io.stdout(`${out.detail ?? 'No automation matches this delivery now; no run was started.'}\n`);
+    io.stdout(table([['RUN', 'AUTOMATION', 'STATE'], ...out.runs.map((r) => [r.run_id, r.automation ?? '', r.state])]));
   });
 }

@@ -14,6 +14,30 @@ interface Run {
   created_at: string;
   status_message: string | null;
   session_link: string | null;
+  retry_of?: string;
+  replay_of?: { webhook_uid: string; delivery_id: string; by: { type: string; name: string }; at: string };
+  webhook?: { url: string; secret_name?: string };
+  notifications?: RunNotification[];
+}
+
+/** A notification of a state change and its attempts (docs/api.md#run-notifications). */
+interface RunNotification {
+  message_id: string;
+  state: string;
+  status: string;
+  attempts: { attempt: number; at: string; status_code: number | null; error: string | null }[];
+  next_attempt_at: string | null;
+}
+
+/** One line per notification: the state it reports, where it stands, and its attempts. */
+function notificationLines(list: RunNotification[]): string {
+  return list
+    .map((n) => {
+      const tries = n.attempts.map((a) => `${a.at} ${a.status_code ?? a.error ?? 'no answer'}`).join('; ');
+      const next = n.next_attempt_at ? `, next attempt ${n.next_attempt_at}` : '';
+      return `  ${n.state.padEnd(11)}${n.status}${next}${tries ? ` (${n.attempts.length} attempt${n.attempts.length === 1 ? '' : 's'}: ${tries})` : ''}\n`;
+    })
+    .join('');
 }
 
 export interface TranscriptEvent {
@@ -127,8 +151,12 @@ export function registerRun(program: Command, io: CliIO): void {
           ['created', r.created_at],
           ['status', r.status_message ?? ''],
           ['session', r.session_link ?? ''],
+          ...(r.retry_of ? [['retry of', r.retry_of]] : []),
+          ...(r.replay_of ? [['replay of', `delivery ${r.replay_of.delivery_id} of ${r.replay_of.webhook_uid}, by ${r.replay_of.by.type} ${r.replay_of.by.name}`]] : []),
+          ...(r.webhook ? [['notifies', r.webhook.url]] : []),
         ]),
       );
+      if (r.notifications?.length) io.stdout(`notifications:\n${notificationLines(r.notifications)}`);
     });
 
   addClientOptions(
@@ -159,6 +187,13 @@ export function registerRun(program: Command, io: CliIO): void {
     .action(async (id: string, flags: ClientFlags & { json?: boolean }) => {
       const r = await clientFromFlags(flags, io).request<{ run_id: string }>('POST', `${RUNS}/${encodeURIComponent(id)}/cancel`);
       io.stdout(flags.json ? JSON.stringify(r) + '\n' : `cancelling ${r.run_id}\n`);
+    });
+
+  addClientOptions(run.command('retry').description('start a FAILED or ERROR run again with the same input, as a new run').argument('<run_id>').option('--json', 'print JSON'))
+    .addHelpText('after', '\nExample:\n  $ factory run retry run_abcdefghijklmnopqrstuvwxyz\n')
+    .action(async (id: string, flags: ClientFlags & { json?: boolean }) => {
+      const r = await clientFromFlags(flags, io).request<Run>('POST', `${RUNS}/${encodeURIComponent(id)}/retry`);
+      io.stdout(flags.json ? JSON.stringify(r, null, 2) + '\n' : `${r.run_id}\n`);
     });
 
   addClientOptions(
