@@ -57,6 +57,11 @@ export interface HostFacts {
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /**
+   * Where `GET /metrics` is served, on `host` (docs/runtime.md#metrics); undefined: not served.
+   * A port of its own, so the metrics never share the internet-facing port with the webhooks.
+   */
+  readonly metricsPort: number | undefined;
   /** No trailing slash. Ingress URLs and session links are built from it. */
   readonly baseUrl: string;
   /** Absolute path. */
@@ -99,6 +104,7 @@ export const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ'
 export interface ConfigFlags {
   port?: string | number;
   host?: string;
+  metricsPort?: string | number;
   baseUrl?: string;
   dataDir?: string;
   trustProxy?: boolean | string;
@@ -156,6 +162,11 @@ export function parseConfig(
 
   const port = int(pick(flags.port, 'port'), 8080, 0, 65535);
   const host = pick(flags.host, 'host')?.value ?? '127.0.0.1';
+  const metricsRaw = pick(flags.metricsPort, 'metricsPort');
+  const metricsPort = metricsRaw ? int(metricsRaw, 0, 0, 65535) : undefined;
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw usageError(`${metricsRaw!.source} must differ from the port webhooks are served on (${port}), so /metrics stays off the public port.`);
+  }
   const hostInUrl = host.includes(':') ? `[${host}]` : host;
   const baseUrlRaw = pick(flags.baseUrl, 'baseUrl');
   const baseUrl = baseUrlRaw ? parseBaseUrl(baseUrlRaw) : `http://${hostInUrl}:${port}`;
@@ -245,7 +256,7 @@ export function parseConfig(
   };
 
   return deepFreeze({
-    port, host, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
+    port, host, metricsPort, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
     executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox,
   });
 }
@@ -264,6 +275,7 @@ export function isWithin(p: string, dir: string): boolean {
 const ENV_NAMES: Record<string, string> = {
   port: 'FACTORY_PORT',
   host: 'FACTORY_HOST',
+  metricsPort: 'FACTORY_METRICS_PORT',
   baseUrl: 'FACTORY_BASE_URL',
   dataDir: 'FACTORY_DATA_DIR',
   trustProxy: 'FACTORY_TRUST_PROXY',

@@ -28,6 +28,7 @@ export function registerServe(program: Command, io: CliIO): void {
     .description('run the runtime: webhook ingress, run API, management API and executor')
     .option('--port <port>', 'port to listen on (env FACTORY_PORT, default 8080; 0 picks a free one)')
     .option('--host <host>', 'address to bind (env FACTORY_HOST, default 127.0.0.1)')
+    .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics on this port of the same host (env FACTORY_METRICS_PORT; off by default)')
     .option('--base-url <url>', 'public URL for ingress URLs and session links (env FACTORY_BASE_URL)')
     .option('--data-dir <dir>', 'database and keys (env FACTORY_DATA_DIR, default ./.factory)')
     .option('--trust-proxy', 'read the client address from X-Forwarded-For (env FACTORY_TRUST_PROXY)')

@@ -51,6 +51,8 @@ class RunSetupError extends Error {}
 
 export class ExecutorPool implements Service {
   private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Told of every run this pool executed once it has ended, as the store has it (the run-duration metric). */
+  readonly onRunEnd: ((run: RunRecord) => void)[] = [];
   private paused = false;
   private stopping = false;
   private started = false;
@@ -182,6 +184,10 @@ export class ExecutorPool implements Service {
       .catch((err) => this.deps.log.error({ err, runId: run.run_id }, 'executor failed to record a run outcome'))
       .finally(() => {
         this.running.delete(run.run_id);
+        if (this.onRunEnd.length) {
+          const ended = this.deps.store.runs.get(run.run_id);
+          if (ended) for (const hear of this.onRunEnd) hear(ended);
+        }
         this.wake();
       });
     this.running.set(run.run_id, { abort, done });

@@ -101,13 +101,14 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     metrics.not_found += 1;
     return NOT_FOUND;
   }
+  const counts = metrics.webhook(webhook);
 
   // 3. Rate limits.
   const get = headerGetter(req.headers);
   const sender = senderAddress(req, deps.trustProxy);
   const rate = deps.limiter.take(webhook.uid, sender);
   if (!rate.ok) {
-    metrics.rate_limited += 1;
+    counts.rate_limited += 1;
     return {
       status: 429,
       headers: { 'Retry-After': String(rate.retryAfterSeconds) },
@@ -147,7 +148,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     seen: { body?: Buffer; size: number },
     answer: Omit<IngressResult, 'logged'>,
   ): Promise<IngressResult> => {
-    metrics[outcome] += 1;
+    counts[outcome] += 1;
     const id = headerIdentity(get, idSources) ?? (seen.body ? bodyIdentity(seen.body) : newId('dlv'));
     await deps.reject({ facts: facts(id, seen.size), outcome, reason });
     return { ...answer, logged: { outcome, deliveryId: id } };
@@ -177,7 +178,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     if (read.reason === 'aborted') {
       // The sender closed the connection before the body ended. It is still a request to an
       // enabled webhook, so it is logged (SPEC 7.1): what arrived is not a JSON document.
-      metrics.aborted += 1;
+      counts.aborted += 1;
       return reject('rejected_invalid_json', 'body_incomplete', { size: read.size }, {
         status: 400,
         headers: {},
@@ -229,7 +230,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
         };
   // 202 only once this resolves, i.e. after the commit that holds the delivery (SPEC 7.1 step 9).
   const result = await deps.accept({ facts: facts(identity, body.length), payload: body, onAccepted });
-  metrics[result.outcome] += 1;
+  counts[result.outcome] += 1;
   return { status: 202, headers: {}, body: { delivery_id: identity }, logged: { outcome: result.outcome, deliveryId: identity } };
 }
 

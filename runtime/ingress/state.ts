@@ -39,13 +39,15 @@ declare module '../services.ts' {
 
 /** Builds the state; `ingressService` does this at server start, createApp alone does it lazily. */
 export function createIngressState(config: Config, store: Store, clock: Clock): IngressState {
+  const metrics = newIngressMetrics();
   return {
     limiter: new RateLimiter(clock, config.limits),
     secrets: new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime()),
-    metrics: newIngressMetrics(),
+    metrics,
     onAccepted: [],
-    commits: new GroupCommit((items) =>
-      store.deliveries.writeBatch(items, { identityDays: config.limits.identityDays, rejectedKeep: config.limits.rejectedLogKeep }),
+    commits: new GroupCommit(
+      (items) => store.deliveries.writeBatch(items, { identityDays: config.limits.identityDays, rejectedKeep: config.limits.rejectedLogKeep }),
+      (size) => metrics.batchSize.observe(size),
     ),
   };
 }

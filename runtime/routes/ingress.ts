@@ -56,7 +56,9 @@ export function isIngressUrl(url: string | undefined): boolean {
  */
 export function ingressListener(app: AppDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const { config, store, clock, services, log } = app;
-  const deps = ingressDeps(config, store, clock, (services.ingress ??= createIngressState(config, store, clock)));
+  const state = (services.ingress ??= createIngressState(config, store, clock));
+  const deps = ingressDeps(config, store, clock, state);
+  const latency = state.metrics.latency;
   return (req, res) => {
     const start = process.hrtime.bigint();
     const url = req.url ?? '/';
@@ -67,6 +69,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
       // The access-log line of app.ts, with the same fields (the token segment redacted), plus
       // the outcome the delivery log holds for it.
       const ms = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
+      latency.observe(ms / 1000);
       logRequest(log, { method, url, status, ms, delivery });
     };
     handleIngress({ method, path, headers: req.headers, remoteAddress: req.socket.remoteAddress, body: req }, deps).then(

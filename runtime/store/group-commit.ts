@@ -56,7 +56,11 @@ export class GroupCommit<I, R> {
   private queue: { item: I; resolve: (r: R) => void; reject: (err: unknown) => void }[] = [];
   private scheduled = false;
 
-  constructor(private readonly commit: (items: readonly I[]) => BatchOutcome<R>[]) {}
+  /** `onBatch` hears the size of every batch committed (the batch-size metric, docs/runtime.md#metrics). */
+  constructor(
+    private readonly commit: (items: readonly I[]) => BatchOutcome<R>[],
+    private readonly onBatch?: (size: number) => void,
+  ) {}
 
   /** Queues one item; resolves after the commit that holds it. */
   submit(item: I): Promise<R> {
@@ -78,6 +82,7 @@ export class GroupCommit<I, R> {
     this.scheduled = false;
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, GroupCommit.MAX_BATCH);
+      this.onBatch?.(batch.length);
       let outcomes: BatchOutcome<R>[];
       try {
         outcomes = this.commit(batch.map((p) => p.item));

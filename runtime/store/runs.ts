@@ -433,6 +433,12 @@ export class RunStore {
     return (this.stmts.countQueued.get() as { n: number }).n;
   }
 
+  /** How many runs are in each state (states without runs are absent); read by the metrics at a scrape. */
+  countByState(): Record<string, number> {
+    const rows = this.ctx.db.prepare('SELECT state, COUNT(*) AS n FROM runs GROUP BY state').all() as { state: string; n: number }[];
+    return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  }
+
   /** Moves the oldest QUEUED run to INPROGRESS and returns it, or undefined when none is queued. */
   claimNext(): RunRecord | undefined {
     return this.ctx.db.transaction(() => {
