@@ -167,16 +167,22 @@ export function registerRun(program: Command, io: CliIO): void {
       .option('--environment <id>', 'only runs of this environment')
       .option('--limit <n>', 'how many (1-100)', '20')
       .option('--cursor <cursor>', 'continue after a previous page (next_cursor)')
-      .option('--json', 'print {runs, page_info} as JSON'),
+      .option('--json', 'print {runs, page_info} as JSON')
+      .option('-q, --quiet', 'print only the run ids, one a line (for $(...) in scripts)'),
   )
-    .addHelpText('after', '\nExamples:\n  $ factory run list\n  $ factory run list --state FAILED --state ERROR --limit 50\n')
-    .action(async (flags: ClientFlags & { state: string[]; environment?: string; limit: string; cursor?: string; json?: boolean }) => {
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ factory run list\n  $ factory run list --state FAILED --state ERROR --limit 50\n  $ factory run transcript $(factory run list --limit 1 --quiet) --follow     # the newest run\n',
+    )
+    .action(async (flags: ClientFlags & { state: string[]; environment?: string; limit: string; cursor?: string; json?: boolean; quiet?: boolean }) => {
+      if (flags.json && flags.quiet) throw usageError('--json and --quiet print different things; choose one.');
       const q = new URLSearchParams({ limit: flags.limit });
       for (const s of flags.state) q.append('state', s.toUpperCase());
       if (flags.environment) q.set('environment_id', flags.environment);
       if (flags.cursor) q.set('cursor', flags.cursor);
       const page = await clientFromFlags(flags, io).request<{ runs: Run[]; page_info: { has_next_page: boolean; next_cursor: string | null } }>('GET', `${RUNS}?${q}`);
       if (flags.json) return void io.stdout(JSON.stringify(page, null, 2) + '\n');
+      if (flags.quiet) return void io.stdout(page.runs.map((r) => r.run_id + '\n').join(''));
       const rows = page.runs.map((r) => [r.run_id, r.state, r.config.environment_id, r.source, r.created_at, r.title ?? '']);
       io.stdout(formatTable([['RUN', 'STATE', 'ENVIRONMENT', 'SOURCE', 'CREATED', 'TITLE'], ...rows]));
       if (page.page_info.has_next_page) io.stderr(`more: --cursor ${page.page_info.next_cursor}\n`);

@@ -1,135 +1,162 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startCli, terminalEnv } from './helpers.ts';
+import { startCli, terminalEnv, type RunningCli } from './helpers.ts';
 
 /**
- * The README's tour as a user runs it, with real processes: `factory dev examples/factory` in one
- * "terminal", the CLI in another with no key flag (it finds ./.factory/admin.key), a delivery that
- * starts a run, then the runtime stopped and started again (`factory serve` on the same data dir):
- * everything is still there and the second start makes no new admin key. Waits are for output or
- * for a state, never for a fixed time.
+ * The README's tour, as written: its shell block is read from README.md and pasted line by line
+ * into one real bash (so the alias and the variables of earlier lines hold), in a second
+ * "terminal" beside `npm start`'s command (read from package.json) on a free port. Each line's key
+ * output is checked; a line of the tour without a check here, or a check without its line, fails
+ * the test, so the two cannot drift apart. Then the runtime is stopped and `factory serve` started
+ * on the same data dir: everything is still there, and the CLI finds the new port by itself.
+ *
+ * The directory stands in for a checkout: bin/ links to this project's, examples/ is a copy whose
+ * sandbox environment clones this project by absolute path (from the copy, `../..` would not be
+ * it). Those and the port are the only substitutions. Waits are for output, never for a time.
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = join(ROOT, 'bin', 'factory.js');
-const EXAMPLE = join(ROOT, 'examples', 'factory');
+const ROOT = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const CI_UID = 'wh_examplecibuilds2345abcdefg';
+
 const cwd = mkdtempSync(join(tmpdir(), 'factory-tour-'));
 const children: ChildProcessWithoutNullStreams[] = [];
-
 after(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   rmSync(cwd, { recursive: true, force: true });
 });
 
+/** The commands of the tour's shell block: continuation lines joined, comments and blank lines left out. */
+export function tourCommands(readme: string): string[] {
+  const section = readme.slice(readme.indexOf('## A tour'), readme.indexOf('\n## ', readme.indexOf('## A tour') + 1));
+  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
+  assert.equal(blocks.length, 1, 'the tour has one shell block');
+  return blocks[0]
+    .replace(/\\\n\s*/g, '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
+}
 
-/** Starts a long-running command; `until` resolves once its stdout matches. */
-function start(args: string[]) {
-  const p = startCli(args, { cwd });
-  children.push(p.child);
-  const until = async (re: RegExp): Promise<RegExpExecArray> => {
-    let m: RegExpExecArray | null = null;
-    await p.waitFor(() => (m = re.exec(p.stdout())) !== null, `${re}`);
-    return m!;
+interface Step {
+  code: number;
+  out: string;
+  err: string;
+}
+
+/** One interactive bash: each command is written to it as if pasted, and its output read back. */
+function terminal(env: Record<string, string>) {
+  const bash = spawn('bash', ['--norc', '--noprofile'], { cwd, env });
+  children.push(bash);
+  let out = '';
+  let err = '';
+  let wake = () => {};
+  bash.stdout.on('data', (d) => ((out += d), wake()));
+  bash.stderr.on('data', (d) => ((err += d), wake()));
+  bash.stdin.write('shopt -s expand_aliases\n');
+  const MARK = /\n?__done__ (\d+)\n$/;
+  return {
+    async run(command: string): Promise<Step> {
+      out = '';
+      err = '';
+      bash.stdin.write(`${command}\nprintf '\\n__done__ %s\\n' $?; printf '__done__\\n' >&2\n`);
+      while (!(MARK.test(out) && err.endsWith('__done__\n'))) {
+        if (bash.exitCode !== null) assert.fail(`bash exited during: ${command}`);
+        await new Promise<void>((resume) => (wake = resume));
+      }
+      return { code: Number(MARK.exec(out)![1]), out: out.replace(MARK, ''), err: err.slice(0, -'__done__\n'.length) };
+    },
+    close: () => bash.stdin.end(),
   };
-  return { child: p.child, until, exited: p.exited, output: p.stdout };
 }
 
-/** Runs one CLI command to its end, as from a second terminal. */
-function factory(server: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: terminalEnv({ FACTORY_SERVER: server }) });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+test('the README tour works when pasted line by line, and a restart keeps everything it made', async () => {
+  // A checkout as the reader has it.
+  symlinkSync(join(ROOT, 'bin'), join(cwd, 'bin'));
+  cpSync(join(ROOT, 'examples'), join(cwd, 'examples'), { recursive: true });
+  const sandbox = join(cwd, 'examples', 'factory', 'environments', 'sandbox.yaml');
+  writeFileSync(sandbox, readFileSync(sandbox, 'utf8').replace('url: ../..', `url: ${ROOT}`));
 
-async function ok(server: string, ...args: string[]): Promise<string> {
-  const r = await factory(server, ...args);
-  assert.equal(r.code, 0, `factory ${args.join(' ')}: ${r.stderr}`);
-  assert.equal(r.stderr, '', `factory ${args.join(' ')} printed to stderr`);
-  return r.stdout;
-}
+  // Terminal 1: npm start, on a free port.
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  assert.match(start, /^tsx cli\/main\.ts dev /);
+  const dev = startCli([...start.replace('tsx cli/main.ts ', '').split(' '), '--port', '0'], { cwd });
+  children.push(dev.child);
+  await dev.waitFor(() => dev.stdout().includes('Webhooks:'), 'the first apply');
+  const url = /listening on (http:\/\/\S+)/.exec(dev.stdout())![1];
+  const port = new URL(url).port;
 
-test('the README tour: dev, the CLI with no flags, a delivery that starts a run, and a restart that keeps everything', async () => {
-  const dev = start(['dev', EXAMPLE, '--port', '0', '--data-dir', '.factory']);
-  const server = (await dev.until(/listening on (http:\/\/\S+)/))[1];
-  await dev.until(/Webhooks:/);
-  const ciToken = (await dev.until(/ci-webhook-token = (\S+)\n/))[1];
+  // Terminal 2: the tour, each line with the check of what it prints.
+  const sh = terminal(terminalEnv());
+  let runId = '';
+  const checks: [RegExp, (s: Step) => void][] = [
+    [/^alias factory=/, () => {}],
+    [/^factory webhook list\b/, (s) => {
+      for (const name of ['alerts', 'ci', 'github']) assert.match(s.out, new RegExp(`^example\\s+${name}\\s+wh_\\w+\\s+\\S+\\s+enabled`, 'm'));
+      assert.ok(s.out.includes(`${url}/webhooks/w/${CI_UID}`), 'the URLs name the port the runtime listens on');
+    }],
+    [/^factory validate examples\/factory\b/, () => {}],
+    [/^factory plan examples\/factory\b/, (s) => assert.match(s.out, /^No changes\. Factory example in the runtime matches the definitions in examples\/factory/)],
+    [/^CI_TOKEN=\$\(cat \.factory\/dev-secrets\/ci-webhook-token\)$/, (s) => assert.equal(s.out + s.err, '')],
+    [/^curl /, (s) => assert.equal(s.out, '{"delivery_id":"build-42"}')],
+    [/^factory delivery list ci\b/, (s) => {
+      runId = new RegExp(`Accepted\\s+\\d+\\s+build-42\\s+(run_\\w+)$`, 'm').exec(s.out)?.[1] ?? '';
+      assert.ok(runId, `the run the delivery started:\n${s.out}`);
+    }],
+    [/^factory run list\s*(#|$)/, (s) => assert.match(s.out, new RegExp(`^${runId}\\s+(QUEUED|INPROGRESS|SUCCEEDED)\\s+sandbox\\s+WEBHOOK`, 'm'))],
+    [/^factory run transcript \$\(factory run list --limit 1 --quiet\) --follow\b/, (s) => {
+      assert.match(s.out, /event-payload\.json/);
+      assert.match(s.out, /^-- SUCCEEDED/m);
+    }],
+    [/^factory automation test ci-failure --delivery build-42\b/, (s) => assert.match(s.out, /^Would trigger\n/)],
+    [/^CI_KEY=\$\(factory key create /, (s) => assert.match(s.err, /^created key_\w+ \(agent "ci", scopes: runs\)/)],
+    [/^FACTORY_API_KEY=\$CI_KEY factory run create /, (s) => assert.match(s.out, /^run_\w+ SUCCEEDED\n/)],
+  ];
+  const commands = tourCommands(README);
+  assert.deepEqual(
+    commands.map((c) => checks.findIndex(([re]) => re.test(c))),
+    checks.map((_, i) => i),
+    `each line of the tour, in order, has its check:\n${commands.join('\n')}`,
+  );
+  for (const [i, command] of commands.entries()) {
+    const step = await sh.run(command.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
+    assert.equal(step.code, 0, `${command}\n${step.out}\n${step.err}`);
+    checks[i][1](step);
+  }
+  const webhooks = (await sh.run('factory webhook list')).out;
+  const runs = (await sh.run('factory run list --json')).out;
+  const secrets = (await sh.run('factory secret list')).out;
 
-  // Second terminal: no --api-key, no FACTORY_API_KEY; the key comes from ./.factory/admin.key.
-  const webhooks = await ok(server, 'webhook', 'list');
-  for (const name of ['alerts', 'ci', 'github']) assert.match(webhooks, new RegExp(`^example\\s+${name}\\s+wh_\\w+\\s+\\S+\\s+enabled`, 'm'));
-  assert.ok(webhooks.includes(`${server}/webhooks/w/${CI_UID}`), webhooks);
-  const plan = await factory(server, 'plan', EXAMPLE, '--detailed-exitcode');
-  assert.equal(plan.code, 0, plan.stderr);
-  assert.match(plan.stdout, /No changes\./);
-
-  // The curl of the tour: a failed build on main matches the ci-failure automation.
-  const res = await fetch(`${server}/webhooks/w/${CI_UID}`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${ciToken}`, 'X-CI-Build-Id': 'build-42', 'Content-Type': 'application/json' },
-    body: '{"status":"failed","branch":"main","pipeline":"build"}',
-  });
-  assert.equal(res.status, 202);
-  assert.deepEqual(await res.json(), { delivery_id: 'build-42' });
-  const deliveries = JSON.parse(await ok(server, 'delivery', 'list', 'ci', '--json')) as { delivery_id: string; outcome_label: string; runs: { run_id: string }[] }[];
-  const delivery = deliveries.find((d) => d.delivery_id === 'build-42');
-  assert.equal(delivery?.outcome_label, 'Accepted');
-  assert.equal(delivery.runs.length, 1);
-  const runId = delivery.runs[0].run_id;
-  const trigger = await ok(server, 'automation', 'test', 'ci-failure', '--delivery', 'build-42');
-  assert.match(trigger, /Would trigger/);
-
-  // Wait for the webhook run to finish (the scripted agent), polling its state through the CLI.
-  let run: { state: string; source: string; automation: string };
-  do run = JSON.parse(await ok(server, 'run', 'get', runId, '--json')) as typeof run;
-  while (run.state === 'QUEUED' || run.state === 'INPROGRESS');
-  assert.equal(run.state, 'SUCCEEDED');
-  assert.equal(run.source, 'WEBHOOK');
-  assert.equal(run.automation, 'ci-failure');
-  const transcript = await ok(server, 'run', 'transcript', runId);
-  assert.match(transcript, /event-payload\.json/);
-
-  const secretsBefore = await ok(server, 'secret', 'list');
-  const runsBefore = await ok(server, 'run', 'list', '--json');
-
+  // A clean stop removes runtime.json; `factory serve` on the same data dir picks another port.
   dev.child.kill('SIGTERM');
-  assert.equal(await dev.exited, 0);
+  assert.equal(await dev.exited, 0, dev.stderr());
+  assert.equal(existsSync(join(cwd, '.factory', 'runtime.json')), false);
+  const serve: RunningCli = startCli(['serve', '--port', '0'], { cwd });
+  children.push(serve.child);
+  await serve.waitFor(() => /admin key: /.test(serve.stdout()), 'the start');
+  const url2 = /listening on (http:\/\/\S+)/.exec(serve.stdout())![1];
+  assert.doesNotMatch(serve.stdout(), /created now/);
 
-  // A restart: plain `factory serve` on the same ./.factory.
-  const serve = start(['serve', '--port', '0']);
-  const server2 = (await serve.until(/listening on (http:\/\/\S+)/))[1];
-  await serve.until(/admin key: /);
-  assert.doesNotMatch(serve.output(), /created now/);
-  const keys = JSON.parse(await ok(server2, 'key', 'list', '--json')) as { kind: string }[];
-  assert.equal(keys.length, 1, 'no second admin key');
-  assert.equal((await ok(server2, 'webhook', 'list')).replaceAll(server2, 'URL'), webhooks.replaceAll(server, 'URL'));
-  assert.equal(await ok(server2, 'secret', 'list'), secretsBefore);
-  const runsAfter = await ok(server2, 'run', 'list', '--json');
-  assert.equal(runsAfter.replaceAll(server2, 'URL'), runsBefore.replaceAll(server, 'URL'));
-  assert.equal((JSON.parse(runsAfter) as { runs: unknown[] }).runs.length, 1);
-  const after = JSON.parse(await ok(server2, 'delivery', 'show', 'ci', 'build-42', '--json')) as { outcome_label: string; payload: unknown };
-  assert.equal(after.outcome_label, 'Accepted');
-  assert.deepEqual(after.payload, { status: 'failed', branch: 'main', pipeline: 'build' });
-  const replan = await factory(server2, 'plan', EXAMPLE, '--detailed-exitcode');
-  assert.equal(replan.code, 0, replan.stderr);
-  // The same token still opens the same webhook, and the same delivery id is still a Duplicate.
-  const again = await fetch(`${server2}/webhooks/w/${CI_UID}`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${ciToken}`, 'X-CI-Build-Id': 'build-42' },
-    body: '{"status":"failed","branch":"main","pipeline":"build"}',
-  });
-  assert.equal(again.status, 202);
-  const log = JSON.parse(await ok(server2, 'delivery', 'list', 'ci', '--json')) as typeof deliveries;
-  assert.deepEqual(log.map((d) => [d.delivery_id, d.outcome_label, d.runs.length]), [['build-42', 'Duplicate', 0], ['build-42', 'Accepted', 1]]);
+  // The same terminal, no flags: the CLI follows the runtime to its new port.
+  assert.equal((await sh.run('factory webhook list')).out.replaceAll(url2, 'URL'), webhooks.replaceAll(url, 'URL'));
+  assert.equal((await sh.run('factory run list --json')).out.replaceAll(url2, 'URL'), runs.replaceAll(url, 'URL'));
+  assert.equal((await sh.run('factory secret list')).out, secrets);
+  const keys = JSON.parse((await sh.run('factory key list --json')).out) as { name: string }[];
+  assert.deepEqual(keys.map((k) => k.name).sort(), ['admin', 'ci'], 'no second admin key');
+  const replan = await sh.run('factory plan examples/factory --detailed-exitcode');
+  assert.equal(replan.code, 0, replan.err);
+  // The same token still opens the same webhook, and the same delivery id is now a Duplicate.
+  const again = await sh.run(`curl -s -X POST ${url2}/webhooks/w/${CI_UID} -H "Authorization: Bearer $CI_TOKEN" -H 'X-CI-Build-Id: build-42' -d '{}'`);
+  assert.equal(again.out, '{"delivery_id":"build-42"}');
+  const log = (await sh.run('factory delivery list ci')).out;
+  assert.match(log, new RegExp(`Duplicate\\s+\\d+\\s+build-42\\s+-\\n.*Accepted\\s+\\d+\\s+build-42\\s+${runId}\\n`));
 
+  sh.close();
   serve.child.kill('SIGTERM');
-  assert.equal(await serve.exited, 0);
+  assert.equal(await serve.exited, 0, serve.stderr());
 });
