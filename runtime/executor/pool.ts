@@ -9,7 +9,7 @@
  * are removed after the retention period; transcripts stay.
  */
 
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { EnvironmentDef } from '../../core/snapshot.ts';
 import type { Clock } from '../clock.ts';
@@ -22,6 +22,7 @@ import { parseDuration } from './duration.ts';
 import { runJob, type JobResult } from './job.ts';
 import { killOrphanGroup } from './process.ts';
 import { assertIsolation, isolationOf, type Isolation } from './sandbox.ts';
+import { removeWorkspace } from './workspace.ts';
 
 declare module '../services.ts' {
   interface Services {
@@ -303,7 +304,7 @@ export class ExecutorPool implements Service {
     let removed = 0;
     for (const runId of store.runs.workspacesDue(before, 1000)) {
       try {
-        await rm(path.join(this.workspacesDir, runId), { recursive: true, force: true });
+        await removeWorkspace(path.join(this.workspacesDir, runId));
         store.runs.markWorkspaceRemoved(runId);
         removed++;
       } catch (err) {

@@ -9,7 +9,7 @@
  */
 
 import { constants } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { chmod, lstat, open, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isWithin } from '../config.ts';
@@ -117,6 +117,29 @@ export async function planRepo(
   const commands: RepoCommand[] = [{ argv: ['git', 'clone', '--quiet', repo.url, inTarget], cwd: ws, network, sources }];
   if (repo.ref) commands.push({ argv: ['git', 'checkout', '--quiet', repo.ref], cwd: target, network, sources });
   return { kind: 'clone', target, commands };
+}
+
+/**
+ * Removes a finished run's workspace. A run may leave directories without write permission (Go's
+ * module cache does), which its owner cannot empty: those are made writable first, never
+ * following a symlink, and the removal is tried again.
+ */
+export async function removeWorkspace(dir: string): Promise<void> {
+  try {
+    await rm(dir, { recursive: true, force: true });
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EACCES' && (err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
+  }
+  const open = async (d: string): Promise<void> => {
+    await chmod(d, 0o700);
+    for (const entry of await readdir(d)) {
+      const p = path.join(d, entry);
+      if ((await lstat(p)).isDirectory()) await open(p);
+    }
+  };
+  await open(dir);
+  await rm(dir, { recursive: true, force: true });
 }
 
 /** Attachment names are plain file names in the workspace root. */

@@ -205,7 +205,7 @@ for (const executor of ['sandbox', 'direct'] as const) {
 
   test('the agent sees a minimal environment: no master key, no API keys of the runtime', async (t) => {
     const dir = scratch(t);
-    // The runtime's environment as parseConfig sees it (SPEC 5): keys of the runtime and of providers.
+    // The runtime's environment as parseConfig sees it: keys of the runtime and of providers.
     const runtimeEnv = {
       ...process.env,
       FACTORY_MASTER_KEY: randomBytes(32).toString('base64'),
@@ -313,7 +313,7 @@ for (const executor of ['sandbox', 'direct'] as const) {
     for (let i = 0; i < groups.length; i += 2) assert.equal(groups[i][1], groups[i + 1][1]);
   });
 
-  test('with the default caps, a run that prints a lot keeps its transcript under 3 MB (SPEC 9)', async (t) => {
+  test('with the default caps, a run that prints a lot keeps its transcript under 3 MB', async (t) => {
     const dir = scratch(t);
     const loud = `head -c 100000 /dev/zero | tr '\\0' a`;
     const s = spec(dir, {

@@ -13,6 +13,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
+import { removeWorkspace } from '../../../runtime/executor/workspace.ts';
 import { AGENTS, makeRepo, processesOfRun, processesWith, run, sandboxSkip, scratch, spec, waitFor } from './helpers.ts';
 
 const SKIP = sandboxSkip();
@@ -228,3 +229,14 @@ for (const how of ['cancel', 'timeout'] as const) {
     await waitFor(() => sleeps.every((c) => processesWith(c).length === 0) && processesOfRun(s.runId).length === 0, 'no process of the run to be left');
   });
 }
+
+test('sandbox: the runtime reads what a run left in its workspace and removes it, read-only directories included', { skip: SKIP }, async (t) => {
+  const dir = scratch(t);
+  const s = spec(dir, { agent: { command: ['/bin/sh', '-c', 'mkdir -p cache/mod/v1 && echo kept > cache/mod/v1/file && chmod 0444 cache/mod/v1/file && chmod -R a-w cache && echo done'] } });
+  const { result, output } = await run(s);
+  assert.equal(result.state, 'SUCCEEDED');
+  assert.equal(output, 'done\n');
+  assert.equal(readFileSync(path.join(s.workspaceDir, 'cache/mod/v1/file'), 'utf8'), 'kept\n');
+  await removeWorkspace(s.workspaceDir);
+  assert.equal(existsSync(s.workspaceDir), false);
+});
