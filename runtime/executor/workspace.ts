@@ -131,14 +131,14 @@ export async function removeWorkspace(dir: string): Promise<void> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EACCES' && (err as NodeJS.ErrnoException).code !== 'EPERM') throw err;
   }
-  const open = async (d: string): Promise<void> => {
+  const makeWritable = async (d: string): Promise<void> => {
     await chmod(d, 0o700);
     for (const entry of await readdir(d)) {
       const p = path.join(d, entry);
-      if ((await lstat(p)).isDirectory()) await open(p);
+      if ((await lstat(p)).isDirectory()) await makeWritable(p);
     }
   };
-  await open(dir);
+  await makeWritable(dir);
   await rm(dir, { recursive: true, force: true });
 }
 
