@@ -20,7 +20,7 @@ function base32(bytes: Buffer, length: number): string {
 }
 
 /** `<prefix>_` + 26 lowercase base32 characters (130 bits from a CSPRNG; SPEC 2). */
-export function newId(prefix: 'wh' | 'run' | 'key' | 'dlv' | 'evt'): string {
+export function newId(prefix: 'wh' | 'run' | 'key' | 'dlv' | 'evt' | 'msg'): string {
   return `${prefix}_${base32(randomBytes(17), 26)}`;
 }
 

@@ -96,7 +96,12 @@ export function registerDelivery(program: Command, io: CliIO): void {
     io.stdout(lines.filter(([, v]) => v !== null).map(([k, v]) => `${(k + ':').padEnd(14)}${v}\n`).join(''));
     const runs = d.runs ?? [];
     if (runs.length) {
-      const rows = table([['RUN', 'AUTOMATION', 'STATE', 'REPLAY'], ...runs.map((r) => [r.run_id, r.automation ?? '', r.state, r.replay ? `by ${r.replay.by.name}` : ''])]);
+      // The REPLAY column only when a replay started some of them (docs/ingress.md#replay).
+      const replays = runs.some((r) => r.replay);
+      const rows = table([
+        ['RUN', 'AUTOMATION', 'STATE', ...(replays ? ['REPLAY'] : [])],
+        ...runs.map((r) => [r.run_id, r.automation ?? '', r.state, ...(replays ? [r.replay ? `by ${r.replay.by.name}` : ''] : [])]),
+      ]);
       io.stdout('runs:\n' + rows.split('\n').filter(Boolean).map((l) => `  ${l}\n`).join(''));
     } else if (d.outcome === 'accepted') {
       io.stdout(`${'runs:'.padEnd(14)}none (no automation matched)\n`);

@@ -10,9 +10,10 @@ import { runRoutes } from './runs.ts';
 import { sessionRoutes } from './sessions.ts';
 import { automationRoutes } from './automations.ts';
 import { dashboardRoutes } from './dashboard.ts';
+import { replayRetryRoutes } from './replay-retry.ts';
 
 /** A route module adds its routes to the one router. */
 export type RouteModule = (router: Router, deps: AppDeps) => void;
 
 /** Every route module. Each owner adds one import and one entry. */
-export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, ingressRoutes, webhooksManageRoutes, runRoutes, sessionRoutes, automationRoutes, dashboardRoutes];
+export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, ingressRoutes, webhooksManageRoutes, runRoutes, sessionRoutes, automationRoutes, dashboardRoutes, replayRetryRoutes];

@@ -4,6 +4,7 @@ import { conflict } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { sourcesOf, type RunState } from '../../core/run-state.ts';
 import { iso } from '../clock.ts';
+import { open as openSealed, seal } from '../crypto.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 import type { StoreContext } from './index.ts';
 
@@ -47,6 +48,50 @@ export interface RunRecord {
   conversation_id?: string;
   /** The schedule that started the run (source SCHEDULE). */
   schedule?: RunSchedule;
+  /** The FAILED or ERROR run this one retries (docs/api.md#retry). */
+  retry_of?: string;
+  /** The delivery this run is a replay of, and who replayed it (docs/ingress.md#replay). */
+  replay_of?: RunReplay;
+  /** Where the run reports its state changes (docs/api.md#run-notifications); never the secret. */
+  webhook?: { url: string; secret_name?: string };
+}
+
+/** A replayed delivery, as a run shows it. */
+export interface RunReplay {
+  webhook_uid: string;
+  delivery_id: string;
+  by: { type: CreatorType; name: string };
+  at: string;
+}
+
+/** Where a run reports its state changes: a secret given (or generated), or a team secret's name. */
+export interface RunNotify {
+  url: string;
+  secret?: string;
+  secretName?: string;
+}
+
+/** A notification of the outbox (docs/api.md#run-notifications). */
+export interface RunNotification {
+  seq: number;
+  run_id: string;
+  message_id: string;
+  state: RunState;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: { attempt: number; at: string; status_code: number | null; error: string | null }[];
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+/** A notification due for an attempt: what the sender needs. */
+export interface DueNotification {
+  seq: number;
+  runId: string;
+  messageId: string;
+  attempts: number;
+  run: RunRecord;
+  notify: RunNotify;
+  createdAt: string;
 }
 
 /** Oz request fields recorded as given: `config` without environment_id, skill, team, conversation_id. */
@@ -85,7 +130,28 @@ export interface NewRun {
   attachments?: { name: string; bytes: Buffer }[];
   oz?: OzFields | null;
   schedule?: RunSchedule;
+  retryOf?: string | null;
+  /** With webhookUid and deliveryId: the replayed delivery. */
+  replay?: { by: { type: CreatorType; name: string } } | null;
+  notify?: RunNotify | null;
 }
+
+/** A run of a delivery, as its log entry shows it; `replay` when it was started by a replay. */
+export interface DeliveryRun {
+  run_id: string;
+  automation: string | null;
+  state: RunState;
+  replay?: Pick<RunReplay, 'by' | 'at'>;
+}
+
+/** A run's notify as stored: the secret sealed with the master key. */
+interface StoredNotify {
+  url: string;
+  secret_sealed?: string;
+  secret_name?: string;
+}
+
+const webhookOf = (n: StoredNotify): { url: string; secret_name?: string } => ({ url: n.url, ...(n.secret_name !== undefined ? { secret_name: n.secret_name } : {}) });
 
 export interface TranscriptEvent {
   seq: number;
@@ -164,11 +230,14 @@ interface Row {
   retryable: number | null;
   oz: string | null;
   schedule: string | null;
+  retry_of: string | null;
+  replay: string | null;
+  notify: string | null;
 }
 
 const COLUMNS = `seq, run_id, state, title, prompt, environment_id, source, creator_type, creator_name, factory,
   automation, webhook_uid, delivery_id, metadata, created_at, updated_at, started_at, finished_at, status_message,
-  error_code, retryable, oz, schedule`;
+  error_code, retryable, oz, schedule, retry_of, replay, notify`;
 
 /**
  * The cursor is opaque to clients: base64url of `<created_at>|<seq>` for the default order (newest
@@ -202,9 +271,9 @@ export class RunStore {
     const db = ctx.db;
     this.stmts = {
       insert: db.prepare(`INSERT INTO runs (run_id, state, title, prompt, environment_id, source, creator_type, creator_name,
-        factory, automation, webhook_uid, delivery_id, metadata, oz, schedule, created_at, updated_at)
+        factory, automation, webhook_uid, delivery_id, metadata, oz, schedule, retry_of, replay, notify, created_at, updated_at)
         VALUES (@run_id, 'QUEUED', @title, @prompt, @environment_id, @source, @creator_type, @creator_name,
-        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @oz, @schedule, @now, @now)`),
+        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @oz, @schedule, @retry_of, @replay, @notify, @now, @now)`),
       insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256) VALUES (?, ?, ?, ?, ?)'),
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
@@ -231,7 +300,18 @@ export class RunStore {
       groupDelete: db.prepare('DELETE FROM run_process_groups WHERE run_id = ? AND pgid = ?'),
       groupsOf: db.prepare('SELECT pgid FROM run_process_groups WHERE run_id = ? ORDER BY started_at, pgid'),
       groupsClear: db.prepare('DELETE FROM run_process_groups WHERE run_id = ?'),
-      byDelivery: db.prepare('SELECT run_id, automation, state FROM runs WHERE webhook_uid = ? AND delivery_id = ? ORDER BY seq'),
+      byDelivery: db.prepare('SELECT run_id, automation, state, replay FROM runs WHERE webhook_uid = ? AND delivery_id = ? ORDER BY seq'),
+      notifyOf: db.prepare('SELECT run_id, notify FROM runs WHERE run_id = ?'),
+      enqueue: db.prepare(`INSERT INTO run_notifications (run_id, message_id, state, run, status, attempts, next_ms, created_at)
+        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`),
+      due: db.prepare(`SELECT n.seq, n.run_id, n.message_id, n.attempts, n.run, n.created_at, r.notify FROM run_notifications n
+        JOIN runs r ON r.run_id = n.run_id WHERE n.status = 'pending' AND n.next_ms <= ? ORDER BY n.next_ms, n.seq LIMIT ?`),
+      nextDue: db.prepare(`SELECT MIN(next_ms) AS ms FROM run_notifications WHERE status = 'pending'`),
+      recordAttempt: db.prepare('INSERT INTO run_notification_attempts (notification_seq, attempt, at, status_code, error) VALUES (?, ?, ?, ?, ?)'),
+      settle: db.prepare('UPDATE run_notifications SET status = ?, attempts = ?, next_ms = ? WHERE seq = ? AND status = \'pending\''),
+      notificationsOf: db.prepare('SELECT seq, run_id, message_id, state, status, next_ms, created_at FROM run_notifications WHERE run_id = ? ORDER BY seq'),
+      attemptsOf: db.prepare(`SELECT a.notification_seq, a.attempt, a.at, a.status_code, a.error FROM run_notification_attempts a
+        JOIN run_notifications n ON n.seq = a.notification_seq WHERE n.run_id = ? ORDER BY a.notification_seq, a.attempt`),
     };
     // One item of `createBatch`, in its own savepoint.
     this.createOne = db.transaction(({ input, idem }: NewRunItem): { run: RunRecord; created: boolean } => {
@@ -286,7 +366,93 @@ export class RunStore {
       ...(skill !== undefined ? { agent_skill: { name: skill } } : {}),
       ...(oz?.conversation_id !== undefined ? { conversation_id: oz.conversation_id } : {}),
       ...(row.schedule !== null ? { schedule: JSON.parse(row.schedule) as RunSchedule } : {}),
+      ...(row.retry_of !== null ? { retry_of: row.retry_of } : {}),
+      ...(row.replay !== null && row.webhook_uid !== null && row.delivery_id !== null
+        ? { replay_of: { webhook_uid: row.webhook_uid, delivery_id: row.delivery_id, ...(JSON.parse(row.replay) as Pick<RunReplay, 'by' | 'at'>) } }
+        : {}),
+      ...(row.notify !== null ? { webhook: webhookOf(JSON.parse(row.notify) as StoredNotify) } : {}),
     };
+  }
+
+  /** The sealing context of a run's notification secret: a sealed value opens for its run only. */
+  private static notifyAad(runId: string): Buffer {
+    return Buffer.from(`run-notify:${runId}`, 'utf8');
+  }
+
+  private sealNotify(runId: string, n: RunNotify): string {
+    const stored: StoredNotify = { url: n.url };
+    if (n.secret !== undefined) stored.secret_sealed = seal(this.ctx.masterKey, n.secret, RunStore.notifyAad(runId)).toString('base64');
+    if (n.secretName !== undefined) stored.secret_name = n.secretName;
+    return JSON.stringify(stored);
+  }
+
+  private openNotify(runId: string, text: string): RunNotify {
+    const stored = JSON.parse(text) as StoredNotify;
+    return {
+      url: stored.url,
+      ...(stored.secret_sealed !== undefined
+        ? { secret: openSealed(this.ctx.masterKey, Buffer.from(stored.secret_sealed, 'base64'), RunStore.notifyAad(runId)).toString('utf8') }
+        : {}),
+      ...(stored.secret_name !== undefined ? { secretName: stored.secret_name } : {}),
+    };
+  }
+
+  /** The Oz fields a run was created with, as given (a retry keeps them). */
+  ozOf(runId: string): OzFields | null {
+    const row = this.stmts.get.get(runId) as Row | undefined;
+    return row?.oz ? (JSON.parse(row.oz) as OzFields) : null;
+  }
+
+  /** Where a run reports (with its secret, for a retry to report to the same place), or undefined. */
+  notifyOf(runId: string): RunNotify | undefined {
+    const row = this.stmts.notifyOf.get(runId) as { run_id: string; notify: string | null } | undefined;
+    return row?.notify ? this.openNotify(row.run_id, row.notify) : undefined;
+  }
+
+  /** Queues the notification of a state change, inside the transaction that made it. */
+  private enqueueInTx(row: Row, now: Date): void {
+    if (row.notify === null) return;
+    const record = this.toRecord(row);
+    this.stmts.enqueue.run(row.run_id, newId('msg'), row.state, JSON.stringify(record), now.getTime(), iso(now));
+  }
+
+  /** Notifications due by `now`, oldest first, with what sending them needs. */
+  dueNotifications(now: Date, limit: number): DueNotification[] {
+    const rows = this.stmts.due.all(now.getTime(), limit) as { seq: number; run_id: string; message_id: string; attempts: number; run: string; created_at: string; notify: string | null }[];
+    return rows.flatMap((r) => {
+      if (r.notify === null) return [];
+      return [{ seq: r.seq, runId: r.run_id, messageId: r.message_id, attempts: r.attempts, run: JSON.parse(r.run) as RunRecord, notify: this.openNotify(r.run_id, r.notify), createdAt: r.created_at }];
+    });
+  }
+
+  /** When the next pending notification is due (ms since the epoch), or undefined. */
+  nextNotificationMs(): number | undefined {
+    return (this.stmts.nextDue.get() as { ms: number | null }).ms ?? undefined;
+  }
+
+  /**
+   * Records one attempt and its outcome: delivered, failed for good, or pending again at `nextMs`.
+   */
+  recordNotificationAttempt(seq: number, attempt: number, result: { statusCode: number | null; error: string | null }, outcome: { status: 'delivered' | 'failed' } | { status: 'pending'; nextMs: number }): void {
+    this.ctx.db.transaction(() => {
+      this.stmts.recordAttempt.run(seq, attempt, this.now(), result.statusCode, result.error);
+      this.stmts.settle.run(outcome.status, attempt, outcome.status === 'pending' ? outcome.nextMs : null, seq);
+    })();
+  }
+
+  /** A run's notifications with every attempt, oldest first (the run view's `notifications`). */
+  notifications(runId: string): RunNotification[] {
+    const attempts = this.stmts.attemptsOf.all(runId) as { notification_seq: number; attempt: number; at: string; status_code: number | null; error: string | null }[];
+    return (this.stmts.notificationsOf.all(runId) as { seq: number; run_id: string; message_id: string; state: RunState; status: RunNotification['status']; next_ms: number | null; created_at: string }[]).map((n) => ({
+      seq: n.seq,
+      run_id: n.run_id,
+      message_id: n.message_id,
+      state: n.state,
+      status: n.status,
+      attempts: attempts.filter((a) => a.notification_seq === n.seq).map(({ notification_seq: _, ...a }) => a),
+      next_attempt_at: n.status === 'pending' && n.next_ms !== null ? iso(new Date(n.next_ms)) : null,
+      created_at: n.created_at,
+    }));
   }
 
   /**
@@ -314,6 +480,9 @@ export class RunStore {
         metadata: input.metadata == null ? null : JSON.stringify(input.metadata),
         oz: input.oz == null ? null : JSON.stringify(input.oz),
         schedule: input.schedule === undefined ? null : JSON.stringify(input.schedule),
+        retry_of: input.retryOf ?? null,
+        replay: input.replay ? JSON.stringify({ by: input.replay.by, at: now }) : null,
+        notify: input.notify ? this.sealNotify(run_id, input.notify) : null,
         now,
       });
       for (const a of input.attachments ?? []) {
@@ -425,8 +594,10 @@ export class RunStore {
   }
 
   /** The runs a delivery started (SPEC 7.7: the delivery log shows them), in creation order. */
-  byDelivery(webhookUid: string, deliveryId: string): { run_id: string; automation: string | null; state: RunState }[] {
-    return this.stmts.byDelivery.all(webhookUid, deliveryId) as { run_id: string; automation: string | null; state: RunState }[];
+  byDelivery(webhookUid: string, deliveryId: string): DeliveryRun[] {
+    return (this.stmts.byDelivery.all(webhookUid, deliveryId) as { run_id: string; automation: string | null; state: RunState; replay: string | null }[]).map(
+      ({ replay, ...r }) => (replay === null ? r : { ...r, replay: JSON.parse(replay) as Pick<RunReplay, 'by' | 'at'> }),
+    );
   }
 
   queuedCount(): number {
@@ -446,6 +617,7 @@ export class RunStore {
       const row = this.stmts.claim.get({ now }) as Row | undefined;
       if (!row) return undefined;
       this.appendEventInTx(row.run_id, 'state', { from: 'QUEUED', to: 'INPROGRESS' }, now);
+      this.enqueueInTx(row, new Date(now));
       return this.toRecord(row);
     })();
   }
@@ -480,6 +652,7 @@ export class RunStore {
       this.stmts.groupsClear.run(runId);
       // `from` is not returned by RETURNING; the event names where the run ends, and why.
       this.appendEventInTx(runId, 'state', { to, ...(input.statusMessage ? { status_message: input.statusMessage } : {}) }, now);
+      this.enqueueInTx(row, new Date(now));
       return this.toRecord(row);
     })();
   }

@@ -43,11 +43,13 @@ export const ROUTE_SCOPES: RouteScope[] = [
   { method: 'DELETE', path: '/api/v1/webhooks/wh_placeholder', scope: 'manage' },
   { method: 'GET', path: '/api/v1/webhooks/wh_placeholder/deliveries', scope: 'manage' },
   { method: 'GET', path: '/api/v1/webhooks/wh_placeholder/deliveries/placeholder', scope: 'manage' },
+  { method: 'POST', path: '/api/v1/webhooks/wh_placeholder/deliveries/placeholder/replay', scope: 'manage' },
   // runtime/routes/runs.ts
   { method: 'POST', path: '/api/v1/agent/runs', scope: 'runs', body: { prompt: 'x', config: { environment_id: 'x' } } },
   { method: 'GET', path: '/api/v1/agent/runs', scope: 'runs' },
   { method: 'GET', path: '/api/v1/agent/runs/run_placeholder', scope: 'runs' },
   { method: 'POST', path: '/api/v1/agent/runs/run_placeholder/cancel', scope: 'runs' },
+  { method: 'POST', path: '/api/v1/agent/runs/run_placeholder/retry', scope: 'runs' },
   { method: 'GET', path: '/api/v1/agent/runs/run_placeholder/transcript', scope: 'runs' },
   // runtime/routes/automations.ts
   { method: 'GET', path: '/api/v1/automations', scope: 'manage' },
