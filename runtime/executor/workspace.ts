@@ -107,6 +107,10 @@ export async function planRepo(
   const inTarget = sandbox.inside(target);
   if (local !== null && (await isDir(local)) && !(await isGitRepo(sandbox, local, env, extra))) {
     if (repo.ref) throw new Error(`repo ${repo.url} is not a git repository, so ref "${repo.ref}" cannot be checked out`);
+    // The sandbox covers them with an empty directory; a direct copy would carry them along.
+    if (!sandbox.sandboxed && sandbox.iso.hidden.some((h) => isWithin(h, path.resolve(local)))) {
+      throw new Error(`repo ${repo.url} holds the runtime's data directory or work directory, which a copy would carry into the workspace; name a directory that does not`);
+    }
     // Inside the run's isolation, as the run's user: the runtime itself never writes below a
     // workspace path that a run's commands could have turned into a symlink.
     const script = 'if [ -e "$2" ] || [ -L "$2" ]; then echo "$2 already exists" >&2; exit 1; fi; mkdir -p -- "$(dirname -- "$2")" && exec cp -R --preserve=mode,timestamps --no-target-directory -- "$1" "$2"';

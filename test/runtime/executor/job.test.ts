@@ -102,6 +102,39 @@ for (const executor of ['sandbox', 'direct'] as const) {
     assert.equal(events.some((e) => e.data.phase === 'agent'), false);
   });
 
+  test('a local repo inside the data dir or the work dir is refused: runs never read them', async (t) => {
+    const dir = scratch(t);
+    const inData = path.join(dir, 'data', 'repo');
+    mkdirSync(inData, { recursive: true });
+    const inWork = path.join(dir, 'data-workspaces', 'run_other', 'app');
+    mkdirSync(inWork, { recursive: true });
+    for (const url of [inData, pathToFileURL(inWork).href, path.join(dir, 'data')]) {
+      const { result, events } = await run(spec(dir, { repos: [{ url }] }));
+      assert.equal(result.state, 'FAILED', url);
+      assert.equal(result.errorCode, 'repo_failed');
+      assert.equal(result.statusMessage, `repo ${url} lies inside the runtime's data directory or work directory, which runs may not read; name a repository outside them`);
+      assert.equal(events.length, 0, 'nothing ran');
+    }
+  });
+
+  test('a local directory that holds the data dir: the sandbox copies it with the data dir left out; direct refuses to copy it', async (t) => {
+    const dir = scratch(t);
+    const src = path.join(dir, 'src');
+    mkdirSync(path.join(src, 'state'), { recursive: true });
+    writeFileSync(path.join(src, 'file.txt'), 'x');
+    writeFileSync(path.join(src, 'state', 'admin.key'), 'fk_secret');
+    const s = spec(dir, { repos: [{ url: src }], agent: { command: ['/bin/sh', '-c', 'cat src/file.txt; ls -A src/state'] } });
+    const { result, output } = await runIn(s, { isolation: isolation(dir, executor, { dataDir: path.join(src, 'state') }) });
+    if (executor === 'sandbox') {
+      assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+      assert.equal(output, 'x');
+      assert.equal(existsSync(path.join(s.workspaceDir, 'src', 'state', 'admin.key')), false);
+    } else {
+      assert.equal(result.state, 'FAILED');
+      assert.equal(result.statusMessage, `repo ${src} holds the runtime's data directory or work directory, which a copy would carry into the workspace; name a directory that does not`);
+    }
+  });
+
   test('a local directory that cannot be copied ends FAILED naming it', async (t) => {
     const dir = scratch(t);
     const plain = path.join(dir, 'fixtures');
