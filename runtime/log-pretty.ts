@@ -53,7 +53,9 @@ function request(o: Record<string, unknown>): string | undefined {
   const ms = typeof o.ms === 'number' ? ` (${Math.round(o.ms)} ms)` : '';
   if (typeof o.outcome === 'string') {
     const label = OUTCOME_LABELS[o.outcome as DeliveryOutcome] ?? o.outcome;
-    return `delivery ${str(o.delivery_id)} to ${str(o.path)}: ${status} ${label}${ms}`;
+    // A rejection says why (as `delivery show` does), so a wrong secret is found from the feed.
+    const why = typeof o.reason === 'string' && o.reason ? `: ${str(o.reason)}` : '';
+    return `delivery ${str(o.delivery_id)} to ${str(o.path)}: ${status} ${label}${why}${ms}`;
   }
   const readOnly = o.method === 'GET' || o.method === 'HEAD';
   if (readOnly && status < 400) return undefined;

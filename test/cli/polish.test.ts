@@ -1,9 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { runCli } from '../../cli/main.ts';
 import { startTestRuntime } from '../runtime/helpers.ts';
+import { PR_OPENED, applyFactory, createSecret, deliverGithub } from '../runtime/automations/helpers.ts';
 import { bufferIO } from './helpers.ts';
 
 /** Small points a new user meets: each with the exact words the CLI prints. */
@@ -33,5 +36,32 @@ test('an empty secret value: create suggests --pending, update (which has no --p
     assert.equal(update.err, 'error: the value is empty; pipe it on stdin or use --from-file.\n');
   } finally {
     await rt.stop();
+  }
+});
+
+test('filter test on the file and automation test on the runtime name the same failing key, whatever order the file lists them in', async () => {
+  const rt = await startTestRuntime();
+  const dir = mkdtempSync(join(tmpdir(), 'factory-order-'));
+  try {
+    (rt.services.executor as { pause(): void } | undefined)?.pause();
+    await createSecret(rt);
+    // Both keys miss: `zeta` is absent, `action` is "opened". The file lists zeta first.
+    await applyFactory(rt, { picky: { payload: { zeta: 'x', action: 'closed' } } });
+    const { res, deliveryId } = await deliverGithub(rt, PR_OPENED);
+    assert.equal(res.status, 202);
+
+    const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+    const live = bufferIO(env);
+    assert.equal(await runCli(['automation', 'test', 'picky', '--delivery', deliveryId], live), 1, live.err);
+    assert.match(live.out, /^Would not trigger\n.*\n {2}payload check: failed\n {4}key path: action\n {4}reason: {3}"opened" is not "closed"\n$/);
+
+    writeFileSync(join(dir, 'filter.yaml'), 'zeta: x\naction: closed\n');
+    writeFileSync(join(dir, 'payload.json'), PR_OPENED);
+    const offline = bufferIO({}, { cwd: dir });
+    assert.equal(await runCli(['filter', 'test', 'filter.yaml', 'payload.json'], offline), 1);
+    assert.equal(offline.out, 'does not match: action: "opened" is not "closed"\n');
+  } finally {
+    await rt.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

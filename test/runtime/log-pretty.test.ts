@@ -12,10 +12,13 @@ function feed(): { log: ReturnType<typeof createLogger>; out: string[] } {
 
 const TIME = /^\d\d:\d\d:\d\d {2}/;
 
-test('deliveries show their outcome and id, with the URL token already redacted', () => {
+test('deliveries show their outcome and id (a rejection with its reason), with the URL token already redacted', () => {
   const { log, out } = feed();
   logRequest(log, { method: 'POST', url: '/webhooks/w/wh_abcdefghijklmnopqrstuvwxyz/s3cr3t-token', status: 202, ms: 3.4, delivery: { outcome: 'accepted', deliveryId: 'evt-1' } });
   logRequest(log, { method: 'POST', url: '/webhooks/w/wh_abcdefghijklmnopqrstuvwxyz', status: 401, ms: 1, delivery: { outcome: 'rejected_auth', deliveryId: 'evt-2' } });
+  logRequest(log, { method: 'POST', url: '/webhooks/w/wh_abcdefghijklmnopqrstuvwxyz', status: 401, ms: 2, delivery: { outcome: 'rejected_auth', deliveryId: 'evt-3', reason: 'signature_mismatch' } });
+  assert.equal(out[2].replace(TIME, ''), 'delivery evt-3 to /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz: 401 Rejected (auth): signature_mismatch (2 ms)\n');
+  out.pop();
   assert.equal(out.length, 2);
   assert.match(out[0], TIME);
   assert.equal(out[0].replace(TIME, ''), 'delivery evt-1 to /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz/[REDACTED]: 202 Accepted (3 ms)\n');

@@ -55,7 +55,7 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
   await waitFor(() => /run run_\w+ SUCCEEDED/.test(dev.stdout()) && dev.stdout().includes('alert-2'), 'the activity lines');
   assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}delivery alert-1 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 202 Accepted \(\d+ ms\)$/m);
   assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}run run_\w+ started \(automation alerts, environment sandbox\)$/m);
-  assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}delivery alert-2 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 401 Rejected \(auth\)/m);
+  assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}delivery alert-2 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 401 Rejected \(auth\): bad_credentials \(\d+ ms\)$/m);
   assert.ok(!dev.stdout().includes('wrong-token'));
   assert.equal(dev.stdout().split(alerts).length, 2, 'the token appears once: where it was created');
   assert.doesNotMatch(dev.stdout(), /^\{/m, 'no JSON log lines');
