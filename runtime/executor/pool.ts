@@ -62,6 +62,7 @@ export class ExecutorPool implements Service {
   private cleaning: Promise<number> | undefined;
   private readonly workspacesDir: string;
   private readonly isolation: Isolation;
+  private workDirReady: Promise<void> | undefined;
 
   constructor(
     private readonly deps: PoolDeps,
@@ -81,7 +82,6 @@ export class ExecutorPool implements Service {
         'runs execute without a sandbox (--executor direct): their commands see this machine as the runtime does, network and other runs included (docs/security.md#executors)',
       );
     }
-    await this.prepareWorkDir();
     this.recover();
     this.started = true;
     await this.cleanWorkspaces();
@@ -95,10 +95,19 @@ export class ExecutorPool implements Service {
   }
 
   /**
-   * The work dir: private to the runtime, except that a direct run as another user must be able
-   * to pass through it to its own workspace (0711: no listing of other runs' workspaces).
+   * The work dir, made when the first run starts (a runtime that runs nothing leaves none): private
+   * to the runtime, except that a direct run as another user must be able to pass through it to
+   * its own workspace (0711: no listing of other runs' workspaces).
    */
-  private async prepareWorkDir(): Promise<void> {
+  private prepareWorkDir(): Promise<void> {
+    this.workDirReady ??= this.makeWorkDir().catch((err) => {
+      this.workDirReady = undefined;
+      throw err;
+    });
+    return this.workDirReady;
+  }
+
+  private async makeWorkDir(): Promise<void> {
     const mode = this.isolation.kind === 'direct' && this.isolation.runAs ? 0o711 : 0o700;
     await mkdir(this.workspacesDir, { recursive: true, mode });
     await chmod(this.workspacesDir, mode);
@@ -204,6 +213,7 @@ export class ExecutorPool implements Service {
     let result: JobResult;
     try {
       const env = this.environmentOf(run);
+      await this.prepareWorkDir();
       result = await runJob(
         {
           runId: run.run_id,
