@@ -14,7 +14,7 @@
  * `npm test`: the targets are judged here, never asserted in tests (the machine is shared).
  *
  * `npm run bench -- ingress` (3 rounds of 5 s per target), `npm run bench -- ingress --quick`
- * (1 round of 2 s).
+ * (1 round of 2 s). `BENCH_CPU_PROF=<dir>` writes a CPU profile of the runtime's process there.
  */
 
 import { fork, type ChildProcess } from 'node:child_process';
@@ -189,8 +189,9 @@ interface ServerProcess {
   stop(): Promise<void>;
 }
 
-async function startProcess(args: string[]): Promise<ServerProcess> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function startProcess(args: string[], profileDir?: string): Promise<ServerProcess> {
+  const execArgv = profileDir ? [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${profileDir}`] : process.execArgv;
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let early: ((code: number | null) => void) | undefined;
   const first = await new Promise<FromServer>((resolve, reject) => {
@@ -239,7 +240,8 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'factory-bench-ingress-'));
   const dataDir = path.join(scratch, 'data');
   const bare = await startProcess(['--bare']);
-  const factory = await startProcess(['--factory', dataDir]).catch(async (err) => {
+  // BENCH_CPU_PROF=<dir>: the runtime's process writes a V8 CPU profile there when it stops.
+  const factory = await startProcess(['--factory', dataDir], process.env.BENCH_CPU_PROF).catch(async (err) => {
     await bare.stop();
     throw err;
   });

@@ -34,7 +34,7 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
 /**
  * The ingress hook of SPEC 7.1 step 9: called inside the transaction that writes the Accepted
  * delivery and its payload, it creates one QUEUED run per matching automation with plain inserts
- * (`store.runs.createInTx`), so the delivery and its runs commit together or not at all; a crash
+ * (`store.runs.insertInTx`), so the delivery and its runs commit together or not at all; a crash
  * can neither lose the runs nor create them twice. `afterCreate` is called when runs were
  * created, still inside the transaction.
  *
@@ -61,7 +61,7 @@ export function automationsHook(store: Store, afterCreate?: () => void): Accepte
     // it, and only when some filter of this webhook's automations needs it.
     const matched = matchCompiled(automationsOf(webhook), () => (body ? body.json : parsePayload(delivery.payload)));
     if (matched.length === 0) return;
-    store.runs.createInTx(matched.map((a) => webhookRun(a, webhook, delivery)));
+    store.runs.insertInTx(matched.map((a) => webhookRun(a, webhook, delivery)));
     // Must not touch the store: the caller defers it past the commit (e.g. the executor's wake).
     afterCreate?.();
   };

@@ -26,6 +26,10 @@ export interface DeliveryFacts {
   sender?: string;
   contentType?: string;
   userAgent?: string;
+  /** The secret version that authenticated the request (docs/runtime.md#graceful-rotation). */
+  secretVersion?: number | null;
+  /** Logged as the entry's reason when it has none: a handshake's note (docs/signatures.md#handshakes). */
+  note?: string;
 }
 
 export interface DeliveryEntry {
@@ -40,6 +44,8 @@ export interface DeliveryEntry {
   contentType: string | null;
   userAgent: string | null;
   hasPayload: boolean;
+  /** The secret version that authenticated it; null for rejections. */
+  secretVersion: number | null;
 }
 
 /** An Accepted entry as it is handed to `onAccepted` hooks, inside the accepting transaction. */
@@ -117,10 +123,11 @@ interface Row {
   content_type: string | null;
   user_agent: string | null;
   has_payload: number;
+  secret_version: number | null;
 }
 
 const COLUMNS = `d.seq, d.webhook_uid, d.delivery_id, d.outcome, d.reason, d.size, d.received_at, d.sender,
-  d.content_type, d.user_agent, (p.delivery_seq IS NOT NULL) AS has_payload`;
+  d.content_type, d.user_agent, (p.delivery_seq IS NOT NULL) AS has_payload, d.secret_version`;
 
 export type DeliveryStore = ReturnType<typeof createDeliveryStore>;
 
@@ -128,25 +135,32 @@ export type DeliveryStore = ReturnType<typeof createDeliveryStore>;
 export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   const db = ctx.db;
   const insert = db.prepare(
-    `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent)
-     VALUES (@webhookUid, @deliveryId, @outcome, @reason, @size, @receivedAt, @receivedMs, @sender, @contentType, @userAgent)`,
+    `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version)
+     VALUES (@webhookUid, @deliveryId, @outcome, @reason, @size, @receivedAt, @receivedMs, @sender, @contentType, @userAgent, @secretVersion)`,
   );
   const insertPayload = db.prepare('INSERT INTO delivery_payloads (delivery_seq, body) VALUES (?, ?)');
-  // One statement claims the identity: a new row, or an expired one (older than the cutoff, not
-  // yet pruned) taken over. A live Accepted identity changes nothing: the delivery is a Duplicate.
+  // One statement claims the identity for the entry just logged (`seq`): a new row, or an expired
+  // one (older than the cutoff, not yet pruned) taken over. A live Accepted identity changes
+  // nothing: the delivery is a Duplicate.
   const claimIdentity = db.prepare(
-    `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms) VALUES (@uid, @identity, @now)
-     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms WHERE accepted_ms < @cutoff`,
+    `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (@uid, @identity, @now, @seq)
+     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq WHERE accepted_ms < @cutoff`,
   );
+  const markDuplicate = db.prepare(`UPDATE deliveries SET outcome = 'duplicate' WHERE seq = ?`);
   const listStmt = db.prepare(
     `SELECT ${COLUMNS} FROM deliveries d LEFT JOIN delivery_payloads p ON p.delivery_seq = d.seq
      WHERE d.webhook_uid = ? AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`,
   );
   // One id may have several entries (an Accepted one, its Duplicates, earlier rejections):
-  // `get` answers the Accepted one when there is one, else the newest.
-  const getStmt = db.prepare(
+  // `get` answers the Accepted one when there is one, else the newest. The Accepted one is found
+  // through its identity (migration 008), the others through the partial index by id.
+  const getAccepted = db.prepare(
+    `SELECT ${COLUMNS} FROM delivery_identities i JOIN deliveries d ON d.seq = i.seq LEFT JOIN delivery_payloads p ON p.delivery_seq = d.seq
+     WHERE i.webhook_uid = ? AND i.identity = ?`,
+  );
+  const getOther = db.prepare(
     `SELECT ${COLUMNS} FROM deliveries d LEFT JOIN delivery_payloads p ON p.delivery_seq = d.seq
-     WHERE d.webhook_uid = ? AND d.delivery_id = ? ORDER BY (d.outcome = 'accepted') DESC, d.seq DESC LIMIT 1`,
+     WHERE d.webhook_uid = ? AND d.delivery_id = ? AND d.outcome <> 'accepted' ORDER BY d.seq DESC LIMIT 1`,
   );
   const payloadStmt = db.prepare('SELECT body FROM delivery_payloads WHERE delivery_seq = ?');
   const countStmt = db.prepare('SELECT COUNT(*) AS n FROM deliveries WHERE webhook_uid = ?');
@@ -159,9 +173,14 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   const keepBoundary = db.prepare('SELECT seq FROM deliveries WHERE webhook_uid = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
   const deletePayload = db.prepare('DELETE FROM delivery_payloads WHERE delivery_seq = ?');
   const deleteEntry = db.prepare('DELETE FROM deliveries WHERE seq = ?');
+  // An identity outlives its entry (30 days against 7), never the other way round: one whose
+  // Accepted entry is still in the log (among the newest 50 of a quiet webhook) stays, as the way
+  // to find that entry by id. The claim's cutoff, not this, decides whether it still dedups.
   const pruneIdentities = db.prepare(
     `DELETE FROM delivery_identities WHERE (webhook_uid, identity) IN (
-       SELECT webhook_uid, identity FROM delivery_identities WHERE accepted_ms < ? ORDER BY accepted_ms LIMIT ?)`,
+       SELECT i.webhook_uid, i.identity FROM delivery_identities i
+       WHERE i.accepted_ms < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = i.seq)
+       ORDER BY i.accepted_ms LIMIT ?)`,
   );
   // The cap on Rejected entries: the oldest beyond the newest `keep` of one webhook, along the
   // partial index of migration 008 (its WHERE clause repeated word for word).
@@ -179,25 +198,30 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     webhookUid: f.webhookUid,
     deliveryId: f.deliveryId,
     outcome,
-    reason,
+    reason: reason ?? f.note ?? null,
     size: f.size,
     receivedAt: f.receivedAt.toISOString(),
     receivedMs: f.receivedAt.getTime(),
     sender: cut(f.sender),
     contentType: cut(f.contentType),
     userAgent: cut(f.userAgent),
+    // Only a request that authenticated says which version did.
+    secretVersion: outcome === 'accepted' || outcome === 'duplicate' ? (f.secretVersion ?? null) : null,
   });
 
   // Steps 8 and 9 for one delivery. Run inside a transaction: on its own (BEGIN IMMEDIATE), or
-  // nested in a group commit, where better-sqlite3 makes it a SAVEPOINT of the batch. Nothing is
-  // read back: the seq comes from the insert itself.
+  // nested in a group commit, where better-sqlite3 makes it a SAVEPOINT of the batch. The entry
+  // is logged as Accepted first, so the claim can point at it; the rare Duplicate is then
+  // re-marked. Nothing is read back: the seq comes from the insert itself.
   const acceptOne = db.transaction(
     (f: DeliveryFacts, payload: Buffer, identityDays: number, onAccepted: readonly ((delivery: AcceptedDelivery) => void)[]): AcceptResult => {
       const nowMs = f.receivedAt.getTime();
       const cutoff = nowMs - identityDays * DAY_MS;
-      const claimed = claimIdentity.run({ uid: f.webhookUid, identity: f.deliveryId, now: nowMs, cutoff }).changes === 1;
-      if (!claimed) return { outcome: 'duplicate', seq: Number(insert.run(facts(f, 'duplicate', null)).lastInsertRowid) };
       const seq = Number(insert.run(facts(f, 'accepted', null)).lastInsertRowid);
+      if (claimIdentity.run({ uid: f.webhookUid, identity: f.deliveryId, now: nowMs, cutoff, seq }).changes !== 1) {
+        markDuplicate.run(seq);
+        return { outcome: 'duplicate', seq };
+      }
       insertPayload.run(seq, payload);
       for (const hook of onAccepted) hook({ ...f, seq, payload });
       return { outcome: 'accepted', seq };
@@ -346,7 +370,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
 
     get(webhookUid: string, deliveryId: string): DeliveryEntry | undefined {
-      const row = getStmt.get(webhookUid, deliveryId) as Row | undefined;
+      const row = (getAccepted.get(webhookUid, deliveryId) ?? getOther.get(webhookUid, deliveryId)) as Row | undefined;
       return row ? toEntry(row) : undefined;
     },
 
@@ -406,5 +430,6 @@ function toEntry(r: Row): DeliveryEntry {
     contentType: r.content_type,
     userAgent: r.user_agent,
     hasPayload: r.has_payload === 1,
+    secretVersion: r.secret_version ?? null,
   };
 }

@@ -414,6 +414,15 @@ export class RunStore {
     if (row.notify === null) return;
     const record = this.toRecord(row);
     this.stmts.enqueue.run(row.run_id, newId('msg'), row.state, JSON.stringify(record), now.getTime(), iso(now));
+    // Inside the transaction: the listener only schedules work for after the commit.
+    this.notificationListener?.();
+  }
+
+  private notificationListener?: () => void;
+
+  /** `fn` is called when a notification is queued (inside the transaction: it must not touch the store). */
+  onNotificationQueued(fn: (() => void) | undefined): void {
+    this.notificationListener = fn;
   }
 
   /** Notifications due by `now`, oldest first, with what sending them needs. */
@@ -461,6 +470,11 @@ export class RunStore {
    * Inputs must already be valid.
    */
   createInTx(inputs: NewRun[]): RunRecord[] {
+    return this.insertInTx(inputs).map((id) => this.get(id)!);
+  }
+
+  /** `createInTx` without reading the runs back: their ids (the ingress's hot path needs no more). */
+  insertInTx(inputs: NewRun[]): string[] {
     const now = this.now();
     const ids: string[] = [];
     for (const input of inputs) {
@@ -490,7 +504,7 @@ export class RunStore {
       }
       ids.push(run_id);
     }
-    return ids.map((id) => this.get(id)!);
+    return ids;
   }
 
   /** Creates one run in its own transaction. */

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { FakeClock } from '../../../runtime/clock.ts';
+import { migrate, readMigrations } from '../../../runtime/store/db.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
 import type { AcceptItem, DeliveryFacts, DeliveryWrite } from '../../../runtime/store/deliveries.ts';
 
@@ -130,9 +132,15 @@ test('pruning goes in bounded steps and removes exactly what is outside the newe
   assert.equal(replay.ok && replay.result.outcome, 'duplicate');
   const later = new Date(t0 + 31 * DAY);
   const gone = store.deliveries.prune(later, LIMITS);
-  assert.ok(gone.identities >= 50, `${gone.identities} identities forgotten`);
-  const [again] = store.deliveries.writeBatch([accept(at(later.getTime(), 'wh_a', 'old-1'))], { identityDays: 30, rejectedKeep: 1000 });
-  assert.equal(again.ok && again.result.outcome, 'accepted');
+  // Forgotten: the identities of the 17 Accepted entries pruned above and of old-20, pruned now.
+  // Those of entries still in the log stay, to find them by id, but no longer dedup.
+  assert.equal(gone.identities, 18);
+  assert.equal(store.deliveries.get('wh_a', 'old-21')!.outcome, 'accepted');
+  const replays = ['old-1', 'old-21', 'old-21'].map((id) => accept(at(later.getTime(), 'wh_a', id)));
+  const outcomes = store.deliveries.writeBatch(replays, { identityDays: 30, rejectedKeep: 1000 }).map((r) => r.ok && r.result.outcome);
+  assert.deepEqual(outcomes, ['accepted', 'accepted', 'duplicate']);
+  const found = store.deliveries.get('wh_a', 'old-21')!;
+  assert.equal(found.receivedAt, later.toISOString(), 'the Accepted entry of the replay, the newest');
 });
 
 test('the cap keeps the newest N Rejected entries of each webhook and leaves Accepted and Duplicate ones alone', (t) => {
@@ -161,4 +169,38 @@ test('the cap keeps the newest N Rejected entries of each webhook and leaves Acc
   assert.ok(held >= 20 && held <= 22, `${held} held`);
   store.deliveries.prune(new Date(t0 + 1000), { ...LIMITS, rejectedKeep: 20 });
   assert.deepEqual(ids(store, 'wh_c'), Array.from({ length: 20 }, (_, i) => `c-${i + 5}`));
+});
+
+test('migration 008 keeps every entry of an older log findable by id', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-deliveries-008-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'factory.db');
+  // A log written by the schema before 008: an Accepted entry with its identity, one whose identity
+  // was already forgotten (older than 30 days, kept among the newest 50), a Duplicate, a rejection.
+  const db = new Database(path);
+  migrate(db, readMigrations().filter((m) => m.version < 8));
+  const entry = db.prepare(
+    `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, size, received_at, received_ms) VALUES ('wh_a', ?, ?, 2, '2026-01-01T00:00:00.000Z', ?)`,
+  );
+  const seqA = entry.run('a', 'accepted', 1000).lastInsertRowid;
+  db.prepare('INSERT INTO delivery_payloads (delivery_seq, body) VALUES (?, ?)').run(seqA, Buffer.from('"a"'));
+  db.prepare(`INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms) VALUES ('wh_a', 'a', 1000)`).run();
+  entry.run('a', 'duplicate', 2000);
+  const seqOld = entry.run('old', 'accepted', 500).lastInsertRowid;
+  entry.run('bad', 'rejected_auth', 3000);
+  db.close();
+
+  const store = openStore({ path, clock: new FakeClock() });
+  t.after(() => store.close());
+  assert.deepEqual([store.deliveries.get('wh_a', 'a')!.seq, store.deliveries.get('wh_a', 'a')!.hasPayload], [Number(seqA), true]);
+  assert.equal(store.deliveries.get('wh_a', 'old')!.seq, Number(seqOld));
+  assert.equal(store.deliveries.get('wh_a', 'bad')!.outcome, 'rejected_auth');
+  // The identity given back to 'old' is as old as its entry: a replay is Accepted, as before.
+  const now = new Date(1000 + 40 * DAY);
+  const [replay] = store.deliveries.writeBatch([accept(at(now.getTime(), 'wh_a', 'old'))], { identityDays: 30, rejectedKeep: 1000 });
+  assert.equal(replay.ok && replay.result.outcome, 'accepted');
+  // 'a' kept its identity: within 30 days a replay is a Duplicate, and 'a' is still its entry.
+  const [dup] = store.deliveries.writeBatch([accept(at(1000 + 10 * DAY, 'wh_a', 'a'))], { identityDays: 30, rejectedKeep: 1000 });
+  assert.equal(dup.ok && dup.result.outcome, 'duplicate');
+  assert.equal(store.deliveries.get('wh_a', 'a')!.seq, Number(seqA));
 });
