@@ -32,6 +32,12 @@ export interface WebhookRecord {
   secretName: string;
   /** The secret version the webhook verifies against; null while the secret is pending. */
   secretVersion: number | null;
+  /**
+   * During a graceful rotation (docs/runtime.md#graceful-rotation): the version bound before,
+   * which still verifies until `previousSecretUntil` (ISO 8601); both null otherwise.
+   */
+  previousSecretVersion?: number | null;
+  previousSecretUntil?: string | null;
   deliveryIdHeader: string | null;
   description: string | null;
   enabled: boolean;

@@ -17,6 +17,12 @@ export interface WebhookView {
   secret_name: string;
   /** The bound secret version; null while the secret is pending. */
   secret_version: number | null;
+  /**
+   * During a graceful rotation (docs/runtime.md#graceful-rotation), the version bound before, which
+   * still verifies until `previous_secret_until`; both null otherwise.
+   */
+  previous_secret_version: number | null;
+  previous_secret_until: string | null;
   delivery_id_header: string | null;
   description: string | null;
   managed_by: string;
@@ -46,6 +52,8 @@ export function webhookView(w: WebhookRecord, baseUrl: string): WebhookView {
     enabled: w.enabled,
     secret_name: w.secretName,
     secret_version: w.secretVersion,
+    previous_secret_version: w.previousSecretVersion ?? null,
+    previous_secret_until: w.previousSecretUntil ?? null,
     delivery_id_header: w.deliveryIdHeader,
     description: w.description,
     managed_by: w.managedBy,

@@ -54,10 +54,10 @@ export interface IngressRequest {
 }
 
 export interface IngressResult {
-  status: 202 | 400 | 401 | 404 | 405 | 413 | 429;
+  status: 200 | 202 | 400 | 401 | 404 | 405 | 413 | 429;
   headers: Record<string, string>;
-  /** The 202 body. */
-  body?: { delivery_id: string };
+  /** The 202 body, or a handshake's 200 answer (docs/signatures.md#handshakes). */
+  body?: Readonly<Record<string, unknown>>;
   /** Everything but 202 answers with problem+json built from this. */
   problem?: { code: ErrorCode; detail: string };
   /** Set when the request body was not read to its end: the adapter discards or cuts the rest. */
@@ -123,7 +123,8 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   }
 
   const receivedAt = deps.clock.now();
-  const schemeHeaders = webhook.authMode === 'signature' && webhook.signatureScheme ? SCHEMES[webhook.signatureScheme].deliveryIdHeaders : [];
+  const scheme = webhook.authMode === 'signature' && webhook.signatureScheme ? SCHEMES[webhook.signatureScheme] : undefined;
+  const schemeHeaders = scheme ? scheme.deliveryIdHeaders : [];
   const idSources = { deliveryIdHeader: webhook.deliveryIdHeader, schemeHeaders };
   const facts = (deliveryId: string, size: number): DeliveryFacts => ({
     webhookUid: webhook.uid,
@@ -133,8 +134,17 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     sender,
     contentType: get('content-type'),
     userAgent: get('user-agent'),
+    secretVersion,
   });
   const secret = webhook.secretVersion === null ? undefined : deps.secrets.get(webhook.secretName, webhook.secretVersion);
+  // During a graceful rotation the version bound before verifies too, until its time is up
+  // (docs/runtime.md#graceful-rotation). Both ISO 8601 UTC, so they compare as strings.
+  const previous =
+    webhook.previousSecretVersion != null && webhook.previousSecretUntil != null && receivedAt.toISOString() < webhook.previousSecretUntil
+      ? deps.secrets.get(webhook.secretName, webhook.previousSecretVersion)
+      : undefined;
+  /** The version that authenticated the request, for the delivery log. */
+  let secretVersion = webhook.secretVersion;
   const declared = declaredLength(get('content-length'));
 
   /**
@@ -169,7 +179,10 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     const unread = { read: 0, declared };
     if (given === undefined) return rejectAuth('missing_credentials', undefined, unread);
     if (secret === undefined) return rejectAuth('secret_unavailable', undefined, unread);
-    if (!secretEquals(given, secret)) return rejectAuth('bad_credentials', undefined, unread);
+    if (!secretEquals(given, secret)) {
+      if (previous === undefined || !secretEquals(given, previous)) return rejectAuth('bad_credentials', undefined, unread);
+      secretVersion = webhook.previousSecretVersion;
+    }
   }
 
   // 5. The body, capped.
@@ -196,15 +209,21 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
 
   // 6. Signatures, on the raw bytes.
   if (webhook.authMode === 'signature') {
-    const scheme = webhook.signatureScheme ? SCHEMES[webhook.signatureScheme] : undefined;
     if (!scheme) return rejectAuth('unknown_scheme', body);
     if (secret === undefined) return rejectAuth('secret_unavailable', body);
-    let verdict: { ok: true } | { ok: false; reason: string };
-    try {
-      verdict = scheme.verify({ get: (name: string) => get(name.toLowerCase()) }, body, secret, receivedAt);
-    } catch {
-      // A scheme must return a verdict; a throw on hostile input is still just "not valid".
-      verdict = { ok: false, reason: 'malformed' };
+    const headers = { get: (name: string) => get(name.toLowerCase()) };
+    const verify = (key: string): { ok: true } | { ok: false; reason: string } => {
+      try {
+        return scheme.verify(headers, body, key, receivedAt);
+      } catch {
+        // A scheme must return a verdict; a throw on hostile input is still just "not valid".
+        return { ok: false, reason: 'malformed' };
+      }
+    };
+    let verdict = verify(secret);
+    if (!verdict.ok && previous !== undefined && verify(previous).ok) {
+      verdict = { ok: true };
+      secretVersion = webhook.previousSecretVersion;
     }
     if (!verdict.ok) return rejectAuth(verdict.reason, body);
   }
@@ -221,6 +240,15 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
 
   // 8 and 9. Identity, then Duplicate or Accepted, in one transaction under a UNIQUE key.
   const identity = headerIdentity(get, idSources) ?? bodyIdentity(body);
+
+  // A provider's handshake (Slack's url_verification), authenticated like any delivery: answered
+  // with what the provider expects, logged as Accepted with a note, and never a run.
+  const handshake = scheme?.handshake?.(parsed.json);
+  if (handshake) {
+    const logged = await deps.accept({ facts: { ...facts(identity, body.length), note: `handshake: ${handshake.kind}` }, payload: body });
+    counts.handshake += 1;
+    return { status: 200, headers: {}, body: handshake.answer, logged: { outcome: logged.outcome, deliveryId: identity } };
+  }
   const hooks = deps.onAccepted;
   const onAccepted =
     hooks.length === 0

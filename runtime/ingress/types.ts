@@ -11,6 +11,9 @@ export interface IngressWebhook {
   secretName: string;
   /** The bound secret version (SPEC 7.6); null while the secret is pending. */
   secretVersion: number | null;
+  /** The version bound before a graceful rotation, and until when it still verifies (ISO 8601); null when none. */
+  previousSecretVersion: number | null;
+  previousSecretUntil: string | null;
   deliveryIdHeader: string | null;
 }
 

@@ -130,6 +130,8 @@ export function deliveryView(d: DeliveryEntry): Record<string, unknown> {
     content_type: d.contentType,
     user_agent: d.userAgent,
     has_payload: d.hasPayload,
+    // Which secret version authenticated it (two verify during a graceful rotation); null when rejected.
+    secret_version: d.secretVersion,
   };
 }
 

@@ -71,10 +71,16 @@ export interface NewWebhook {
   uid?: string;
 }
 
-export type WebhookPatch = Partial<Pick<WebhookRecord, 'enabled' | 'secretName' | 'secretVersion' | 'description' | 'deliveryIdHeader'>>;
+/**
+ * A change to a webhook. A new `secretVersion` clears the previous version of a graceful rotation
+ * unless the patch sets `previousSecretVersion` and `previousSecretUntil` itself.
+ */
+export type WebhookPatch = Partial<
+  Pick<WebhookRecord, 'enabled' | 'secretName' | 'secretVersion' | 'previousSecretVersion' | 'previousSecretUntil' | 'description' | 'deliveryIdHeader'>
+>;
 
 interface FactoryRow { name: string; managed_by: ManagedBy; description: string | null; revision: string | null; generation: number; digest: string | null; applied_at: string | null; created_at: string }
-interface WebhookRow { uid: string; factory: string; name: string; auth_mode: AuthMode; signature_scheme: string | null; secret_name: string; secret_version: number | null; delivery_id_header: string | null; description: string | null; enabled: number; managed_by: ManagedBy; source_file: string | null; created_at: string; updated_at: string; deleted_at: string | null }
+interface WebhookRow { uid: string; factory: string; name: string; auth_mode: AuthMode; signature_scheme: string | null; secret_name: string; secret_version: number | null; previous_secret_version: number | null; previous_secret_until: string | null; delivery_id_header: string | null; description: string | null; enabled: number; managed_by: ManagedBy; source_file: string | null; created_at: string; updated_at: string; deleted_at: string | null }
 interface AutomationRow { factory: string; name: string; title: string | null; enabled: number; environment: string; triggers: string; schedules: string | null; prompt: string; source_file: string; created_at: string; updated_at: string }
 interface EnvironmentRow { name: string; factory: string; spec: string; created_at: string; updated_at: string }
 
@@ -84,7 +90,8 @@ const toFactory = (r: FactoryRow): FactoryRecord => ({
 });
 const toWebhook = (r: WebhookRow): WebhookRecord => ({
   uid: r.uid, factory: r.factory, name: r.name, authMode: r.auth_mode, signatureScheme: r.signature_scheme,
-  secretName: r.secret_name, secretVersion: r.secret_version, deliveryIdHeader: r.delivery_id_header,
+  secretName: r.secret_name, secretVersion: r.secret_version, previousSecretVersion: r.previous_secret_version ?? null,
+  previousSecretUntil: r.previous_secret_until ?? null, deliveryIdHeader: r.delivery_id_header,
   description: r.description, enabled: r.enabled === 1, managedBy: r.managed_by, sourceFile: r.source_file,
   createdAt: r.created_at, updatedAt: r.updated_at, deletedAt: r.deleted_at,
 });
@@ -117,9 +124,11 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
       @description, @enabled, @managedBy, @sourceFile, @now, @now)`),
     applyWebhook: db.prepare(`UPDATE webhooks SET auth_mode = @authMode, signature_scheme = @signatureScheme, secret_name = @secretName,
       secret_version = @secretVersion, delivery_id_header = @deliveryIdHeader, description = @description, enabled = @enabled,
+      previous_secret_version = CASE WHEN secret_version IS @secretVersion AND secret_name = @secretName THEN previous_secret_version END,
+      previous_secret_until = CASE WHEN secret_version IS @secretVersion AND secret_name = @secretName THEN previous_secret_until END,
       source_file = @sourceFile, updated_at = @now WHERE uid = @uid AND deleted_at IS NULL`),
     patchWebhook: db.prepare(`UPDATE webhooks SET enabled = @enabled, secret_name = @secretName, secret_version = @secretVersion,
-      description = @description, delivery_id_header = @deliveryIdHeader, updated_at = @now WHERE uid = @uid AND deleted_at IS NULL`),
+      previous_secret_version = @previousSecretVersion, previous_secret_until = @previousSecretUntil, description = @description, delivery_id_header = @deliveryIdHeader, updated_at = @now WHERE uid = @uid AND deleted_at IS NULL`),
     deleteWebhook: db.prepare('UPDATE webhooks SET deleted_at = ?, updated_at = ?, enabled = 0 WHERE uid = ? AND deleted_at IS NULL'),
     automations: db.prepare('SELECT * FROM automations WHERE (? IS NULL OR factory = ?) ORDER BY factory, name'),
     upsertAutomation: db.prepare(`INSERT INTO automations (factory, name, title, enabled, environment, triggers, schedules, prompt, source_file, created_at, updated_at)
@@ -247,10 +256,15 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
     },
     insertWebhook,
     updateWebhook(uid, patch) {
-      const w = { ...liveWebhook(uid), ...patch };
+      const current = liveWebhook(uid);
+      const w = { ...current, ...patch };
+      // A grace belongs to the binding it was given with: another binding ends it.
+      const rebound = w.secretVersion !== current.secretVersion || w.secretName !== current.secretName;
+      if (rebound && patch.previousSecretVersion === undefined) w.previousSecretVersion = w.previousSecretUntil = null;
       changed();
       q.patchWebhook.run({
         uid, enabled: w.enabled ? 1 : 0, secretName: w.secretName, secretVersion: w.secretVersion,
+        previousSecretVersion: w.previousSecretVersion, previousSecretUntil: w.previousSecretUntil,
         description: w.description, deliveryIdHeader: w.deliveryIdHeader, now: now(),
       });
       return getWebhookByUid(uid)!;

@@ -37,4 +37,4 @@ export const SCHEMES: Readonly<Record<SignatureScheme, SignatureSchemeImpl>> = O
 
 export { SIGNATURE_TOLERANCE_SECONDS } from './timestamp.ts';
 export { headersFrom } from './types.ts';
-export type { Headers, SchemeFailure, SignatureSchemeImpl, VerifyResult } from './types.ts';
+export type { Handshake, Headers, SchemeFailure, SignatureSchemeImpl, VerifyResult } from './types.ts';

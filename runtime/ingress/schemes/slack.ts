@@ -25,4 +25,15 @@ export const slack: SignatureSchemeImpl = {
   },
   deliveryIdHeaders: [],
   signsTimestamp: true,
+  /**
+   * Events API URL verification: `{"type": "url_verification", "challenge": "..."}`, sent when the
+   * Request URL is saved, signed like every event; Slack wants the challenge back with a 200
+   * (https://api.slack.com/events/url_verification; JSON is one of the answers it takes).
+   */
+  handshake(json) {
+    if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+    const { type, challenge } = json as Record<string, unknown>;
+    if (type !== 'url_verification' || typeof challenge !== 'string') return undefined;
+    return { kind: 'url_verification', answer: { challenge } };
+  },
 };

@@ -25,6 +25,17 @@ export interface SignatureSchemeImpl {
   deliveryIdHeaders: readonly string[];
   /** True when the scheme signs a timestamp, so the five-minute window applies (SPEC 7.3). */
   signsTimestamp: boolean;
+  /**
+   * The provider's handshake, for the few that send one (docs/signatures.md#handshakes): given an
+   * authenticated delivery's parsed body, the answer it expects, or undefined for an ordinary delivery.
+   */
+  handshake?(json: unknown): Handshake | undefined;
+}
+
+/** A handshake recognised in a delivery: its kind (logged as the note) and the 200 JSON body to answer. */
+export interface Handshake {
+  kind: string;
+  answer: Readonly<Record<string, unknown>>;
 }
 
 export const OK: VerifyResult = Object.freeze({ ok: true });
