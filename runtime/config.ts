@@ -1,5 +1,6 @@
 import { isAbsolute, relative, resolve } from 'node:path';
 import { usageError } from '../core/errors.ts';
+import { parseAllowEntry, parseDelay, type AllowEntry } from '../core/notify.ts';
 
 /** SPEC 11 limits, plus the runtime's own caps. Every value is a positive integer. */
 export interface Limits {
@@ -92,7 +93,22 @@ export interface Config {
    */
   readonly runAs: Readonly<{ uid: number; gid: number }> | undefined;
   readonly sandbox: SandboxSettings;
+  /** Run notifications (docs/api.md#run-notifications). */
+  readonly notify: NotifySettings;
 }
+
+/** Where and how run notifications are sent (docs/api.md#run-notifications). */
+export interface NotifySettings {
+  /** --notify-allow / FACTORY_NOTIFY_ALLOW: the only targets, or null: any http(s) URL. */
+  readonly allow: readonly AllowEntry[] | null;
+  /** The wait before each retry (one entry per retry): 6 attempts over about 10 minutes by default. */
+  readonly retryDelaysMs: readonly number[];
+  /** How long one attempt may take. */
+  readonly timeoutMs: number;
+}
+
+/** The default retry waits: 10s, 30s, 1m, 3m, 5m (6 attempts within 9m40s of the first). */
+export const DEFAULT_NOTIFY_RETRY_DELAYS_MS: readonly number[] = [10_000, 30_000, 60_000, 180_000, 300_000];
 
 /**
  * Variables a run's processes inherit from the runtime; nothing else, so no FACTORY_* value (the
@@ -118,6 +134,12 @@ export interface ConfigFlags {
   sandboxMemoryMb?: string | number;
   sandboxMaxProcesses?: string | number;
   sandboxMaxOpenFiles?: string | number;
+  /** Repeatable `--notify-allow HOST[:PORT]`. */
+  notifyAllow?: string[];
+  /** `--notify-retry-delays 10s,30s,1m`: the waits between attempts. */
+  notifyRetryDelays?: string;
+  /** For tests: how long one notification attempt may take (default 10 s). */
+  notifyTimeoutMs?: number;
   /** Overrides for tests and benchmarks; the environment still wins for nothing here. */
   limits?: Partial<Limits>;
 }
@@ -255,9 +277,28 @@ export function parseConfig(
     maxOpenFiles: int(pick(flags.sandboxMaxOpenFiles, 'sandboxMaxOpenFiles'), 8192, 64, 1_048_576),
   };
 
+  const allowValues = flags.notifyAllow?.length
+    ? flags.notifyAllow.map((value) => ({ value, source: '--notify-allow' }))
+    : (env.FACTORY_NOTIFY_ALLOW ?? '').split(',').filter((v) => v.trim()).map((value) => ({ value, source: 'FACTORY_NOTIFY_ALLOW' }));
+  const allow = allowValues.map((a) => {
+    const entry = parseAllowEntry(a.value);
+    if (!entry) throw usageError(`${a.source} must be HOST or HOST:PORT (e.g. hooks.example.com or 10.0.0.5:8443), got "${a.value}".`);
+    return entry;
+  });
+  const delaysRaw = pick(flags.notifyRetryDelays, 'notifyRetryDelays');
+  let retryDelaysMs = DEFAULT_NOTIFY_RETRY_DELAYS_MS;
+  if (delaysRaw) {
+    const parts = delaysRaw.value.split(',').map((p) => parseDelay(p));
+    if (parts.length > 20 || parts.some((p) => p === undefined || p > 86_400_000)) {
+      throw usageError(`${delaysRaw.source} must be up to 20 comma-separated waits such as 10s,30s,1m (ms, s or m; at most a day each), got "${delaysRaw.value}".`);
+    }
+    retryDelaysMs = parts as number[];
+  }
+  const notify: NotifySettings = { allow: allow.length ? allow : null, retryDelaysMs, timeoutMs: flags.notifyTimeoutMs ?? 10_000 };
+
   return deepFreeze({
     port, host, metricsPort, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
-    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox,
+    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify,
   });
 }
 
@@ -287,6 +328,7 @@ const ENV_NAMES: Record<string, string> = {
   sandboxMemoryMb: 'FACTORY_SANDBOX_MEMORY_MB',
   sandboxMaxProcesses: 'FACTORY_SANDBOX_MAX_PROCESSES',
   sandboxMaxOpenFiles: 'FACTORY_SANDBOX_MAX_OPEN_FILES',
+  notifyRetryDelays: 'FACTORY_NOTIFY_RETRY_DELAYS',
 };
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());

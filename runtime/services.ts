@@ -5,6 +5,7 @@ import type { Store } from './store/index.ts';
 import { ingressService } from './ingress/service.ts';
 import { executorService } from './executor/pool.ts';
 import { schedulerService } from './automations/scheduler.ts';
+import { notifierService } from './notifications/notifier.ts';
 import { metricsService } from './metrics.ts';
 
 /** Something that runs alongside the HTTP server, e.g. the executor pool. */
@@ -42,4 +43,4 @@ export interface ServiceFactory {
  * Every service startServer creates, in start order (stopped in reverse). Each owner adds one
  * import and one entry.
  */
-export const SERVICES: ServiceFactory[] = [ingressService, executorService, schedulerService, metricsService];
+export const SERVICES: ServiceFactory[] = [ingressService, executorService, schedulerService, metricsService, notifierService];

@@ -6,13 +6,14 @@
 import type { FieldError } from '../../core/errors.ts';
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { jsonValueDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
+import { isNotifySecret, notifyUrlProblem } from '../../core/notify.ts';
 import { isRunState, type RunState } from '../../core/run-state.ts';
 import { decodeCursor, type OzFields, type RunCursor, type RunSortKey, type RunSource } from '../store/runs.ts';
 
 export const TITLE_MAX = 256;
 export const METADATA_MAX_BYTES = 16 * 1024;
 /** Oz create fields (docs/api.md#oz-compatibility): title and images are honoured, the others recorded. */
-const CREATE_KEYS = ['prompt', 'config', 'title', 'metadata', 'skill', 'team', 'conversation_id', 'images'];
+const CREATE_KEYS = ['prompt', 'config', 'title', 'metadata', 'skill', 'team', 'conversation_id', 'images', 'webhook'];
 const CONFIG_KEYS = ['environment_id', 'base_prompt', 'computer_use_enabled', 'mcp_servers', 'model_id', 'name', 'skill_spec', 'worker_host'];
 const CONFIG_STRINGS = ['base_prompt', 'model_id', 'name', 'skill_spec', 'worker_host'];
 /** Oz: at most 5 images, each base64 of one of these types; they become attachments of the run. */
@@ -28,6 +29,8 @@ export interface CreateRunInput {
   metadata: Record<string, unknown> | null;
   oz: OzFields | null;
   images: { name: string; bytes: Buffer }[];
+  /** Where to report state changes (docs/api.md#run-notifications); no secret: the route generates one. */
+  webhook: { url: string; secret?: string } | null;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -93,6 +96,7 @@ export function parseCreateRun(body: unknown): { value?: CreateRunInput; errors:
     else oz.team = body.team;
   }
   const images = parseImages(body.images, errors);
+  const webhook = parseWebhook(body.webhook, errors);
   if (metadata !== undefined && metadata !== null) {
     if (!isObject(metadata)) errors.push({ pointer: '/metadata', message: `metadata must be an object, got ${typeName(metadata)}` });
     // Depth first, without recursion: JSON.stringify below (and the run view later) would
@@ -112,9 +116,26 @@ export function parseCreateRun(body: unknown): { value?: CreateRunInput; errors:
       metadata: (metadata as Record<string, unknown> | null | undefined) ?? null,
       oz: Object.keys(oz).length ? oz : null,
       images,
+      webhook,
     },
     errors,
   };
+}
+
+/** `webhook: {url, secret?}` (Cursor's shape): an http(s) URL, and a `whsec_` secret when given. */
+function parseWebhook(v: unknown, errors: FieldError[]): { url: string; secret?: string } | null {
+  if (v === undefined || v === null) return null;
+  if (!isObject(v)) {
+    errors.push({ pointer: '/webhook', message: `webhook must be an object {url, secret?}, got ${typeName(v)}` });
+    return null;
+  }
+  for (const key of Object.keys(v)) if (key !== 'url' && key !== 'secret') errors.push({ pointer: `/webhook/${key}`, message: `unknown key "${key}"; expected url, secret` });
+  const problem = notifyUrlProblem(v.url);
+  if (problem) errors.push({ pointer: '/webhook/url', message: `webhook.url ${problem}` });
+  if (v.secret !== undefined && v.secret !== null && !isNotifySecret(v.secret)) {
+    errors.push({ pointer: '/webhook/secret', message: 'webhook.secret must be a Standard Webhooks secret: whsec_ followed by the base64 of 24 to 64 random bytes (leave it out and one is generated)' });
+  }
+  return { url: v.url as string, ...(typeof v.secret === 'string' ? { secret: v.secret } : {}) };
 }
 
 /** Oz's `images`: up to 5 `{data: base64, mime_type}`, attached to the run as image-<n>.<ext>. */

@@ -2,6 +2,8 @@ import type { Context } from 'koa';
 import { canonicalJson, sha256Hex } from '../../core/canonical-json.ts';
 import { FactoryError, invalidRequest, notFound } from '../../core/errors.ts';
 import { isFinal } from '../../core/run-state.ts';
+import { newStandardWebhooksSecret } from '../../core/ids.ts';
+import { notifyAllowed } from '../../core/notify.ts';
 import type { AppDeps } from '../app.ts';
 import { principalOf, requireScope, type Principal } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
@@ -68,6 +70,17 @@ export const runRoutes: RouteModule = (router, deps) => {
   const runs = requireScope('runs');
   const creates = new GroupCommit((items: readonly NewRunItem[]) => store.runs.createBatch(items));
 
+  /** The run's notification target: allowed by --notify-allow, with the given secret or a new one. */
+  const notifyTarget = (webhook: { url: string; secret?: string } | null) => {
+    if (!webhook) return undefined;
+    if (!notifyAllowed(webhook.url, config.notify.allow)) {
+      throw invalidRequest('webhook.url is not a target this runtime may notify (its operator limits them with --notify-allow).', [
+        { pointer: '/webhook/url', message: 'the host is not in the runtime\'s notification allow-list' },
+      ]);
+    }
+    return { url: webhook.url, secret: webhook.secret ?? newStandardWebhooksSecret() };
+  };
+
   const create = async (ctx: Context) => {
     const idemKey = ctx.get('Idempotency-Key');
     if (idemKey && !IDEMPOTENCY_KEY.test(idemKey)) {
@@ -96,6 +109,7 @@ export const runRoutes: RouteModule = (router, deps) => {
       metadata: input.metadata,
       oz: input.oz,
       attachments: input.images.length ? input.images : undefined,
+      notify: notifyTarget(input.webhook),
       source: 'API' as const,
       creator: creatorOf(principal),
     };
@@ -108,7 +122,9 @@ export const runRoutes: RouteModule = (router, deps) => {
     if (created) setImmediate(() => deps.services.executor?.wake());
     ctx.status = created ? 201 : 200;
     ctx.set('Location', `${RUNS_PATH}/${run.run_id}`);
-    ctx.body = runView(run, config.baseUrl);
+    // A generated notification secret is shown once, in the answer that created the run.
+    const shown = created && input.webhook && newRun.notify && input.webhook.secret === undefined ? { webhook: { url: newRun.notify.url, secret: newRun.notify.secret } } : {};
+    ctx.body = { ...runView(run, config.baseUrl), ...shown };
   };
   router.post(RUNS_PATH, runs, create);
   router.post(OZ_RUN_PATH, runs, create);
@@ -127,7 +143,8 @@ export const runRoutes: RouteModule = (router, deps) => {
   });
 
   router.get(`${RUNS_PATH}/:id`, runs, (ctx) => {
-    ctx.body = runView(findRun(deps, String(ctx.params.id)), config.baseUrl);
+    const run = findRun(deps, String(ctx.params.id));
+    ctx.body = { ...runView(run, config.baseUrl), ...(run.webhook ? { notifications: store.runs.notifications(run.run_id) } : {}) };
   });
 
   router.post(`${RUNS_PATH}/:id/cancel`, runs, (ctx) => {

@@ -1,0 +1,198 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { runCli } from '../../../cli/main.ts';
+import { bufferIO } from '../../cli/helpers.ts';
+import { waitFor } from '../executor/helpers.ts';
+import { startTestRuntime, type TestRuntime } from '../helpers.ts';
+import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from '../routes/runs-helpers.ts';
+
+/** A real HTTP listener: records every request; `answer` decides each status (undefined: never answers). */
+class Listener {
+  server!: Server;
+  url = '';
+  received: { path: string; headers: Record<string, string>; body: string }[] = [];
+  answer: (path: string, nth: number) => number | undefined = () => 204;
+  private hanging: (() => void)[] = [];
+
+  async start() {
+    this.server = createServer((req: IncomingMessage, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        const p = req.url ?? '/';
+        this.received.push({ path: p, headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') });
+        const status = this.answer(p, this.received.filter((r) => r.path === p).length);
+        if (status === undefined) return void this.hanging.push(() => res.destroy());
+        res.writeHead(status).end();
+      });
+    });
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    const addr = this.server.address();
+    this.url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  }
+  of(p: string) {
+    return this.received.filter((r) => r.path === p);
+  }
+  async stop() {
+    for (const h of this.hanging) h();
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+const newSecret = () => 'whsec_' + randomBytes(32).toString('base64');
+
+/** The notifications of a run once `done` holds for them (the run view's `notifications`). */
+async function notificationsWhen(rt: TestRuntime, runId: string, done: (n: any[]) => boolean): Promise<any[]> {
+  let last: any[] = [];
+  for (let i = 0; i < 600; i++) {
+    const run = (await (await rt.fetch(`/api/v1/agent/runs/${runId}`)).json()) as any;
+    last = run.notifications ?? [];
+    if (done(last)) return last;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`notifications of ${runId} stayed ${JSON.stringify(last)}`);
+}
+
+describe('run notifications', () => {
+  let rt: TestRuntime;
+  const listener = new Listener();
+
+  before(async () => {
+    await listener.start();
+    rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms,50ms,50ms' } });
+    await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+  });
+  after(async () => {
+    await rt.stop();
+    await listener.stop();
+  });
+
+  it('every state change is POSTed, signed with a generated whsec_ secret shown once, verified by the standardwebhooks package', async () => {
+    const { res, body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/ok` } });
+    assert.equal(res.status, 201);
+    const secret = body.webhook.secret as string;
+    assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.equal(body.webhook.url, `${listener.url}/ok`);
+    await waitForRun(rt, body.run_id);
+    const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+    assert.deepEqual(list.map((n) => n.state), ['INPROGRESS', 'SUCCEEDED']);
+    assert.deepEqual(list.map((n) => n.attempts.length), [1, 1]);
+    assert.equal(list[0].attempts[0].status_code, 204);
+
+    const wh = new Webhook(secret);
+    const got = listener.of('/ok').map((r) => wh.verify(r.body, r.headers) as any);
+    assert.deepEqual(got.map((p) => [p.type, p.run.run_id, p.run.state]), [
+      ['run.state_changed', body.run_id, 'INPROGRESS'],
+      ['run.state_changed', body.run_id, 'SUCCEEDED'],
+    ]);
+    assert.equal(got[1].run.session_link, `${rt.url}/sessions/${body.run_id}`);
+    // A wrong secret does not verify.
+    assert.throws(() => new Webhook(newSecret()).verify(listener.of('/ok')[0].body, listener.of('/ok')[0].headers));
+    // The secret is never shown again: not in the run, the list, the notifications or the log.
+    const view = await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}`)).text();
+    const page = await (await rt.fetch('/api/v1/agent/runs')).text();
+    for (const text of [view, page, rt.logs.text]) assert.ok(!text.includes(secret.slice(6)), 'secret leaked');
+    assert.deepEqual(JSON.parse(view).webhook, { url: `${listener.url}/ok` });
+
+    // factory run get shows the attempts.
+    const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
+    assert.equal(await runCli(['run', 'get', body.run_id], io), 0, io.err);
+    assert.match(io.out, /notifies +http:\/\/127\.0\.0\.1:\d+\/ok/);
+    assert.match(io.out, /notifications:\n +INPROGRESS +delivered \(1 attempt: \S+ 204\)\n +SUCCEEDED +delivered/);
+  });
+
+  it('a 500 is retried with the same webhook-id until a 2xx; each attempt is recorded and signed afresh', async () => {
+    const secret = newSecret();
+    listener.answer = (p, nth) => (p === '/flaky' && nth <= 2 ? 500 : 200);
+    const { res, body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/flaky`, secret } });
+    assert.equal(res.status, 201);
+    assert.equal(body.webhook.secret, undefined, 'a given secret is not echoed');
+    await waitForRun(rt, body.run_id);
+    const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+    const first = list[0];
+    assert.deepEqual(first.attempts.map((a: any) => a.status_code), [500, 500, 200]);
+    assert.match(first.attempts[0].error, /answered 500/);
+    assert.equal(first.attempts[2].error, null);
+    const wh = new Webhook(secret);
+    const reqs = listener.of('/flaky');
+    for (const r of reqs) wh.verify(r.body, r.headers);
+    assert.deepEqual(new Set(reqs.slice(0, 3).map((r) => r.headers['webhook-id'])).size, 1);
+    assert.equal(reqs[0].headers['webhook-id'], first.message_id);
+  });
+
+  it('gives up after the last retry; the run is not held up by it', async () => {
+    listener.answer = (p) => (p === '/down' ? 503 : 204);
+    const { body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/down` } });
+    const run = await waitForRun(rt, body.run_id);
+    assert.equal(run.state, 'SUCCEEDED');
+    const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'failed'));
+    for (const n of list) {
+      assert.deepEqual(n.attempts.map((a: any) => a.status_code), [503, 503, 503, 503]);
+      assert.equal(n.next_attempt_at, null);
+    }
+    assert.equal(listener.of('/down').length, 8);
+  });
+
+  it('bad targets and secrets are 400s that say why', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{ url: 'ftp://example.com/x' }, /webhook\.url must be an http\(s\) URL/],
+      [{ url: 'not a url' }, /absolute http\(s\) URL/],
+      [{ url: 'http://user:pw@example.com/' }, /user name or password/],
+      [{ url: 'http://example.com/', secret: 'plain' }, /whsec_/],
+      [{ url: 'http://example.com/', extra: 1 }, /unknown key .{1,2}extra/],
+      ['http://example.com/', /must be an object/],
+    ];
+    for (const [webhook, detail] of cases) {
+      const { res, body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook });
+      assert.equal(res.status, 400, JSON.stringify(webhook));
+      assert.match(JSON.stringify(body.errors), detail);
+    }
+  });
+});
+
+describe('run notifications: allow-list and restarts', () => {
+  it('--notify-allow limits the targets (400 for others)', async (t) => {
+    const rt = await startTestRuntime({ flags: { notifyAllow: ['hooks.example.com', '127.0.0.1:9'] } });
+    t.after(() => rt.stop());
+    await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+    const no = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: 'http://127.0.0.1:8080/' } });
+    assert.equal(no.res.status, 400);
+    assert.match(no.body.detail, /--notify-allow/);
+    for (const url of ['https://hooks.example.com/a', 'http://127.0.0.1:9/']) {
+      const yes = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url } });
+      assert.equal(yes.res.status, 201, url);
+    }
+  });
+
+  it('a notification cut short by a stop is sent after the restart, from the outbox', async (t) => {
+    const listener = new Listener();
+    await listener.start();
+    t.after(() => listener.stop());
+    let hang = true;
+    listener.answer = () => (hang ? undefined : 200);
+    const first = await startTestRuntime({ keepDataDir: true });
+    t.after(() => rmSync(first.dataDir, { recursive: true, force: true }));
+    await applyEnvironments(first, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+    const secret = newSecret();
+    const { body } = await createRun(first, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/slow`, secret } });
+    await waitForRun(first, body.run_id);
+    await waitFor(() => listener.of('/slow').length === 2, 'both notifications in flight');
+    await first.stop();
+    hang = false;
+    const second = await startTestRuntime({ dataDir: first.dataDir });
+    t.after(() => second.stop());
+    const list = await notificationsWhen(second, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+    assert.deepEqual(list.map((n) => n.attempts.length), [1, 1]);
+    const reqs = listener.of('/slow');
+    assert.equal(reqs.length, 4);
+    // The same messages (webhook-id) again, each verifiable.
+    assert.deepEqual(reqs.slice(2).map((r) => r.headers['webhook-id']).sort(), reqs.slice(0, 2).map((r) => r.headers['webhook-id']).sort());
+    for (const r of reqs) new Webhook(secret).verify(r.body, r.headers);
+  });
+});
