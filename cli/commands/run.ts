@@ -66,17 +66,24 @@ function pollMs(v: string | undefined): number {
   return n;
 }
 
+/** An argv as it would be typed in a shell: a word with spaces or quotes is single-quoted. */
+export function shellQuote(argv: unknown[]): string {
+  return argv.map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(String(a)) ? String(a) : `'${String(a).replaceAll("'", `'\\''`)}'`)).join(' ');
+}
+
 /** One readable line (or block) per transcript event. */
 export function formatEvent(e: TranscriptEvent): string {
   const d = e.data;
   switch (e.type) {
     case 'command': {
+      // An argv (the agent, git) is shown quoted: `sh -c 'echo hi'`, not `sh -c echo hi`.
+      const text = Array.isArray(d.argv) ? shellQuote(d.argv) : String(d.text);
       const status = d.exit_code === null ? `signal ${String(d.signal ?? '?')}` : `exit ${String(d.exit_code)}`;
       const out = typeof d.output === 'string' && d.output ? d.output.replace(/\n$/, '').replace(/^/gm, '  ') + '\n' : '';
       // The agent's output streams as `output` events while it runs; its `command` event comes at
       // the end, with the exit code, so it reads as a closing line rather than a header.
-      if (d.phase === 'agent') return `$ ${String(d.text)}  (agent ended: ${status}, ${String(d.duration_ms)} ms; its output is above)\n${out}`;
-      return `$ ${String(d.text)}  (${d.phase}, ${status}, ${String(d.duration_ms)} ms)\n${out}`;
+      if (d.phase === 'agent') return `$ ${text}  (agent ended: ${status}, ${String(d.duration_ms)} ms; its output is above)\n${out}`;
+      return `$ ${text}  (${d.phase}, ${status}, ${String(d.duration_ms)} ms)\n${out}`;
     }
     case 'output':
       return String(d.text ?? '');

@@ -85,11 +85,19 @@ async function copy(text, button, field) {
   }
 }
 
-/** A value with a Copy button: a read-only field, or with `wrap` a wrapping code element (long URLs). */
+/**
+ * A URL as text that may wrap only after a `/`, `?`, `&` or `=` (a <wbr> there), so a line never
+ * ends in the middle of a host, UID or token; the text itself (and so a copy of it) is unchanged.
+ */
+export function urlText(url) {
+  return url.split(/(?<=[/?&=])/).flatMap((part, i) => (i === 0 ? [part] : [h('wbr'), part]));
+}
+
+/** A value with a Copy button: a read-only field, or with `wrap` a code element that wraps like a URL. */
 export function copyField(label, value, { wrap = false } = {}) {
   const id = `cf-${Math.random().toString(36).slice(2)}`;
   const field = wrap
-    ? h('code', { id, class: 'wrap', text: value })
+    ? h('code', { id, class: 'wrap' }, urlText(value))
     : h('input', { id, readonly: true, value, spellcheck: 'false', class: 'mono', size: Math.min(Math.max(value.length, 20), 64) });
   const btn = h('button', { type: 'button', 'aria-label': `Copy ${label || value}`, text: 'Copy' });
   btn.addEventListener('click', () => copy(value, btn, field));

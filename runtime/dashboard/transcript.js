@@ -3,6 +3,11 @@
 
 import { h } from './dom.js';
 
+/** An argv as it would be typed in a shell: a word with spaces or quotes is single-quoted. */
+export function shellQuote(argv) {
+  return argv.map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : `'${String(a).replaceAll("'", `'\\''`)}'`)).join(' ');
+}
+
 export function renderEvent(ev) {
   const d = ev.data ?? {};
   const body = [];
@@ -10,7 +15,9 @@ export function renderEvent(ev) {
     const status = d.exit_code === null || d.exit_code === undefined ? `signal ${d.signal ?? '?'}` : `exit ${d.exit_code}`;
     // The agent's command event comes when it ends, after its streamed output.
     const phase = d.phase === 'agent' ? 'agent ended' : d.phase ?? 'command';
-    body.push(h('div', { class: 'mono', text: `$ ${d.text ?? (Array.isArray(d.argv) ? d.argv.join(' ') : '')}  (${phase}: ${status}, ${d.duration_ms} ms)` }));
+    // An argv (the agent, git) is shown quoted, so `sh -c 'echo hi'` does not read as three words more.
+    const line = Array.isArray(d.argv) ? shellQuote(d.argv) : d.text ?? '';
+    body.push(h('div', { class: 'mono', text: `$ ${line}  (${phase}: ${status}, ${d.duration_ms} ms)` }));
     if (d.output) body.push(h('pre', { text: d.output }));
   } else if (ev.type === 'output') body.push(h('pre', { text: d.text ?? '' }));
   else if (ev.type === 'message') body.push(h('pre', { text: [d.kind, d.tool].filter(Boolean).join(' ') + (d.text ? `: ${d.text}` : '') + (d.input ? ` ${d.input}` : '') }));

@@ -27,3 +27,11 @@ test('output, messages, file changes and states', () => {
   assert.equal(formatEvent(ev('file_change', { kind: 'modified', repo: 'app', path: 'README.md' })), 'modified app/README.md\n');
   assert.equal(formatEvent(ev('state', { from: 'INPROGRESS', to: 'FAILED', status_message: 'the agent exited with code 1' })), '-- FAILED: the agent exited with code 1\n');
 });
+
+test("an argv (the agent's command, git) is printed as a shell would need it typed", () => {
+  assert.equal(
+    formatEvent(ev('command', { phase: 'agent', text: '/bin/sh -c echo agent says hi', argv: ['/bin/sh', '-c', "echo 'agent' says hi"], exit_code: 0, duration_ms: 3 })),
+    `$ /bin/sh -c 'echo '\\''agent'\\'' says hi'  (agent ended: exit 0, 3 ms; its output is above)\n`,
+  );
+  assert.equal(formatEvent(ev('command', { phase: 'repo', text: 'git clone a b', argv: ['git', 'clone', '--depth=1', 'https://x/y.git', ''], exit_code: 0, duration_ms: 1 })), "$ git clone --depth=1 https://x/y.git ''  (repo, exit 0, 1 ms)\n");
+});

@@ -142,7 +142,7 @@ test('in a real browser the session page asks for a key, then shows the transcri
       const lines = await events.locator(':scope > :nth-child(2)').allTextContents();
       assert.deepEqual(
         lines.map((l) => l.replace(/\d+ ms/, 'N ms')),
-        ['QUEUED → INPROGRESS', '$ echo from setup  (setup: exit 0, N ms)', 'agent says hi\n', "$ /bin/sh -c echo agent says hi  (agent ended: exit 0, N ms)", 'SUCCEEDED'],
+        ['QUEUED → INPROGRESS', '$ echo from setup  (setup: exit 0, N ms)', 'agent says hi\n', "$ /bin/sh -c 'echo agent says hi'  (agent ended: exit 0, N ms)", 'SUCCEEDED'],
       );
       assert.equal(await page.getByText(/^SUCCEEDED · created /).count(), 1);
     });

@@ -1,0 +1,83 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestRuntime } from '../helpers.ts';
+import { browserSkip, withBrowserPage } from './chromium.ts';
+import { applyEnvironments, envYaml, waitForRun } from './runs-helpers.ts';
+
+/**
+ * What a new user met in the browser (docs/dashboard.md): the sign-in form says where a key is, a
+ * webhook URL wraps only between its parts on a narrow screen, and the session page quotes the
+ * agent's argv and links back to the dashboard. Read in a real Chromium (chromium.ts).
+ */
+
+const SKIP = browserSkip();
+
+test('in a real browser the sign-in form says where a key is, and a long URL wraps only after a slash', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const created = await rt.fetch('/api/v1/factories/a-factory-with-a-long-name/webhooks', { method: 'POST', json: { name: 'orders-from-the-shop', auth_mode: 'url_token' } });
+    assert.equal(created.status, 201);
+    const { webhook } = (await created.json()) as { webhook: { url: string } };
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await page.setViewportSize({ width: 420, height: 900 });
+      const where = page.getByText('Where to find one:');
+      await where.waitFor();
+      assert.match(await where.innerText(), /admin\.key in its data dir \(cat \.factory\/admin\.key where you ran npm start/);
+
+      await page.getByLabel('API key', { exact: true }).fill(rt.adminKey);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      const code = page.locator('#webhooks-list code.wrap');
+      await code.waitFor();
+      // The line boxes of the whole URL, and of each part between wrap points (its text nodes).
+      // A string, not a function: tsx's compiled functions name helpers the page does not have.
+      const layout = await page.evaluate<{ text: string; lines: number; parts: string[]; split: string[] }>(`(() => {
+        const el = document.querySelector('#webhooks-list code.wrap');
+        const lines = (node) => {
+          const range = document.createRange();
+          range.selectNodeContents(node);
+          // A text node that ends where a line ends also reports an empty box on the next line.
+          return new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size;
+        };
+        const parts = [...el.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE);
+        return { text: el.textContent, lines: lines(el), parts: parts.map((p) => p.textContent), split: parts.filter((p) => lines(p) > 1).map((p) => p.textContent) };
+      })()`);
+      assert.equal(layout.text, webhook.url, 'the text (and so its copy) is the URL, unchanged');
+      assert.ok(layout.lines >= 2, `at 420 px the URL takes several lines (${layout.lines})`);
+      assert.deepEqual(layout.split, [], `no part is broken inside: ${JSON.stringify(layout.parts)}`);
+      assert.ok(layout.parts.every((p, i) => i === layout.parts.length - 1 || /[/?&=]$/.test(p)), 'wrap points only after / ? & =');
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser the session page quotes the agent argv as a shell would and links back to the dashboard', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    await applyEnvironments(rt, { ok: envYaml({ command: ['/bin/sh', '-c', "echo 'quoted' words"] }) });
+    const created = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'Say hi', config: { environment_id: 'ok' } } });
+    assert.equal(created.status, 201);
+    const { run_id: runId } = (await created.json()) as { run_id: string };
+    assert.equal((await waitForRun(rt, runId)).state, 'SUCCEEDED');
+
+    await withBrowserPage(`${rt.url}/sessions/${runId}`, async (page) => {
+      const key = page.getByPlaceholder('fk_…');
+      await key.waitFor();
+      assert.match(await page.locator('#login').innerText(), /\.factory\/admin\.key/);
+      await key.fill(rt.adminKey);
+      await page.getByRole('button', { name: 'Show transcript', exact: true }).click();
+      const agent = page.getByText(/^\$ \/bin\/sh -c /);
+      await agent.waitFor();
+      assert.match((await agent.textContent()) ?? '', /^\$ \/bin\/sh -c 'echo '\\''quoted'\\'' words' {2}\(agent ended: exit 0, \d+ ms\)$/);
+
+      const back = page.getByRole('link', { name: '← the factory dashboard' });
+      assert.equal(await back.getAttribute('href'), '/');
+      await back.click();
+      await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
+      assert.equal(new URL(page.url()).pathname, '/');
+    });
+  } finally {
+    await rt.stop();
+  }
+});
