@@ -46,6 +46,7 @@ export const ROUTE_SCOPES: RouteScope[] = [
   { method: 'POST', path: '/api/v1/webhooks/wh_placeholder/deliveries/placeholder/replay', scope: 'manage' },
   // runtime/routes/runs.ts
   { method: 'POST', path: '/api/v1/agent/runs', scope: 'runs', body: { prompt: 'x', config: { environment_id: 'x' } } },
+  { method: 'POST', path: '/api/v1/agent/run', scope: 'runs', body: { prompt: 'x', config: { environment_id: 'x' } } },
   { method: 'GET', path: '/api/v1/agent/runs', scope: 'runs' },
   { method: 'GET', path: '/api/v1/agent/runs/run_placeholder', scope: 'runs' },
   { method: 'POST', path: '/api/v1/agent/runs/run_placeholder/cancel', scope: 'runs' },
