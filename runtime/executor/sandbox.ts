@@ -21,7 +21,7 @@
  */
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -124,6 +124,15 @@ function hostLayout(): HostLayout {
   return layout;
 }
 
+/** The real path of an existing file, or undefined. */
+export function realPath(p: string): string | undefined {
+  try {
+    return realpathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
 /** What one command needs besides its argv. */
 export interface CommandOptions extends Omit<GroupSpawn, 'argv' | 'cwd' | 'env' | 'statusFd'> {
   argv: string[];
@@ -163,14 +172,24 @@ export function bwrapArgs(iso: Isolation, layout: HostLayout, opts: { workspace?
 
   // Parents before children, so a later bind never hides an earlier one. Directories that
   // bubblewrap creates on the way are mode 0700, unreadable to another user: create them first.
-  const binds = [...iso.sandbox.roBinds, ...opts.sources].sort((a, b) => a.length - b.length);
-  for (const dir of binds) {
-    args.push('--perms', '0755', '--dir', path.dirname(dir), '--ro-bind', dir, dir);
+  // An operator's directory must exist (the start-up check says so); a repo that does not is
+  // left for git to report.
+  const binds = [...iso.sandbox.roBinds.map((dir) => ({ dir, bind: '--ro-bind' })), ...opts.sources.map((dir) => ({ dir, bind: '--ro-bind-try' }))];
+  for (const { dir, bind } of binds.sort((a, b) => a.dir.length - b.dir.length)) {
+    args.push('--perms', '0755', '--dir', path.dirname(dir), bind, dir, dir);
     visible.push(dir);
   }
-  // The data dir and other runs' workspaces: an empty tmpfs wherever something visible holds them.
+  // The data dir and other runs' workspaces: an empty tmpfs wherever something visible holds
+  // them, compared by real path (a symlink must not smuggle them in), covered where they appear.
   for (const hidden of iso.hidden) {
-    if (visible.some((v) => isWithin(hidden, v)) && existsSync(hidden)) args.push('--tmpfs', hidden);
+    const real = realPath(hidden);
+    if (real === undefined) continue;
+    for (const v of visible) {
+      const vReal = realPath(v);
+      if (vReal === undefined || !isWithin(real, vReal)) continue;
+      const rel = path.relative(vReal, real);
+      args.push('--tmpfs', rel ? path.join(v, rel) : v);
+    }
   }
   if (iso.runAs) args.push('--perms', '0755', '--dir', '/etc/factory', '--ro-bind', SAFE_DIRECTORY_GITCONFIG, SAFE_DIRECTORY_IN_SANDBOX);
   if (opts.workspace !== undefined) args.push('--bind', opts.workspace, SANDBOX_WORKSPACE);
@@ -294,6 +313,9 @@ function probeOnce(iso: Isolation): IsolationProblem | undefined {
     }
     if (r.status !== 0) {
       const why = (r.stderr || r.stdout || `exit status ${r.status ?? r.signal}`).trim().split('\n')[0];
+      if (/unknown option/i.test(why)) {
+        return { what: `bubblewrap (${bwrap}) is too old for the sandbox's options (${why})`, fix: 'install bubblewrap 0.8 or later (bwrap --version)', sandboxOnly: true };
+      }
       if (why.startsWith('prlimit')) {
         return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true };
       }

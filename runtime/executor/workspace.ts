@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isWithin } from '../config.ts';
 import type { GroupExit } from './process.ts';
-import type { CommandOptions, RunSandbox } from './sandbox.ts';
+import { realPath, type CommandOptions, type RunSandbox } from './sandbox.ts';
 import { CappedBuffer } from './transcript.ts';
 
 export interface RepoSpec {
@@ -101,14 +101,16 @@ export async function planRepo(
   const ws = sandbox.workspace;
   const target = repoTarget(ws, repo);
   const local = localRepoPath(repo.url);
-  if (local !== null && sandbox.iso.hidden.some((h) => isWithin(path.resolve(local), h))) {
+  // By path as written and by real path: a symlink must not lead a repo into them.
+  const within = (p: string, dir: string) => isWithin(path.resolve(p), dir) || isWithin(realPath(p) ?? p, realPath(dir) ?? dir);
+  if (local !== null && sandbox.iso.hidden.some((h) => within(local, h))) {
     throw new Error(`repo ${repo.url} lies inside the runtime's data directory or work directory, which runs may not read; name a repository outside them`);
   }
   const inTarget = sandbox.inside(target);
   if (local !== null && (await isDir(local)) && !(await isGitRepo(sandbox, local, env, extra))) {
     if (repo.ref) throw new Error(`repo ${repo.url} is not a git repository, so ref "${repo.ref}" cannot be checked out`);
     // The sandbox covers them with an empty directory; a direct copy would carry them along.
-    if (!sandbox.sandboxed && sandbox.iso.hidden.some((h) => isWithin(h, path.resolve(local)))) {
+    if (!sandbox.sandboxed && sandbox.iso.hidden.some((h) => within(h, local))) {
       throw new Error(`repo ${repo.url} holds the runtime's data directory or work directory, which a copy would carry into the workspace; name a directory that does not`);
     }
     // Inside the run's isolation, as the run's user: the runtime itself never writes below a

@@ -1,7 +1,7 @@
 import { test as nodeTest, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { INHERITED_ENV, parseConfig } from '../../../runtime/config.ts';
@@ -133,6 +133,28 @@ for (const executor of ['sandbox', 'direct'] as const) {
       assert.equal(result.state, 'FAILED');
       assert.equal(result.statusMessage, `repo ${src} holds the runtime's data directory or work directory, which a copy would carry into the workspace; name a directory that does not`);
     }
+  });
+
+  test('a data dir named through a symlink is found by its real path: covered in the sandbox, refused direct', async (t) => {
+    const dir = scratch(t);
+    const src = path.join(dir, 'src');
+    mkdirSync(path.join(src, 'state'), { recursive: true });
+    writeFileSync(path.join(src, 'file.txt'), 'x');
+    writeFileSync(path.join(src, 'state', 'admin.key'), 'fk_secret');
+    symlinkSync(path.join(src, 'state'), path.join(dir, 'data-link'));
+    const iso = isolation(dir, executor, { dataDir: path.join(dir, 'data-link') });
+    const s = spec(dir, { repos: [{ url: src }], agent: { command: ['/bin/sh', '-c', 'cat src/file.txt; ls -A src/state'] } });
+    const { result, output } = await runIn(s, { isolation: iso });
+    if (executor === 'sandbox') {
+      assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+      assert.equal(output, 'x');
+    } else {
+      assert.equal(result.state, 'FAILED');
+      assert.match(result.statusMessage!, /holds the runtime's data directory or work directory/);
+    }
+    // A repo named by the data dir's real path is inside it.
+    const inside = await runIn(spec(dir, { workspaceDir: path.join(dir, 'ws2'), repos: [{ url: path.join(src, 'state') }] }), { isolation: iso });
+    assert.match(inside.result.statusMessage!, /lies inside the runtime's data directory or work directory/);
   });
 
   test('a local directory that cannot be copied ends FAILED naming it', async (t) => {
