@@ -131,6 +131,8 @@ export function registerDev(program: Command, io: CliIO): void {
         const client = createClient({ server: server.url, apiKey: readFileSync(server.adminKeyPath, 'utf8').trim() });
         await watchAndApply({
           dir,
+          // A run's workspace or the database changing is not a change of the definitions.
+          ignore: [config.dataDir, config.workDir],
           client,
           io,
           format: diagnosticFormat(io, undefined),

@@ -18,7 +18,8 @@ import { diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 /** Saves often come as several events (write, rename, chmod): wait for them to settle. */
 export const DEBOUNCE_MS = 150;
 
-const IGNORED = /(^|[/\\])(\.git|node_modules|\.factory)([/\\]|$)/;
+/** `.factory` and `.factory-workspaces`: a dev runtime's data and work dirs may sit in the repo. */
+const IGNORED = /(^|[/\\])(\.git|node_modules|\.factory[^/\\]*)([/\\]|$)/;
 
 export interface WatchOptions {
   dir: string;
@@ -30,6 +31,8 @@ export interface WatchOptions {
   beforeApply?: (snapshot: Snapshot) => void | Promise<void>;
   /** Stops the watch; the returned promise resolves once it has. */
   signal: AbortSignal;
+  /** Directories never watched, whatever their name: `dev` passes its data and work dirs. */
+  ignore?: string[];
   /** Called after every cycle, for tests and `dev`: applied, unchanged or failed. */
   onCycle?: (outcome: 'applied' | 'unchanged' | 'failed') => void;
 }
@@ -58,6 +61,11 @@ export async function applyOnce(o: Omit<WatchOptions, 'signal' | 'onCycle'>): Pr
   }
 }
 
+/** Whether a change at `path` (absolute) under the repo `root` is left unwatched. */
+export function watchIgnores(root: string, ignore: string[], path: string): boolean {
+  return IGNORED.test(relative(root, path).split(sep).join('/')) || ignore.some((dir) => path === dir || path.startsWith(dir + sep));
+}
+
 /** Applies now and on every change under `dir` until `signal` aborts. */
 export async function watchAndApply(o: WatchOptions): Promise<void> {
   const root = resolve(o.io.cwd, o.dir);
@@ -79,7 +87,7 @@ export async function watchAndApply(o: WatchOptions): Promise<void> {
   };
   const watcher = watch(root, {
     ignoreInitial: true,
-    ignored: (path: string) => IGNORED.test(relative(root, path).split(sep).join('/')),
+    ignored: (path: string) => watchIgnores(root, o.ignore ?? [], path),
   });
   watcher.on('all', (_event, path) => {
     if (o.signal.aborted) return;

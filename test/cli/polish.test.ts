@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { runCli } from '../../cli/main.ts';
 import { startTestRuntime } from '../runtime/helpers.ts';
 import { PR_OPENED, applyFactory, createSecret, deliverGithub } from '../runtime/automations/helpers.ts';
+import { watchIgnores } from '../../cli/commands/watch.ts';
 import { bufferIO } from './helpers.ts';
 
 /** Small points a new user meets: each with the exact words the CLI prints. */
@@ -63,5 +64,34 @@ test('filter test on the file and automation test on the runtime name the same f
   } finally {
     await rt.stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('watch and dev leave the runtime data and work dirs unwatched, whatever they are called', () => {
+  const root = '/repo';
+  const ignored = (p: string, extra: string[] = []) => watchIgnores(root, extra, p);
+  for (const p of ['/repo/.factory/factory.db-wal', '/repo/.factory-workspaces/run_x/app/a.txt', '/repo/.git/index', '/repo/node_modules/x/y.js', '/repo/sub/.factory/admin.key']) {
+    assert.equal(ignored(p), true, p);
+  }
+  for (const p of ['/repo/webhooks/ci.yaml', '/repo/automations/factory-notes.md', '/repo/factory.yaml']) assert.equal(ignored(p), false, p);
+  // `factory dev . --data-dir data`: the data dir and its work dir, named by dev.
+  assert.equal(ignored('/repo/data/factory.db', ['/repo/data', '/repo/data-workspaces']), true);
+  assert.equal(ignored('/repo/data-workspaces/run_x/out.txt', ['/repo/data', '/repo/data-workspaces']), true);
+  assert.equal(ignored('/repo/database.yaml', ['/repo/data']), false);
+});
+
+test('run list --quiet prints only run ids; with --json it is a usage error', async () => {
+  const rt = await startTestRuntime();
+  try {
+    (rt.services.executor as { pause(): void } | undefined)?.pause();
+    const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+    const empty = bufferIO(env);
+    assert.equal(await runCli(['run', 'list', '--quiet'], empty), 0, empty.err);
+    assert.equal(empty.out, '');
+    const both = bufferIO(env);
+    assert.equal(await runCli(['run', 'list', '-q', '--json'], both), 2);
+    assert.equal(both.err, 'error: --json and --quiet print different things; choose one.\n');
+  } finally {
+    await rt.stop();
   }
 });
