@@ -27,7 +27,7 @@ const TOP_HELP = `
 Examples:
   $ factory validate examples/factory
   $ factory dev examples/factory          # runtime + apply + watch, for trying it out
-  $ factory plan && factory apply         # against FACTORY_SERVER, key from ./.factory/admin.key
+  $ factory plan && factory apply         # the runtime and key found in .factory (docs/runtime.md#cli-connection)
   $ printf %s "$TOKEN" | factory secret create ci-token
   $ factory webhook list
   $ factory delivery list github
