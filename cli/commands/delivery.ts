@@ -22,6 +22,8 @@ export interface DeliveryView {
   content_type: string | null;
   user_agent: string | null;
   has_payload: boolean;
+  /** The secret version that authenticated it (docs/runtime.md#graceful-rotation); null for rejections. */
+  secret_version?: number | null;
   payload?: unknown;
   /** The runs an Accepted delivery started (SPEC 7.7, 8); empty for other outcomes. */
   runs?: DeliveryRun[];
@@ -91,6 +93,7 @@ export function registerDelivery(program: Command, io: CliIO): void {
     }
     const lines: [string, string | null][] = [
       ['delivery id', d.delivery_id], ['webhook', `${w.name} (${w.uid})`], ['outcome', d.outcome_label + (d.reason ? ` (${d.reason})` : '')],
+      ['secret', d.secret_version == null ? null : `version ${d.secret_version}`],
       ['size', `${d.size} bytes`], ['received', d.received_at], ['sender', d.sender], ['content type', d.content_type], ['user agent', d.user_agent],
     ];
     io.stdout(lines.filter(([, v]) => v !== null).map(([k, v]) => `${(k + ':').padEnd(14)}${v}\n`).join(''));

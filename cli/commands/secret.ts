@@ -21,6 +21,33 @@ interface ValueFlags extends ClientFlags {
   fromFile?: string;
   pending?: boolean;
   factory?: string[];
+  grace?: string;
+}
+
+/** What a graceful update answers besides the metadata (docs/runtime.md#graceful-rotation). */
+interface GraceAnswer {
+  seconds: number;
+  until: string | null;
+  webhooks: { uid: string; factory: string; name: string; previous_secret_version: number | null }[];
+}
+
+const GRACE_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+/** The API's limit, 30 days. */
+const MAX_GRACE_SECONDS = 30 * 86_400;
+
+/** `--grace 24h` → seconds: whole numbers with s, m, h or d, one after another (`1d12h`), or `0`. */
+export function parseGrace(text: string): number {
+  const t = text.trim();
+  if (t === '0') return 0;
+  let seconds = 0;
+  const rest = t.replace(/(\d{1,9})([smhd])/g, (_, n: string, unit: string) => {
+    seconds += Number(n) * GRACE_UNITS[unit];
+    return '';
+  });
+  if (t === '' || rest !== '' || seconds > MAX_GRACE_SECONDS) {
+    throw usageError(`--grace must be a duration such as 24h, 90m or 7d, at most 30d (0: no grace), got "${text}".`);
+  }
+  return seconds;
 }
 
 interface FactoryFlags extends ClientFlags {
@@ -72,18 +99,28 @@ export function registerSecret(program: Command, io: CliIO): void {
       .command('update')
       .description('set a new value (a new version): from stdin, --from-file or a hidden prompt')
       .argument('<name>', 'secret name')
-      .option('--from-file <path>', 'read the value from this file'),
+      .option('--from-file <path>', 'read the value from this file')
+      .option('--grace <duration>', 'move the webhooks that use the secret to the new value now, and let the previous value verify too for this long (e.g. 24h; at most 30d)'),
   )
     .addHelpText(
       'after',
-      '\nExample:\n  $ factory secret update github-signing < new-secret.txt\n\nWebhooks stay bound to the version they were applied with: re-apply, or disable and enable the webhook, to use the new value.\n',
+      '\nExamples:\n  $ factory secret update github-signing < new-secret.txt\n  $ factory secret update github-signing --grace 24h < new-secret.txt\n\nWithout --grace, webhooks stay bound to the version they were applied with: re-apply, or disable and enable the webhook, to use the new value.\nWith --grace, every webhook that uses the secret takes the new value at once and also accepts the previous one until the grace ends (docs/runtime.md#graceful-rotation).\n',
     )
     .action(async (name: string, flags: ValueFlags) => {
+      const graceSeconds = flags.grace === undefined ? undefined : parseGrace(flags.grace);
       const client = clientFromFlags(flags, io);
       const value = await readValue(io, flags, name, 'update');
-      const meta = await client.request<SecretMeta>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, { value });
+      const body = graceSeconds === undefined ? { value } : { value, grace_seconds: graceSeconds };
+      const meta = await client.request<SecretMeta & { grace?: GraceAnswer }>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, body);
       io.stdout(`updated secret ${meta.name} (version ${meta.current_version})\n`);
-      await hintStaleBindings(client, io, meta);
+      if (!meta.grace) {
+        await hintStaleBindings(client, io, meta);
+        return;
+      }
+      const hooks = meta.grace.webhooks.map((w) => `${w.factory}/${w.name}`).join(', ');
+      if (!meta.grace.webhooks.length) io.stdout('no webhook uses it, so there was nothing to move\n');
+      else if (meta.grace.until === null) io.stdout(`moved to version ${meta.current_version} at once, the previous value no longer verifies: ${hooks}\n`);
+      else io.stdout(`moved to version ${meta.current_version}; the previous value also verifies until ${meta.grace.until}: ${hooks}\n`);
     });
 
   addClientOptions(secret.command('list').description('list team secrets (names and versions, never values)').option('--json', 'print JSON'))

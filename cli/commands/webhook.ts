@@ -87,6 +87,8 @@ function addShow(group: Command, io: CliIO): void {
       ['auth mode', w.auth_mode], ['signature scheme', w.signature_scheme],
       ['state', w.deleted_at ? `deleted at ${w.deleted_at}` : w.enabled ? 'enabled' : 'disabled'],
       ['secret', `${w.secret_name} (bound to ${w.secret_version === null ? 'no version: the secret is pending' : `version ${w.secret_version}`})`],
+      // A graceful rotation's previous version (docs/runtime.md#graceful-rotation).
+      ['previous secret', w.previous_secret_version == null ? null : `version ${w.previous_secret_version}, accepted until ${w.previous_secret_until}`],
       ['delivery id header', w.delivery_id_header], ['description', w.description],
       ['managed by', w.managed_by === 'definitions' ? `definitions (${w.source_file ?? '?'})` : w.managed_by],
       ['created', w.created_at], ['updated', w.updated_at],

@@ -5,6 +5,7 @@ import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../co
 import type { WebhookRecord } from '../definitions/state.ts';
 import type { Store } from '../store/index.ts';
 import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/secrets.ts';
+import { iso } from '../clock.ts';
 
 /**
  * Webhook lifecycle of SPEC 7.6 for the management API: create, enable, disable, rotate,
@@ -233,6 +234,60 @@ function setSecret(store: Store, name: string, value: string, factory: string, w
     );
   }
   return store.secrets.update(name, value).current_version;
+}
+
+/**
+ * The longest grace of a graceful rotation: a month covers any provider's roll-over, and an old
+ * value should not keep working long after everyone has forgotten it.
+ */
+export const MAX_GRACE_SECONDS = 30 * 86_400;
+
+/** A webhook moved to the new version by a graceful rotation. */
+export interface RotatedWebhook {
+  uid: string;
+  factory: string;
+  name: string;
+  secret_version: number;
+  previous_secret_version: number | null;
+  previous_secret_until: string | null;
+}
+
+/** What `PUT /api/v1/secrets/:name` answers: the secret, and with a grace, the webhooks moved and until when. */
+export interface SecretUpdate {
+  secret: SecretMeta;
+  grace?: { seconds: number; until: string | null; webhooks: RotatedWebhook[] };
+}
+
+/**
+ * Sets a new value of a team secret (docs/runtime.md#graceful-rotation). Without `graceSeconds`,
+ * as always: webhooks stay bound to the version they have until they are re-applied or enabled.
+ * With it, in the same transaction every live webhook bound to the secret moves to the new
+ * version and keeps the version it had as its previous one, which still verifies for
+ * `graceSeconds` (0: refused at once). One previous version at a time: a second graceful update
+ * replaces the first one's.
+ */
+export function updateSecret(store: Store, name: string, value: string, options: { graceSeconds?: number; now: Date }): SecretUpdate {
+  const { graceSeconds, now } = options;
+  return store.transaction(() => {
+    const secret = store.secrets.update(name, value);
+    if (graceSeconds === undefined) return { secret };
+    const until = graceSeconds > 0 ? iso(new Date(now.getTime() + graceSeconds * 1000)) : null;
+    const webhooks: RotatedWebhook[] = [];
+    for (const w of store.defs.listWebhooks()) {
+      if (w.secretName !== name || w.secretVersion === null) continue;
+      const previous = until === null ? null : w.secretVersion;
+      const moved = store.defs.updateWebhook(w.uid, { secretVersion: secret.current_version, previousSecretVersion: previous, previousSecretUntil: until });
+      webhooks.push({
+        uid: moved.uid,
+        factory: moved.factory,
+        name: moved.name,
+        secret_version: secret.current_version,
+        previous_secret_version: previous,
+        previous_secret_until: until,
+      });
+    }
+    return { secret, grace: { seconds: graceSeconds, until, webhooks } };
+  });
 }
 
 /** A webhook of `factory` may bind only a secret that factory may use (409 otherwise). */

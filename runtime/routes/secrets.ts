@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { invalidRequest, notFound } from '../../core/errors.ts';
+import { MAX_GRACE_SECONDS, updateSecret } from '../ingress/lifecycle.ts';
 import { readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/auth.ts';
 import type { RouteModule } from './index.ts';
@@ -9,13 +10,15 @@ import type { RouteModule } from './index.ts';
  * (name, current_version, has_value, factories, timestamps).
  * - `POST /api/v1/secrets` `{name, value}` or `{name, pending: true}`, optional `factories` → 201
  * - `GET /api/v1/secrets` → `{secrets: [...]}`; `GET /api/v1/secrets/:name` → one
- * - `PUT /api/v1/secrets/:name` `{value}` → 200, a new version
+ * - `PUT /api/v1/secrets/:name` `{value, grace_seconds?}` → 200, a new version; with grace_seconds the
+ *   webhooks bound to the secret move to it and their previous version verifies that long
+ *   (docs/runtime.md#graceful-rotation)
  * - `PUT /api/v1/secrets/:name/factories` `{factories: [...] | null}` → 200, the list replaced
  * - `POST /api/v1/secrets/:name/grant` | `/revoke` `{factories: [...]}` → 200, factories added or taken off
  * - `DELETE /api/v1/secrets/:name` → 204
  * Which factories may use a secret is docs/runtime.md#which-factories-may-use-a-secret.
  */
-export const secretRoutes: RouteModule = (router, { config, store }) => {
+export const secretRoutes: RouteModule = (router, { config, store, clock }) => {
   const admin = requireScope('admin');
   const readObject = async (ctx: Context, allowed: string[]) => {
     const body = await readJsonBody(ctx, { limit: config.limits.apiBodyBytes });
@@ -55,9 +58,17 @@ export const secretRoutes: RouteModule = (router, { config, store }) => {
   });
 
   router.put('/api/v1/secrets/:name', admin, async (ctx) => {
-    const b = await readObject(ctx, ['value']);
+    const b = await readObject(ctx, ['value', 'grace_seconds']);
     if (b.value === undefined) throw invalidRequest('The new value is missing.', [{ pointer: '/value', message: 'required' }]);
-    ctx.body = store.secrets.update(ctx.params.name, b.value as string);
+    const grace = b.grace_seconds;
+    if (grace !== undefined && !(Number.isInteger(grace) && (grace as number) >= 0 && (grace as number) <= MAX_GRACE_SECONDS)) {
+      throw invalidRequest('grace_seconds must be a whole number of seconds from 0 to 30 days.', [
+        { pointer: '/grace_seconds', message: `must be an integer from 0 to ${MAX_GRACE_SECONDS}` },
+      ]);
+    }
+    const done = updateSecret(store, ctx.params.name, b.value as string, { graceSeconds: grace as number | undefined, now: clock.now() });
+    // The secret's metadata as before, plus what a graceful rotation did.
+    ctx.body = done.grace ? { ...done.secret, grace: done.grace } : done.secret;
   });
 
   /** The `factories` of a body: a list, or null (every factory) where `nullable`. */
