@@ -6,7 +6,7 @@ import { fsReason, type CliIO } from './io.ts';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 
-/** The options every online command shares (SPEC 5): where the runtime is and which key to use. */
+/** The options every online command shares (docs/runtime.md): where the runtime is and which key to use. */
 export interface ClientFlags {
   server?: string;
   apiKey?: string;

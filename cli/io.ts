@@ -49,7 +49,7 @@ export function processIO(): CliIO {
   };
 }
 
-/** Colour only on a TTY and never with NO_COLOR (SPEC 10). */
+/** Colour only on a TTY and never with NO_COLOR (README.md#commands). */
 export function useColour(io: CliIO): boolean {
   return io.stdoutIsTTY && io.env.NO_COLOR === undefined;
 }

@@ -64,7 +64,7 @@ function oneLine(message: string): string {
 }
 
 /**
- * Runs the CLI and returns the exit code: 0 success, 1 failure, 2 usage error (SPEC 10).
+ * Runs the CLI and returns the exit code: 0 success, 1 failure, 2 usage error (README.md#commands).
  * This is the only place where errors become exit codes.
  */
 export async function runCli(argv: string[], io: CliIO = processIO()): Promise<number> {

@@ -1,6 +1,6 @@
 /**
  * The one errors module. Every stable error code the project emits is listed here once, with
- * its HTTP status and title (SPEC 6). Codes are public API: docs/errors.md lists the same codes
+ * its HTTP status and title (docs/api.md). Codes are public API: docs/errors.md lists the same codes
  * and test/core/errors.test.ts fails when the two disagree.
  *
  * Koa turns a FactoryError into problem+json in exactly one middleware

@@ -19,7 +19,7 @@ function base32(bytes: Buffer, length: number): string {
   return out;
 }
 
-/** `<prefix>_` + 26 lowercase base32 characters (130 bits from a CSPRNG; SPEC 2). */
+/** `<prefix>_` + 26 lowercase base32 characters (130 bits from a CSPRNG; docs/definitions.md). */
 export function newId(prefix: 'wh' | 'run' | 'key' | 'dlv' | 'evt' | 'msg'): string {
   return `${prefix}_${base32(randomBytes(17), 26)}`;
 }
@@ -27,17 +27,17 @@ export function newId(prefix: 'wh' | 'run' | 'key' | 'dlv' | 'evt' | 'msg'): str
 export const WEBHOOK_UID_PATTERN = /^wh_[a-z2-7]{26}$/;
 export const RESOURCE_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-/** 32 random bytes, base64url: generated token and url_token secrets (SPEC 7.6). */
+/** 32 random bytes, base64url: generated token and url_token secrets (docs/ingress.md#webhook-lifecycle). */
 export function newTokenSecret(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes (provider-signatures.md). */
+/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes (https://www.standardwebhooks.com/). */
 export function newStandardWebhooksSecret(): string {
   return 'whsec_' + randomBytes(32).toString('base64');
 }
 
-/** An API key: `fk_` + 43 base64url characters (32 random bytes; SPEC 5). */
+/** An API key: `fk_` + 43 base64url characters (32 random bytes; docs/runtime.md). */
 export function newApiKey(): string {
   return 'fk_' + randomBytes(32).toString('base64url');
 }

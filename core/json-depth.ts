@@ -1,7 +1,7 @@
 /**
  * How deeply JSON nests, measured without recursion. `JSON.parse` copes with any depth, but
  * `JSON.stringify` and every recursive walk overflow the stack somewhere past a few thousand
- * levels, so a body that nests deeper than anything legitimate is refused at the door (SPEC 6:
+ * levels, so a body that nests deeper than anything legitimate is refused at the door (docs/api.md:
  * a bad input is a 4xx, never a 500). Pure: text or a parsed value in, a number out.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The run state machine (SPEC 6): a table of allowed transitions, nothing else.
+ * The run state machine (docs/api.md): a table of allowed transitions, nothing else.
  * QUEUED → INPROGRESS → SUCCEEDED | FAILED; ERROR (the platform failed) and CANCELLED may end a
  * run from QUEUED or INPROGRESS. A finished run never changes again.
  */
@@ -42,7 +42,7 @@ export function sourcesOf(to: RunState): RunState[] {
 }
 
 /**
- * Machine codes of why a run ended other than SUCCEEDED (the run's `error_code`, SPEC 6). These
+ * Machine codes of why a run ended other than SUCCEEDED (the run's `error_code`, docs/api.md). These
  * describe the run, not an HTTP request, so they are not in core/errors.ts.
  */
 export const RUN_ERROR_CODES = [

@@ -13,8 +13,8 @@ import scorerSchema from '../schemas/scorer.schema.json' with { type: 'json' };
 import type { Snapshot } from './snapshot.ts';
 
 /**
- * The one Ajv instance (STYLE 6): every schema under schemas/ is compiled here, once, at import.
- * allErrors so that validate reports every problem at once (SPEC 4); strict so that a typo in a
+ * The one Ajv instance: every schema under schemas/ is compiled here, once, at import.
+ * allErrors so that validate reports every problem at once (docs/plan-apply.md); strict so that a typo in a
  * schema fails loudly instead of silently allowing anything. strictRequired is off only because the
  * draft-07 idiom `then: {required: [x]}` names a key that the parent's `properties` defines, and
  * Ajv's strictRequired does not look at the parent. Union types serve the filter grammar's scalars.
@@ -87,7 +87,7 @@ export function escapePointer(segment: string): string {
 
 /**
  * Validates a snapshot against schemas/snapshot.schema.json. The runtime calls this before it
- * looks at anything else in a plan or apply request (SPEC 4: it never trusts the CLI).
+ * looks at anything else in a plan or apply request (docs/plan-apply.md: it never trusts the CLI).
  */
 export function validateSnapshot(
   value: unknown,

@@ -32,7 +32,7 @@ export interface CreateAppOptions extends Omit<AppDeps, 'services'> {
 }
 
 /**
- * Builds the Koa app without listening (STYLE 4), so tests can drive it on port 0.
+ * Builds the Koa app without listening, so tests can drive it on port 0.
  * Middleware order: access log (sees the final status) → problem+json (the one error mapper)
  * → routes → allowedMethods (405 with Allow on a known path).
  */
@@ -56,7 +56,7 @@ export function createApp(options: CreateAppOptions): Koa {
 
 /**
  * The node:http request listener for an app built by createApp: webhook deliveries
- * (`/webhooks/w/...`, SPEC 7) go to the ingress's raw adapter, the hot path, without Koa's
+ * (`/webhooks/w/...`, docs/ingress.md#the-pipeline-step-by-step) go to the ingress's raw adapter, the hot path, without Koa's
  * context and middleware; everything else goes through Koa. See runtime/routes/ingress.ts.
  */
 export function appListener(app: Koa): (req: IncomingMessage, res: ServerResponse) => void {

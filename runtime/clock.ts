@@ -1,6 +1,6 @@
 /**
  * The runtime's only source of "now". Pure modules take `now` as an argument; runtime modules
- * take a Clock, so tests can drive time with FakeClock instead of sleeping (STYLE 7).
+ * take a Clock, so tests can drive time with FakeClock instead of sleeping.
  */
 export interface Clock {
   now(): Date;
@@ -30,5 +30,5 @@ export class FakeClock implements Clock {
   }
 }
 
-/** RFC 3339 UTC with milliseconds, the one timestamp format of the API and the store (SPEC 6). */
+/** RFC 3339 UTC with milliseconds, the one timestamp format of the API and the store (docs/api.md). */
 export const iso = (d: Date): string => d.toISOString();

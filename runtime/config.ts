@@ -2,28 +2,28 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { usageError } from '../core/errors.ts';
 import { parseAllowEntry, parseDelay, type AllowEntry } from '../core/notify.ts';
 
-/** SPEC 11 limits, plus the runtime's own caps. Every value is a positive integer. */
+/** The limits of docs/runtime.md#limits, plus the runtime's own caps. Every value is a positive integer. */
 export interface Limits {
-  /** Ingress body cap in bytes (SPEC 7.1 step 5). */
+  /** Ingress body cap in bytes (pipeline step 5, docs/ingress.md). */
   ingressBodyBytes: number;
-  /** Deliveries per minute per webhook and sender address (SPEC 7.5). */
+  /** Deliveries per minute per webhook and sender address (docs/ingress.md#rate-limits). */
   deliveriesPerMinute: number;
-  /** Failed authentications per minute per webhook and sender address (SPEC 7.5). */
+  /** Failed authentications per minute per webhook and sender address (docs/ingress.md#rate-limits). */
   failedAuthPerMinute: number;
   webhooksPerFactory: number;
   /** Delivery log: newest N per webhook are always kept ... */
   deliveryLogKeep: number;
-  /** ... and everything from the last N days (SPEC 7.7). */
+  /** ... and everything from the last N days (docs/ingress.md#delivery-log). */
   deliveryLogDays: number;
-  /** Accepted delivery identities are remembered this many days (SPEC 7.4). */
+  /** Accepted delivery identities are remembered this many days (docs/ingress.md#identity). */
   identityDays: number;
   /** Delivery log: only the newest N Rejected entries per webhook are kept, whatever their age (docs/ingress.md#delivery-log). */
   rejectedLogKeep: number;
-  /** Signature age tolerance, both directions (SPEC 7.3). */
+  /** Signature age tolerance, both directions (docs/signatures.md). */
   signatureToleranceSeconds: number;
   runListDefault: number;
   runListMax: number;
-  /** Workspaces of finished runs are removed after this many hours (SPEC 9). */
+  /** Workspaces of finished runs are removed after this many hours (docs/runs.md). */
   workspaceRetentionHours: number;
   /** Cap on management and run API JSON bodies (not the ingress). */
   apiBodyBytes: number;
@@ -69,13 +69,13 @@ export interface Config {
   readonly dataDir: string;
   /** 32 bytes from FACTORY_MASTER_KEY, or undefined: loaded or generated at start (runtime/crypto.ts). */
   readonly masterKey: Buffer | undefined;
-  /** Read the client address from X-Forwarded-For (SPEC 5). */
+  /** Read the client address from X-Forwarded-For (docs/runtime.md). */
   readonly trustProxy: boolean;
   readonly maxConcurrentRuns: number;
   readonly logLevel: LogLevel;
   readonly limits: Readonly<Limits>;
   /**
-   * The runtime's variables that agents and setup commands inherit (SPEC 9, "a minimal inherited
+   * The runtime's variables that agents and setup commands inherit (docs/runs.md, "a minimal inherited
    * environment"): only INHERITED_ENV, taken once from the environment parseConfig was given.
    */
   readonly inheritedEnv: Readonly<Record<string, string>>;
@@ -112,7 +112,7 @@ export const DEFAULT_NOTIFY_RETRY_DELAYS_MS: readonly number[] = [10_000, 30_000
 
 /**
  * Variables a run's processes inherit from the runtime; nothing else, so no FACTORY_* value (the
- * master key, API keys) and no provider key of the runtime's own reaches an agent (SPEC 9).
+ * master key, API keys) and no provider key of the runtime's own reaches an agent (docs/runs.md).
  */
 export const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR'] as const;
 
@@ -163,7 +163,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
- * Parses flags with environment fallbacks into a deep-frozen Config (SPEC 5, STYLE 4).
+ * Parses flags with environment fallbacks into a deep-frozen Config (docs/runtime.md).
  * Pure: the caller passes `process.env` and the working directory; this is the only place the
  * runtime reads its environment variables. Flags win over the environment.
  * Throws a usage CliError naming the flag or variable for an invalid value.

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { CliError, FactoryError } from '../core/errors.ts';
 
 /**
- * AES-256-GCM for team secrets at rest (SPEC 5). The sealed form is one buffer:
+ * AES-256-GCM for team secrets at rest (docs/runtime.md). The sealed form is one buffer:
  * `version byte (1) | IV (12) | tag (16) | ciphertext`. The additional authenticated data binds a
  * ciphertext to its secret name and version, so a row copied onto another secret (or another
  * version) fails to open instead of yielding the wrong value.
@@ -57,7 +57,7 @@ export function open(key: Buffer, sealed: Buffer, aad: Buffer): Buffer {
 
 /**
  * Reads `<dataDir>/master.key` (base64 of 32 bytes), creating it with mode 0600 on first use
- * (SPEC 5). Used only when FACTORY_MASTER_KEY is absent. Creates the data dir (0700) if needed.
+ * (docs/runtime.md). Used only when FACTORY_MASTER_KEY is absent. Creates the data dir (0700) if needed.
  */
 export function loadOrCreateMasterKey(dataDir: string): { key: Buffer; path: string; created: boolean } {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -5,7 +5,7 @@ import type { LogLevel } from './config.ts';
 export type { Logger } from 'pino';
 
 /**
- * Field paths whose values never reach a log line (SPEC 5: secrets and Authorization headers are
+ * Field paths whose values never reach a log line (docs/runtime.md: secrets and Authorization headers are
  * redacted). pino's redaction matches exact paths with one-level wildcards, so each name is
  * listed at the top level, one level down and under request/response headers.
  */

@@ -40,7 +40,7 @@ export interface StartServerOptions {
 const FORCE_CLOSE_MS = 10_000;
 
 /**
- * Starts the runtime (SPEC 5): master key, store (migrations), admin key bootstrap, listen,
+ * Starts the runtime (docs/runtime.md): master key, store (migrations), admin key bootstrap, listen,
  * services. Installs no signal handlers: `factory serve` does that.
  */
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
@@ -187,7 +187,7 @@ function removeRuntimeFile(file: { path: string; content: string } | undefined):
 
 /**
  * On first start (no API key at all), creates an admin key named `admin` and writes it to
- * `<dataDir>/admin.key` with mode 0600 (SPEC 5). Logs the path, never the key. A crash between
+ * `<dataDir>/admin.key` with mode 0600 (docs/runtime.md). Logs the path, never the key. A crash between
  * writing the file and committing leaves no key, so the next start simply tries again.
  */
 export function bootstrapAdminKey(store: Store, dataDir: string, log: Logger): { path: string; created: boolean } {

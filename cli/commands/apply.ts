@@ -10,7 +10,7 @@ import { compileRepo, printRuntimeErrors, renderChanges, revisionInWords, type P
 import { diagnosticFormat } from './validate.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
 
-/** `factory apply [dir]` (SPEC 4): one transaction in the runtime; prints each webhook's URL. */
+/** `factory apply [dir]` (docs/plan-apply.md): one transaction in the runtime; prints each webhook's URL. */
 
 export interface ApplyResponse extends Omit<PlanResponse, 'changed' | 'base_revision'> {
   applied: boolean;

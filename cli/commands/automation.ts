@@ -5,7 +5,7 @@ import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 
-/** `factory automation list | test NAME --delivery ID` (SPEC 8, 10). */
+/** `factory automation list | test NAME --delivery ID` (docs/automations.md, README.md#commands). */
 
 export interface AutomationView {
   factory: string;

@@ -16,12 +16,12 @@ import { diagnosticFormat } from './validate.ts';
 import { assertFactoryRepo, untilSignalled, watchAndApply } from './watch.ts';
 
 /**
- * `factory dev [dir]` (SPEC 10): the runtime in this process, plus apply and watch, for trying a
+ * `factory dev [dir]` (README.md#commands): the runtime in this process, plus apply and watch, for trying a
  * factory out. Missing team secrets are created with random values suited to their use and printed
  * once: a development convenience that `serve` + `apply` never do.
  */
 
-/** A random value for a secret, by how the repo uses it (SPEC 7.6, core/ids.ts). */
+/** A random value for a secret, by how the repo uses it (docs/ingress.md#webhook-lifecycle, core/ids.ts). */
 export function devSecretValue(snapshot: Snapshot, name: string): string {
   const users = snapshot.webhooks.filter((w) => w.secretName === name);
   if (users.some((w) => w.authMode === 'signature' && w.signatureScheme === 'standard-webhooks')) return newStandardWebhooksSecret();

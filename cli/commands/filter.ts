@@ -25,7 +25,7 @@ Exit status: 0 when the payload matches; 1 when it does not, when the filter has
 problems (each printed as FILTER_FILE: <pointer>: <code>: <message>), or when a file cannot be read.
 `;
 
-/** `factory filter test FILTER_FILE PAYLOAD_FILE` (SPEC 10): offline, the runtime's own evaluator. */
+/** `factory filter test FILTER_FILE PAYLOAD_FILE` (README.md#commands): offline, the runtime's own evaluator. */
 export function registerFilter(program: Command, io: CliIO): void {
   const filter = program.command('filter').description('payload filters')
     .addHelpText('after', '\nExamples:\n  $ factory filter test only-opened.yaml pull_request.json\n');
@@ -66,7 +66,7 @@ async function readText(io: CliIO, file: string, what: string): Promise<string> 
   }
 }
 
-/** JSON for `.json` files, else YAML without anchors, aliases, tags or duplicate keys (SPEC 2). */
+/** JSON for `.json` files, else YAML without anchors, aliases, tags or duplicate keys (docs/definitions.md). */
 function parseFilterFile(file: string, text: string): unknown {
   if (/\.json$/i.test(file)) {
     try {

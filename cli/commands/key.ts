@@ -16,7 +16,7 @@ interface ApiKey {
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
-/** `factory key create|list|revoke` (SPEC 5, 10). Needs an admin key. */
+/** `factory key create|list|revoke` (docs/runtime.md, README.md#commands). Needs an admin key. */
 export function registerKey(program: Command, io: CliIO): void {
   const key = program.command('key').description('manage API keys (admin scope)')
     .addHelpText('after', '\nExamples:\n  $ factory key create --name ci --kind agent --scope manage\n  $ factory key list\n  $ factory key revoke key_abcdefghijklmnopqrstuvwxyz\n');

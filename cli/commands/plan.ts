@@ -10,7 +10,7 @@ import { fsReason, type CliIO } from '../io.ts';
 import { asGiven, diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 
 /**
- * `factory plan [dir]` (SPEC 4): compile locally, send the snapshot to the runtime, print the
+ * `factory plan [dir]` (docs/plan-apply.md): compile locally, send the snapshot to the runtime, print the
  * changes per resource. The helpers here are shared by apply, watch and dev.
  */
 
@@ -48,7 +48,7 @@ export interface Compiled {
  * Loads and compiles `dir`, printing diagnostics (warnings too) to stderr. Returns undefined
  * when there are errors; the caller decides whether that ends the command (plan) or not (watch).
  * With a client (plan, apply, watch), a webhook name written in `webhook_ids` gets the UID the
- * runtime knows for it as its hint (SPEC 2).
+ * runtime knows for it as its hint (docs/definitions.md).
  */
 export async function compileRepo(io: CliIO, dir: string, format: DiagnosticFormat, client?: Client): Promise<Compiled | undefined> {
   const root = resolve(io.cwd, dir);
@@ -75,7 +75,7 @@ async function runtimeWebhookUids(client: Client, factory: string | undefined): 
 }
 
 /**
- * Prints a runtime refusal as diagnostics (`file:line:col: error CODE: message`, SPEC 4), placing
+ * Prints a runtime refusal as diagnostics (`file:line:col: error CODE: message`, docs/plan-apply.md), placing
  * each `{file, pointer}` with the compiler's `locate`, then the problem's sentence.
  * Returns false for an error that is not a runtime refusal (the caller rethrows it).
  */

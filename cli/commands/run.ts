@@ -110,7 +110,7 @@ function summary(run: Run): string {
   return `${run.run_id} ${run.state}${run.status_message ? `: ${run.status_message}` : ''}${run.session_link ? `\nsession: ${run.session_link}` : ''}\n`;
 }
 
-/** `factory run create|get|list|cancel|transcript` (SPEC 6, 10): the agent run API. */
+/** `factory run create|get|list|cancel|transcript` (docs/api.md, README.md#commands): the agent run API. */
 export function registerRun(program: Command, io: CliIO): void {
   const run = program.command('run').description('create and follow agent runs (runs scope)')
     .addHelpText('after', '\nExamples:\n  $ factory run create --prompt "Fix the flaky test" --environment sandbox --wait\n  $ factory run list --state FAILED\n  $ factory run transcript run_abcdefghijklmnopqrstuvwxyz --follow\n');

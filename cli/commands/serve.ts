@@ -21,7 +21,7 @@ export function addExecutorOptions(command: Command): Command {
     .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)');
 }
 
-/** `factory serve` (SPEC 5, 10): runs the runtime until SIGTERM or SIGINT, then shuts down gracefully. */
+/** `factory serve` (docs/runtime.md, README.md#commands): runs the runtime until SIGTERM or SIGINT, then shuts down gracefully. */
 export function registerServe(program: Command, io: CliIO): void {
   const command = program
     .command('serve')

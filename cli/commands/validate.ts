@@ -6,7 +6,7 @@ import type { CliIO } from '../io.ts';
 
 export type DiagnosticFormat = 'text' | 'json' | 'github';
 
-/** --format, defaulting to github inside GitHub Actions (SPEC 4). */
+/** --format, defaulting to github inside GitHub Actions (docs/plan-apply.md). */
 export function diagnosticFormat(io: CliIO, option: string | undefined): DiagnosticFormat {
   const format = option ?? (io.env.GITHUB_ACTIONS === 'true' ? 'github' : 'text');
   if (format !== 'text' && format !== 'json' && format !== 'github') {

@@ -9,7 +9,7 @@ import { stripOneNewline } from './secret.ts';
 import { resolveWebhook } from './webhook.ts';
 
 /**
- * `factory webhook create|enable|disable|rotate|delete|set-secret` (SPEC 7.6, 10). A provider
+ * `factory webhook create|enable|disable|rotate|delete|set-secret` (docs/ingress.md#webhook-lifecycle, README.md#commands). A provider
  * secret is read from stdin (`--secret-stdin`, or always for set-secret), never from argv.
  * Generated secrets are printed once, with a warning that they are not shown again.
  */
@@ -129,7 +129,7 @@ function print(io: CliIO, answer: LifecycleAnswer, json: boolean | undefined, he
   if (answer.next_step) io.stdout(`\nNext: ${answer.next_step}\n`);
 }
 
-/** The secret piped on stdin, minus one trailing newline (SPEC 5). Never from argv. */
+/** The secret piped on stdin, minus one trailing newline (docs/runtime.md). Never from argv. */
 async function readStdinSecret(io: CliIO): Promise<string> {
   if (io.stdinIsTTY) throw usageError('pipe the secret on stdin, e.g. printf %s "$SECRET" | factory webhook ...');
   const chunks: Buffer[] = [];

@@ -27,13 +27,13 @@ export interface CompileOptions {
   root?: string;
   /**
    * The factory's webhooks as the runtime knows them (name → UID), when plan or apply could ask;
-   * a webhook name in `webhook_ids` then gets that UID as its hint (SPEC 2).
+   * a webhook name in `webhook_ids` then gets that UID as its hint (docs/definitions.md).
    */
   runtimeWebhooks?: ReadonlyMap<string, string>;
 }
 
 /**
- * Compiles a factory repo (SPEC 2, 3, 4). Pure: the files come in, the snapshot and every
+ * Compiles a factory repo (docs/definitions.md, docs/filters.md, docs/plan-apply.md). Pure: the files come in, the snapshot and every
  * diagnostic come out; the snapshot only when there is no error (warnings are allowed).
  */
 export function compile(files: SourceFile[], options: CompileOptions = {}): CompileResult {

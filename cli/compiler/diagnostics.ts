@@ -1,6 +1,6 @@
 /**
- * Diagnostics are data (STYLE 3): the compiler returns them all at once, sorted by file, line and
- * column (SPEC 4). Codes are public API, named `<area>.<rule>`; DIAGNOSTIC_CODES lists every code
+ * Diagnostics are data: the compiler returns them all at once, sorted by file, line and
+ * column (docs/plan-apply.md). Codes are public API, named `<area>.<rule>`; DIAGNOSTIC_CODES lists every code
  * the compiler can emit and docs/diagnostics.md documents the same list (a test compares them).
  */
 
@@ -109,7 +109,7 @@ export const DIAGNOSTIC_CODES = [
 
 export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)[number];
 
-/** Sorted by file, then line, then column, then code, so output is stable (SPEC 4). */
+/** Sorted by file, then line, then column, then code, so output is stable (docs/plan-apply.md). */
 export function sortDiagnostics(diags: Diagnostic[]): Diagnostic[] {
   return [...diags].sort(
     (a, b) =>
@@ -120,7 +120,7 @@ export function sortDiagnostics(diags: Diagnostic[]): Diagnostic[] {
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * Renders diagnostics: `text` is `path:line:col: severity code: message` (SPEC 4), `json` an
+ * Renders diagnostics: `text` is `path:line:col: severity code: message` (docs/plan-apply.md), `json` an
  * array of objects, `github` workflow commands that annotate the file in a pull request.
  */
 export function formatDiagnostics(diags: Diagnostic[], format: 'text' | 'json' | 'github'): string {

@@ -24,7 +24,7 @@ export interface FrontMatter {
 }
 
 /**
- * Splits a Markdown definitions file (SPEC 2) with gray-matter, whose YAML engine only captures the text:
+ * Splits a Markdown definitions file (docs/definitions.md) with gray-matter, whose YAML engine only captures the text:
  * the `yaml` package parses it later with positions (never js-yaml, whose timestamps would turn
  * dates into Date objects). The opening fence must be exactly `---`: gray-matter would otherwise
  * pick an engine from the fence (`---js` evaluates JavaScript), which a definitions file must

@@ -1,5 +1,5 @@
 /**
- * The definitions compiler (SPEC 2, 3, 4): the public API that commands and the runtime client
+ * The definitions compiler (docs/definitions.md, docs/filters.md, docs/plan-apply.md): the public API that commands and the runtime client
  * use. compile() is pure; loadRepo() and compileDir() are the thin disk edge.
  */
 import { resolve } from 'node:path';

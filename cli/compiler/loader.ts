@@ -51,7 +51,7 @@ async function listFiles(root: string, rel: string, depth: number): Promise<stri
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
     if (e.name.startsWith('.')) continue;
     const path = `${rel}/${e.name}`;
-    // Deeper trees are never definitions (SPEC 2); do not wander into them.
+    // Deeper trees are never definitions (docs/definitions.md); do not wander into them.
     // A directory named like a definitions file is reported by readText; other directories are
     // only entered as deep as definitions sit (automations/<name>/, agents/<a>/skills/<s>/).
     if (e.isDirectory() && !/\.(ya?ml|md)$/.test(e.name)) {

@@ -4,7 +4,7 @@ import { MARKDOWN_KINDS, type DefinitionKind } from './paths.ts';
 import type { Locate } from './schema-diagnostics.ts';
 import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
 
-/** SPEC 2 does not size files; definitions are small, and this bounds parse time and memory. */
+/** Definitions are small; a size cap bounds parse time and memory (docs/definitions.md#rules). */
 export const MAX_FILE_BYTES = 1024 * 1024;
 
 /** One definitions file, parsed with positions. */

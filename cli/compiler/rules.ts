@@ -7,7 +7,7 @@ import { closest } from './suggest.ts';
 import type { ParsedFile } from './parse-file.ts';
 import { PROVIDERS, warpRules } from './warp-rules.ts';
 
-/** SPEC 7.6 and 11: at most 20 webhooks per factory. */
+/** At most 20 webhooks per factory (docs/runtime.md#limits). */
 export const MAX_WEBHOOKS = 20;
 
 type Report = (f: ParsedFile, pointer: string, code: string, message: string, severity?: 'error' | 'warning', mode?: 'value' | 'key') => void;
@@ -15,7 +15,7 @@ type Report = (f: ParsedFile, pointer: string, code: string, message: string, se
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
- * The rules that look across files or that a schema cannot say well (SPEC 2, 3, issue 2). Each
+ * The rules that look across files or that a schema cannot say well (docs/definitions.md, docs/filters.md, issue 2). Each
  * rule is a small function over the parsed files; values may be schema-invalid here, so every
  * rule checks the shape it reads.
  */
@@ -82,7 +82,7 @@ function deliveryIdHeaders(files: ParsedFile[], report: Report): void {
   }
 }
 
-/** Pinned UIDs by UID → webhook name; a UID pinned twice is an error (SPEC 2). */
+/** Pinned UIDs by UID → webhook name; a UID pinned twice is an error (docs/definitions.md). */
 function pinnedUids(files: ParsedFile[], report: Report): Map<string, string> {
   const pinned = new Map<string, string>();
   for (const f of [...files].sort((a, b) => (a.path < b.path ? -1 : 1))) {

@@ -1,5 +1,5 @@
 /**
- * Edit distance for "did you mean" hints on unknown keys (SPEC 2): Levenshtein, plus a swap of two
+ * Edit distance for "did you mean" hints on unknown keys (docs/definitions.md): Levenshtein, plus a swap of two
  * neighbouring letters as one edit (agnet → agent), the most common typo.
  */
 export function levenshtein(a: string, b: string): number {

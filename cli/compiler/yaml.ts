@@ -17,7 +17,7 @@ export interface ParsedYaml {
 }
 
 /**
- * Parses one YAML document with positions (SPEC 2). Anchors, aliases, explicit tags, merge keys,
+ * Parses one YAML document with positions (docs/definitions.md). Anchors, aliases, explicit tags, merge keys,
  * duplicate keys and extra documents are errors, so that every value has exactly one source
  * position. Aliases are rejected before any conversion to plain values, so an alias bomb is never
  * expanded; maxAliasCount 0 is a second guard.
@@ -99,7 +99,7 @@ export interface Position {
 /**
  * The position of the node a JSON pointer names. `key` mode prefers the key of the last member
  * (for an unknown key); when the pointer runs past what exists (a missing key), the deepest
- * existing node is returned: the parent, as SPEC 4 asks.
+ * existing node is returned: the parent (docs/plan-apply.md).
  */
 export function positionOf(parsed: ParsedYaml, pointer: string, mode: 'value' | 'key' = 'value'): Position {
   const segments = pointer === '' ? [] : pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));

@@ -1,5 +1,5 @@
 /**
- * The filter grammar check the compiler runs (SPEC 3): every problem at once, each with a JSON
+ * The filter grammar check the compiler runs (docs/filters.md): every problem at once, each with a JSON
  * pointer relative to the filter root. Pure.
  */
 import { describeValue, hasOperatorKey, hasOwn, isOperatorKey, isPlainObject, isScalar, kindOf, MAX_FILTER_DEPTH, type FilterProblem } from './common.ts';
@@ -47,7 +47,7 @@ function kindAndValue(value: unknown): string {
 }
 
 /**
- * Compile-time grammar check of a payload filter (SPEC 3): returns every problem at once, in a
+ * Compile-time grammar check of a payload filter (docs/filters.md): returns every problem at once, in a
  * stable order, each with a JSON pointer relative to the filter root. An empty list means the
  * filter is valid and `matchFilter` evaluates it as written.
  */

@@ -1,4 +1,4 @@
-/** The filter evaluator the runtime runs on every accepted delivery (SPEC 3). Pure. */
+/** The filter evaluator the runtime runs on every accepted delivery (docs/filters.md). Pure. */
 import { hasOperatorKey, hasOwn, isPlainObject, type PayloadFilter } from './common.ts';
 
 /*
@@ -13,7 +13,7 @@ import { hasOperatorKey, hasOwn, isPlainObject, type PayloadFilter } from './com
 
 /** Hot path (runs on every accepted delivery): true when the payload matches. */
 export function matchFilter(filter: PayloadFilter, payload: unknown): boolean {
-  // No filter: every delivery matches (SPEC 3).
+  // No filter: every delivery matches (docs/filters.md).
   if (!isPlainObject(filter)) return true;
   return matchObject(filter, payload);
 }
@@ -38,7 +38,7 @@ function matchCondition(cond: unknown, present: boolean, value: unknown): boolea
   return present && holdsOneOf(value, cond);
 }
 
-/** `{in, not_in, exists}` combine with AND (SPEC 3). */
+/** `{in, not_in, exists}` combine with AND (docs/filters.md). */
 function matchOperators(cond: { [key: string]: unknown }, present: boolean, value: unknown): boolean {
   if (hasOwn(cond, 'exists')) {
     if (cond.exists === true && !present) return false;
@@ -47,7 +47,7 @@ function matchOperators(cond: { [key: string]: unknown }, present: boolean, valu
   if (hasOwn(cond, 'in')) {
     if (!present || !Array.isArray(cond.in) || !holdsOneOf(value, cond.in)) return false;
   }
-  // A missing field holds none of the values, so not_in matches it (SPEC 3).
+  // A missing field holds none of the values, so not_in matches it (docs/filters.md).
   if (hasOwn(cond, 'not_in') && present && Array.isArray(cond.not_in) && holdsOneOf(value, cond.not_in)) return false;
   return true;
 }

@@ -1,11 +1,11 @@
-/** The explanation of a non-match, for Test filter and `factory filter test` (SPEC 8). Pure. */
+/** The explanation of a non-match, for Test filter and `factory filter test` (docs/automations.md). Pure. */
 import { ARRAY_ELEMENT, describeValue, hasOperatorKey, hasOwn, isPlainObject, isScalar, kindOf, type Explanation, type PayloadFilter } from './common.ts';
 import { holdsOneOf, listHas } from './evaluate.ts';
 
 /** `progress`: the index of the failing key at each level, to compare how far elements got. */
 type Failure = { path: string[]; reason: string; progress: number[] };
 
-/** Same decision as matchFilter, plus the first failing key path and why (Test filter, SPEC 8). */
+/** Same decision as matchFilter, plus the first failing key path and why (Test filter, docs/automations.md). */
 export function explainFilter(filter: PayloadFilter, payload: unknown): Explanation {
   if (!isPlainObject(filter)) return { matches: true };
   const failure = explainObject(filter, payload, []);
@@ -14,7 +14,7 @@ export function explainFilter(filter: PayloadFilter, payload: unknown): Explanat
 
 function explainObject(filter: { [key: string]: unknown }, body: unknown, path: string[]): Failure | null {
   const bodyIsObject = isPlainObject(body);
-  // At the root only: a body that is not an object has no fields (SPEC 3).
+  // At the root only: a body that is not an object has no fields (docs/filters.md).
   const absentWhy = bodyIsObject ? undefined : `the body is ${kindOf(body)}, not an object`;
   // Keys in code-unit order, the order a snapshot stores them in (canonical JSON): the runtime
   // never sees the file's order, so `filter test` on the file and Test filter on the runtime's copy

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A scripted agent with no model (SPEC 9): it does what a coding agent does, deterministically,
+// A scripted agent with no model (docs/runs.md): it does what a coding agent does, deterministically,
 // so examples and tests run a real process end to end. Plain Node, no dependencies.
 // It reads the prompt from stdin, summarises event-payload.json when present, runs a couple of
 // shell commands, appends a line to a file in the workspace and exits 0.

@@ -1,10 +1,10 @@
 /**
- * The run prompt of a webhook run (SPEC 8): the automation's prompt followed by an envelope that
+ * The run prompt of a webhook run (docs/automations.md): the automation's prompt followed by an envelope that
  * says where the run came from and where the event is. The delivery body is never pasted in: it
  * is attached as `event-payload.json`, and the envelope tells the agent it is untrusted data.
  */
 
-/** The attachment that holds the delivery body exactly as received (SPEC 8). */
+/** The attachment that holds the delivery body exactly as received (docs/automations.md). */
 export const EVENT_PAYLOAD_FILE = 'event-payload.json';
 
 /** Marks where the automation's prompt ends and the runtime's envelope begins. */
@@ -17,8 +17,8 @@ export interface EnvelopeInput {
   deliveryId: string;
 }
 
-// Factory, webhook and automation names and UIDs are resource names (SPEC 2), so they are safe to
-// show. The delivery id may come from a sender's header (SPEC 7.4): it is shown only when it is
+// Factory, webhook and automation names and UIDs are resource names (docs/definitions.md), so they are safe to
+// show. The delivery id may come from a sender's header (docs/ingress.md#identity): it is shown only when it is
 // made of these characters (no spaces, quotes, backticks or newlines, at most 200), so it cannot
 // leave its code span or read as a paragraph of instructions; otherwise the run's `delivery_id`
 // field carries it and the prompt says so.

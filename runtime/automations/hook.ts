@@ -7,7 +7,7 @@ import { EVENT_PAYLOAD_FILE, runPrompt } from './envelope.ts';
 import { compileAutomations, matchCompiled, parsePayload, type WebhookAutomations } from './match.ts';
 
 /**
- * The run a matching automation starts for a delivery (SPEC 8): the automation's prompt plus the
+ * The run a matching automation starts for a delivery (docs/automations.md): the automation's prompt plus the
  * envelope, the body exactly as received attached as `event-payload.json`, `source: WEBHOOK`, and
  * the creator naming the automation.
  */
@@ -32,7 +32,7 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
 }
 
 /**
- * The ingress hook of SPEC 7.1 step 9: called inside the transaction that writes the Accepted
+ * The ingress hook of pipeline step 9 (docs/ingress.md#the-pipeline-step-by-step): called inside the transaction that writes the Accepted
  * delivery and its payload, it creates one QUEUED run per matching automation with plain inserts
  * (`store.runs.insertInTx`), so the delivery and its runs commit together or not at all; a crash
  * can neither lose the runs nor create them twice. `afterCreate` is called when runs were

@@ -3,7 +3,7 @@ import type { WebhookTrigger } from '../../core/snapshot.ts';
 import type { AutomationRecord } from '../definitions/state.ts';
 
 /**
- * Which automations a delivery starts (SPEC 8), pure: no store, no clock. The ingress hook
+ * Which automations a delivery starts (docs/automations.md), pure: no store, no clock. The ingress hook
  * (hook.ts) and Test filter (test-filter.ts) both decide through the functions here and
  * core/filter.ts, so a Test filter answer is the live answer.
  */
@@ -22,21 +22,21 @@ export interface DeliveryWebhook {
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
- * The delivery body as the ingress parsed it at SPEC 7.1 step 7: strict UTF-8, then JSON.parse
+ * The delivery body as the ingress parsed it at pipeline step 7 (docs/ingress.md): strict UTF-8, then JSON.parse
  * (any JSON value). Throws on bytes the ingress would have rejected.
  */
 export function parsePayload(bytes: Uint8Array): unknown {
   return JSON.parse(utf8.decode(bytes));
 }
 
-/** The UID a trigger selects: `filter.webhook_ids[0]` (SPEC 2: exactly one item). */
+/** The UID a trigger selects: `filter.webhook_ids[0]` (docs/definitions.md: exactly one item). */
 export function triggerWebhookUid(trigger: WebhookTrigger): string | undefined {
   if (trigger?.provider !== 'webhook' || trigger.event !== 'received') return undefined;
   const ids = trigger.filter?.webhook_ids;
   return Array.isArray(ids) && typeof ids[0] === 'string' ? ids[0] : undefined;
 }
 
-/** The trigger's payload filter; absent means every delivery of its webhook matches (SPEC 3). */
+/** The trigger's payload filter; absent means every delivery of its webhook matches (docs/filters.md). */
 export function triggerPayloadFilter(trigger: WebhookTrigger): PayloadFilter | undefined {
   return trigger.filter?.payload;
 }
@@ -60,7 +60,7 @@ export function triggersMatch(automation: Pick<MatchableAutomation, 'triggers'>,
 }
 
 /**
- * The automations a delivery starts, one entry per automation (SPEC 8): every enabled automation
+ * The automations a delivery starts, one entry per automation (docs/automations.md): every enabled automation
  * of the webhook's factory with a trigger that selects this webhook and whose payload filter
  * matches; an automation matches when any of its triggers does. `payload` is a thunk so that the
  * body is parsed at most once, and only when some automation listens to this webhook.
@@ -95,7 +95,7 @@ interface CompiledEntry<A> {
   filters: (PayloadFilter | undefined)[];
 }
 
-/** A condition every match of a filter needs: the value at `path` holds one of `values` (SPEC 3). */
+/** A condition every match of a filter needs: the value at `path` holds one of `values` (docs/filters.md). */
 interface Guard {
   path: string[];
   values: unknown[];

@@ -2,7 +2,7 @@ import { explainFilter, formatPath } from '../../core/filter.ts';
 import { triggerPayloadFilter, triggersFor, triggerWebhookUid, type MatchableAutomation } from './match.ts';
 
 /**
- * Test filter (SPEC 8), pure: for an automation and a stored delivery, would the delivery start
+ * Test filter (docs/automations.md), pure: for an automation and a stored delivery, would the delivery start
  * a run, with the webhook check and the payload check, and on a payload miss the first failing
  * key path and why. It decides with the same trigger selection as live matching (match.ts) and
  * the same evaluator (core/filter.ts `explainFilter`, kept in agreement with `matchFilter` by
@@ -39,7 +39,7 @@ export interface TestFilterResult {
   would_trigger: boolean;
   webhook_check: WebhookCheck;
   payload_check: PayloadCheck;
-  /** Live matching also needs the automation enabled (SPEC 8); the checks above test its triggers. */
+  /** Live matching also needs the automation enabled (docs/automations.md); the checks above test its triggers. */
   automation_enabled: boolean;
   /** Why live deliveries would still start nothing, when that differs from `would_trigger`. */
   note?: string;

@@ -1,4 +1,4 @@
-// The factory dashboard (SPEC 12). It calls only the public management and run APIs with the
+// The factory dashboard (docs/dashboard.md). It calls only the public management and run APIs with the
 // signed-in key, like the CLI. Every value from the API is untrusted (names, payloads, transcripts):
 // it is rendered with textContent and DOM nodes only, never as HTML.
 //

@@ -1,4 +1,4 @@
-// Automations (SPEC 8, 12): the list with its triggers and payload filters, and Test filter,
+// Automations (docs/automations.md, docs/dashboard.md): the list with its triggers and payload filters, and Test filter,
 // which asks whether a stored delivery would start an automation.
 
 import { $, api, badge, busy, dataTable, enc, h, showError } from './dom.js';

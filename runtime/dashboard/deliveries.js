@@ -1,4 +1,4 @@
-// Deliveries of one webhook (SPEC 7.7, 12): newest first, a page at a time, with the payload of
+// Deliveries of one webhook (docs/ingress.md#delivery-log, docs/dashboard.md): newest first, a page at a time, with the payload of
 // Accepted entries and a way into Test filter.
 
 import { prefillTest } from './automations.js';
@@ -36,7 +36,7 @@ async function loadDeliveries(more) {
 
 /**
  * The payload laid out for reading. JSON.stringify recurses, so a payload nested thousands of
- * levels deep (valid JSON, which the ingress accepts: SPEC 7.1) throws RangeError; then it is
+ * levels deep (valid JSON, which the ingress accepts: docs/ingress.md) throws RangeError; then it is
  * shown compactly, and when that overflows too, as a one-line note with its size.
  */
 function payloadView(payload, size) {

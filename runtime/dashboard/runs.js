@@ -1,4 +1,4 @@
-// Runs and their transcripts (SPEC 6, 12): newest first, narrowed by factory and state, with the
+// Runs and their transcripts (docs/api.md, docs/dashboard.md): newest first, narrowed by factory and state, with the
 // transcript followed in place until the run finishes.
 
 import { $, api, badge, busy, dataTable, enc, fmtTime, h, showError } from './dom.js';

@@ -1,4 +1,4 @@
-// The session page (/sessions/<run_id>, SPEC 6): asks for an API key once (kept in this tab, shared
+// The session page (/sessions/<run_id>, docs/api.md): asks for an API key once (kept in this tab, shared
 // with the dashboard), then shows the run's transcript from the API, following it until the run
 // ends. Every value is rendered with textContent (transcript.js).
 

@@ -1,4 +1,4 @@
-// What the dashboard shows (SPEC 12), shared by its area modules, and the few reactions that
+// What the dashboard shows (docs/dashboard.md), shared by its area modules, and the few reactions that
 // cross areas.
 
 /** Shared with the session page (/sessions/<run_id>), so a run link opened in this tab is signed in too. */

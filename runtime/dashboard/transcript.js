@@ -1,4 +1,4 @@
-// One transcript event as DOM nodes (SPEC 9 event types), shared by the dashboard's transcript
+// One transcript event as DOM nodes (the event types of docs/runs.md#transcript), shared by the dashboard's transcript
 // panel (runs.js) and the session page (session.js), so both read the same.
 
 import { h } from './dom.js';

@@ -1,10 +1,10 @@
-// Webhooks (SPEC 12): the list with its actions, the secret shown once, and the create form.
+// Webhooks (docs/dashboard.md): the list with its actions, the secret shown once, and the create form.
 
 import { $, api, busy, copyField, dataTable, enc, h, showError } from './dom.js';
 import { openDeliveries } from './deliveries.js';
 import { app, state } from './state.js';
 
-/** SPEC 7.3; test/runtime/routes/dashboard.test.ts checks this list against core/snapshot.ts. */
+/** docs/signatures.md; test/runtime/routes/dashboard.test.ts checks this list against core/snapshot.ts. */
 const SIGNATURE_SCHEMES = ['standard-webhooks', 'github', 'gitlab', 'bitbucket', 'stripe', 'shopify', 'paddle', 'sentry', 'vercel', 'netlify', 'pagerduty', 'rootly', 'linear', 'slack', 'jira'];
 
 export async function loadWebhooks() {
@@ -31,7 +31,7 @@ export function renderWebhooks() {
         : null;
     const toggle = h('input', { type: 'checkbox', id: `en-${w.uid}`, checked: w.enabled });
     toggle.addEventListener('change', () => setEnabled(w, toggle));
-    // A definitions-managed webhook's secret and existence come from its file (SPEC 7.6: rotate,
+    // A definitions-managed webhook's secret and existence come from its file (docs/ingress.md#webhook-lifecycle: rotate,
     // set-secret and delete answer 409), so only what works is offered, plus how to rotate.
     const managed = w.managed_by === 'definitions';
     const actions = managed

@@ -5,16 +5,16 @@ import type { Snapshot } from '../../core/snapshot.ts';
 import type { PlanInput } from './state.ts';
 
 /**
- * The runtime's checks of a snapshot (SPEC 4): first the snapshot itself (schema, digest, the
+ * The runtime's checks of a snapshot (docs/plan-apply.md): first the snapshot itself (schema, digest, the
  * factory named in the URL), then the facts only the runtime knows (secrets, environment
  * ownership, UIDs, limits). Pure: the route gathers the facts, these rules judge them, and every
  * problem is reported at once, each naming the file and the key (a pointer into that file).
  */
 
-/** SPEC 7.6 and 11. */
+/** docs/runtime.md#limits. */
 export const MAX_WEBHOOKS_PER_FACTORY = 20;
 
-/** RFC 3986 section 2.3 unreserved characters; SPEC 4 asks for at least 32 of them. */
+/** RFC 3986 section 2.3 unreserved characters; at least 32 of them (docs/plan-apply.md#runtime-checks). */
 const URL_SAFE_TOKEN = /^[A-Za-z0-9._~-]{32,}$/;
 
 export interface CheckError {
@@ -26,7 +26,7 @@ export interface CheckError {
   conflict?: boolean;
 }
 
-/** True when a url_token secret may be the last URL path segment as it is (SPEC 4). */
+/** True when a url_token secret may be the last URL path segment as it is (docs/plan-apply.md). */
 export function isUrlSafeToken(value: string): boolean {
   return URL_SAFE_TOKEN.test(value);
 }
@@ -39,7 +39,7 @@ export function snapshotDigest(snapshot: Snapshot): string {
 
 /**
  * Validates a request's snapshot: the schema, its digest, and that it is the factory in the URL.
- * The runtime never trusts the CLI's own validation (SPEC 4).
+ * The runtime never trusts the CLI's own validation (docs/plan-apply.md).
  */
 export function checkSnapshot(
   value: unknown,
@@ -103,8 +103,8 @@ export function locateInSources(value: unknown, pointer: string): { file: string
 }
 
 /**
- * The runtime checks of SPEC 4 and 7.6 against the facts in `input`. Returns every problem.
- * `maxWebhooks` is config.limits.webhooksPerFactory (SPEC 11, default 20).
+ * The runtime checks (docs/plan-apply.md#runtime-checks) against the facts in `input`. Returns every problem.
+ * `maxWebhooks` is config.limits.webhooksPerFactory (docs/runtime.md#limits, default 20).
  */
 export function checkAgainstRuntime(
   snapshot: Snapshot,
@@ -115,7 +115,7 @@ export function checkAgainstRuntime(
   const errors: CheckError[] = [];
   const factoryFile = snapshot.factory.source.file;
   if (input.factory?.managedBy === 'api') {
-    errors.push({ file: factoryFile, pointer: '/name', code: 'factory.managed_by_api', conflict: true, message: `factory '${snapshot.factory.name}' was created through the API or the dashboard; its webhooks cannot be managed by definitions (SPEC 7.6)` });
+    errors.push({ file: factoryFile, pointer: '/name', code: 'factory.managed_by_api', conflict: true, message: `factory '${snapshot.factory.name}' was created through the API or the dashboard; its webhooks cannot be managed by definitions (docs/ingress.md#webhook-lifecycle)` });
   }
   if (snapshot.webhooks.length > maxWebhooks) {
     for (const w of snapshot.webhooks.slice(maxWebhooks)) {

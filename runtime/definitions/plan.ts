@@ -3,7 +3,7 @@ import type { AutomationDef, EnvironmentDef, Snapshot, WebhookDef } from '../../
 import type { PlanInput, WebhookRecord } from './state.ts';
 
 /**
- * The planner (SPEC 4): from the runtime's current records and a validated snapshot, the changes
+ * The planner (docs/plan-apply.md): from the runtime's current records and a validated snapshot, the changes
  * per resource (create / update with a field-level diff / delete / no-op) and the writes that
  * apply performs. Pure: no SQL, no clock, no randomness (new UIDs are assigned by the store).
  *
@@ -189,7 +189,7 @@ export function computePlan(snapshot: Snapshot, input: PlanInput): PlanResult {
   if (deleted.length && created.length) {
     notes.push(
       `rename is not supported: ${list(deleted.map((w) => `'${w.name}' (${w.uid})`))} ${deleted.length > 1 ? 'are' : 'is'} deleted and stop${deleted.length > 1 ? '' : 's'} accepting deliveries, ` +
-        `and ${list(created.map((n) => `'${n}'`))} ${created.length > 1 ? 'are' : 'is'} created with a new UID; senders must switch to the new URL (SPEC 2).`,
+        `and ${list(created.map((n) => `'${n}'`))} ${created.length > 1 ? 'are' : 'is'} created with a new UID; senders must switch to the new URL (docs/definitions.md).`,
     );
   }
 
@@ -219,7 +219,7 @@ export function computePlan(snapshot: Snapshot, input: PlanInput): PlanResult {
 }
 
 /**
- * `enabled` is a runtime toggle that apply leaves alone (SPEC 2, 7.6), with one exception each
+ * `enabled` is a runtime toggle that apply leaves alone (docs/definitions.md, docs/ingress.md#webhook-lifecycle), with one exception each
  * way: a webhook held disabled because its secret was pending is enabled once the secret has a
  * value, and a signature webhook re-bound to a pending secret is disabled.
  */
@@ -241,7 +241,7 @@ function currentFields(w: WebhookRecord): WebhookFields {
   };
 }
 
-/** SPEC 2: a trigger UID that names no webhook of this factory is a warning (it never fires). */
+/** A trigger UID that names no webhook of this factory is a warning: it never fires (docs/plan-apply.md#changes). */
 function silentTriggerNotes(snapshot: Snapshot, input: PlanInput): string[] {
   const uids = new Set<string>();
   const wanted = new Set(snapshot.webhooks.map((w) => w.name));
@@ -265,7 +265,7 @@ function list(items: string[]): string {
 /**
  * The runtime state a plan was made against: the factory's generation (bumped by every apply that
  * changes something) and a hash of every fact the plan depends on, so that `apply --plan` refuses
- * when anything it relied on changed since, including a secret update (SPEC 4).
+ * when anything it relied on changed since, including a secret update (docs/plan-apply.md).
  */
 export function baseRevision(input: PlanInput): string {
   const facts = canonicalJson({

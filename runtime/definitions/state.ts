@@ -1,12 +1,12 @@
 import type { AuthMode, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
 
 /**
- * The runtime's record of definitions (SPEC 4, 7.6), as the store returns them. These types are
+ * The runtime's record of definitions (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle), as the store returns them. These types are
  * shared by the pure planner (plan.ts, checks.ts) and the store (store/definitions.ts), so the
  * planner never sees SQL and the store never decides what a change means.
  */
 
-/** Who owns a factory's webhooks; fixed when the factory is created (SPEC 7.6). */
+/** Who owns a factory's webhooks; fixed when the factory is created (docs/ingress.md#webhook-lifecycle). */
 export type ManagedBy = 'definitions' | 'api';
 
 export interface FactoryRecord {
@@ -67,7 +67,7 @@ export interface AutomationRecord {
 export interface EnvironmentRecord {
   /** The environment id, unique across the runtime. */
   name: string;
-  /** The factory that defines it (SPEC 2: a second factory cannot take the same id). */
+  /** The factory that defines it (docs/definitions.md: a second factory cannot take the same id). */
   factory: string;
   def: EnvironmentDef;
   createdAt: string;

@@ -1,7 +1,7 @@
 import type { WebhookRecord } from './state.ts';
 
 /**
- * How the management API shows definitions (SPEC 6: snake_case JSON, RFC 3339 times). Pure, so
+ * How the management API shows definitions (docs/api.md: snake_case JSON, RFC 3339 times). Pure, so
  * the webhook routes of ingress and of definitions show a webhook the same way.
  */
 
@@ -33,7 +33,7 @@ export interface WebhookView {
 }
 
 /**
- * The ingress URL a sender posts to (SPEC 7.1, 7.2). For url_token the token goes in the last
+ * The ingress URL a sender posts to (docs/ingress.md#the-pipeline-step-by-step). For url_token the token goes in the last
  * segment; we show the `{token}` placeholder, never the token itself.
  */
 export function webhookUrl(baseUrl: string, uid: string, authMode: string): string {

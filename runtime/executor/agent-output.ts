@@ -1,5 +1,5 @@
 /**
- * Agent stdout/stderr into transcript events (SPEC 9): split into lines, read by the format's
+ * Agent stdout/stderr into transcript events (docs/runs.md): split into lines, read by the format's
  * reader (claude-stream-json, codex-json) or kept as `output`, batched so a chatty agent does not
  * write one event per short line, and capped per run with one "truncated" marker.
  */

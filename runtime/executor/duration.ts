@@ -1,5 +1,5 @@
 /**
- * Durations as written in environments (SPEC 2: `agent.timeout`, default `30m`):
+ * Durations as written in environments (docs/definitions.md: `agent.timeout`, default `30m`):
  * one or more `<integer><unit>` parts, units `h`, `m`, `s` (and `ms`), e.g. `30m`, `90s`, `1h30m`.
  */
 

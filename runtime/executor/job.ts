@@ -1,5 +1,5 @@
 /**
- * One run, from an empty workspace to a final state (SPEC 9), independent of the store: the pool
+ * One run, from an empty workspace to a final state (docs/runs.md), independent of the store: the pool
  * resolves secrets, persists the events this reports through `onEvent` and owns the run's state.
  * `state` transcript events are written by the pool (one place), never here.
  *
@@ -96,7 +96,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   const repoEnv = { ...gitEnv, ...sandbox.repoEnv() };
   const timeoutMs = spec.agent.timeoutMs;
   // Repo and setup commands share one output budget, so many commands cannot grow the transcript
-  // past a few MB (SPEC 9).
+  // past a few MB (docs/runs.md).
   let commandBudget = caps.commandOutputBytesTotal;
   const captured = async (c: RepoCommand, cmdEnv: Record<string, string>) => {
     const r = await runCaptured(sandbox, { ...c, env: cmdEnv, signal, timeoutMs, onGroup }, Math.min(caps.commandOutputBytes, commandBudget));

@@ -1,11 +1,11 @@
 /**
- * The executor pool (SPEC 9): at most `maxConcurrentRuns` jobs at once, each a QUEUED run claimed
+ * The executor pool (docs/runs.md): at most `maxConcurrentRuns` jobs at once, each a QUEUED run claimed
  * oldest first with one conditional UPDATE (runtime/store/runs.ts), run by runJob in
  * `<workDir>/<run_id>` under the configured executor (sandbox.ts; checked once at start). The store writes every state change with its `state`
  * transcript event; this module only decides which change happens.
  *
  * Woken when a run is created (`wake()`), and by a slow poll as a safety net. At start, runs left
- * INPROGRESS by a previous process become ERROR, retryable (SPEC 9). Workspaces of finished runs
+ * INPROGRESS by a previous process become ERROR, retryable (docs/runs.md). Workspaces of finished runs
  * are removed after the retention period; transcripts stay.
  */
 
@@ -130,7 +130,7 @@ export class ExecutorPool implements Service {
 
   /**
    * Runs found INPROGRESS at start were cut off by a stop or crash of the runtime: ERROR, retryable
-   * (SPEC 9). A crash (SIGKILL) left their process groups running, since each leads its own group;
+   * (docs/runs.md). A crash (SIGKILL) left their process groups running, since each leads its own group;
    * those recorded for the run are killed first (killOrphanGroup says how a reused id is avoided).
    */
   recover(): string[] {
@@ -298,7 +298,7 @@ export class ExecutorPool implements Service {
   }
 
   /**
-   * Removes workspaces of runs finished longer ago than the retention period (SPEC 9); at start
+   * Removes workspaces of runs finished longer ago than the retention period (docs/runs.md); at start
    * and then every CLEANUP_EVERY_MS. Calls while one is under way share it.
    */
   cleanWorkspaces(): Promise<number> {

@@ -1,5 +1,5 @@
 /**
- * Child processes for the executor (SPEC 9): every command runs in its own process group
+ * Child processes for the executor (docs/runs.md): every command runs in its own process group
  * (`detached: true`, so its pid is the group id) and is stopped as a group, so a grandchild
  * (`sleep`, a dev server, a shell pipeline) never outlives its run.
  */
@@ -161,7 +161,7 @@ function pgidOf(pid: string): number | undefined {
 
 /**
  * Kills (SIGKILL) a process group that a previous runtime process recorded for run `runId` and
- * could not stop because it died (SPEC 9: nothing outlives its run). Group ids are reused once a
+ * could not stop because it died (docs/runs.md: nothing outlives its run). Group ids are reused once a
  * group is gone, so the group is killed only when one of its live members carries the run's own
  * marker `FACTORY_RUN_ID=<runId>` in its initial environment (`/proc/<pid>/environ`): every
  * process of a run starts with it, and run ids are random, so an unrelated group never matches.

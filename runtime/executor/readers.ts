@@ -1,5 +1,5 @@
 /**
- * Readers that turn one line of agent stdout into transcript events (SPEC 9, `agent.format`).
+ * Readers that turn one line of agent stdout into transcript events (docs/runs.md, `agent.format`).
  * Pure: a line in, events out. `null` means "not this format": the caller keeps the line as a
  * plain `output` event, so nothing the agent prints is lost.
  *

@@ -1,5 +1,5 @@
 /**
- * Transcript event shapes and the caps that keep one run's transcript under a few MB (SPEC 9).
+ * Transcript event shapes and the caps that keep one run's transcript under a few MB (docs/runs.md).
  * The store adds `seq` and `time`; the executor only produces `{type, data}`.
  */
 

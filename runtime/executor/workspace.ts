@@ -1,5 +1,5 @@
 /**
- * The run workspace (SPEC 9): repos cloned into it, attachments and `prompt.md` written to its
+ * The run workspace (docs/runs.md): repos cloned into it, attachments and `prompt.md` written to its
  * root, and after the agent the files it changed, from `git status` in each cloned repo.
  *
  * Repos: a URL (https, ssh, `file://`) or an absolute local path is cloned with `git clone`, then

@@ -3,7 +3,7 @@ import { FactoryError, notFound } from '../../core/errors.ts';
 import type { KeyKind, Scope } from '../store/keys.ts';
 import type { Store } from '../store/index.ts';
 
-/** Who is calling: the API key that authenticated the request (SPEC 5). */
+/** Who is calling: the API key that authenticated the request (docs/runtime.md). */
 export interface Principal {
   keyId: string;
   name: string;

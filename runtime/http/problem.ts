@@ -6,7 +6,7 @@ import { redactUrl } from '../log.ts';
 export const PROBLEM_TYPE_BASE = 'https://factory.dev/problems/';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-/** The RFC 9457 body plus our fields (SPEC 6). */
+/** The RFC 9457 body plus our fields (docs/api.md). */
 export interface Problem {
   type: string;
   title: string;
@@ -22,7 +22,7 @@ export interface Problem {
 const INTERNAL_DETAIL = 'The runtime failed to handle this request; the error has been logged.';
 
 /**
- * The one middleware that turns errors into problem+json (STYLE 3), and the one place that logs
+ * The one middleware that turns errors into problem+json, and the one place that logs
  * an unexpected error (once, with its stack). 4xx details are shown to the client; a 5xx from an
  * unknown error only ever says INTERNAL_DETAIL. Also turns an unmatched route into a 404 problem
  * and a known route called with the wrong method (left as a bare 405 with Allow by the router's

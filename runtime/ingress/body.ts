@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 
 /**
- * The capped body reader of SPEC 7.1 step 5. A declared `Content-Length` over the cap is refused
+ * The capped body reader of pipeline step 5 (docs/ingress.md). A declared `Content-Length` over the cap is refused
  * before a byte is read; without one (chunked), reading stops at the first byte past the cap.
  * In both cases nothing past the cap is buffered: the caller answers 413 and then discards or
  * cuts off the rest (see `discardRest`).
@@ -44,7 +44,7 @@ export function readCappedBody(stream: Readable, cap: number, contentLength?: nu
       const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       size += buf.length;
       if (size > cap) {
-        // Keep nothing more: pause here and let the caller answer 413 (SPEC 7.1 step 5).
+        // Keep nothing more: pause here and let the caller answer 413 (pipeline step 5).
         stream.pause();
         chunks.length = 0;
         finish({ ok: false, reason: 'too_large', size });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { isCredentialHeader } from '../../core/credential-headers.ts';
 
 /**
- * Delivery identity (SPEC 7.4), pure. The first of:
+ * Delivery identity (docs/ingress.md#identity), pure. The first of:
  * 1. the header named by the webhook's `deliveryIdHeader`, unless it may carry a credential
  *    (core/credential-headers.ts);
  * 2. the signature scheme's own delivery headers, in the scheme's order (signature mode only);

@@ -16,9 +16,9 @@ import type { AcceptedHook, IngressWebhook, ParsedBody } from './types.ts';
 import { parseIngressPath } from './url.ts';
 
 /**
- * The ingress pipeline of SPEC 7.1, framework-free: a request (method, path, headers, sender,
+ * The ingress pipeline (docs/ingress.md#the-pipeline-step-by-step), framework-free: a request (method, path, headers, sender,
  * body stream) goes in, a response description comes out. The Koa adapter
- * (runtime/routes/ingress.ts) only copies it onto the response. Steps run in the SPEC's order;
+ * (runtime/routes/ingress.ts) only copies it onto the response. Steps run in the documented order;
  * each is a guard clause that either answers or falls through to the next.
  */
 
@@ -69,7 +69,7 @@ export interface IngressResult {
 const NOT_FOUND: IngressResult = Object.freeze({
   status: 404,
   headers: {},
-  // One sentence for unknown, disabled and deleted webhooks alike (SPEC 7.1 step 2).
+  // One sentence for unknown, disabled and deleted webhooks alike (pipeline step 2).
   problem: { code: 'resource_not_found', detail: 'No webhook is at this address.' },
 }) as IngressResult;
 
@@ -149,7 +149,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
 
   /**
    * Every rejection of a request to this webhook, in one place: counted, logged with its outcome
-   * and reason (SPEC 7.1), and answered with `answer` plus what was logged (for the access line).
+   * and reason (docs/ingress.md#the-pipeline-step-by-step), and answered with `answer` plus what was logged (for the access line).
    * Its id is the sender's when a header gives one, else the body's hash, else a generated one.
    */
   const reject = async (
@@ -190,7 +190,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   if (!read.ok) {
     if (read.reason === 'aborted') {
       // The sender closed the connection before the body ended. It is still a request to an
-      // enabled webhook, so it is logged (SPEC 7.1): what arrived is not a JSON document.
+      // enabled webhook, so it is logged (docs/ingress.md#the-pipeline-step-by-step): what arrived is not a JSON document.
       counts.aborted += 1;
       return reject('rejected_invalid_json', 'body_incomplete', { size: read.size }, {
         status: 400,
@@ -256,7 +256,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
       : (delivery: AcceptedDelivery) => {
           for (const hook of hooks) hook(webhook, delivery, parsed);
         };
-  // 202 only once this resolves, i.e. after the commit that holds the delivery (SPEC 7.1 step 9).
+  // 202 only once this resolves, i.e. after the commit that holds the delivery (pipeline step 9).
   const result = await deps.accept({ facts: facts(identity, body.length), payload: body, onAccepted });
   counts[result.outcome] += 1;
   return { status: 202, headers: {}, body: { delivery_id: identity }, logged: { outcome: result.outcome, deliveryId: identity } };
@@ -277,7 +277,7 @@ export function parseJson(body: Buffer): ParsedBody | undefined {
 }
 
 /**
- * The sender (SPEC 7.5): the socket's peer address, or behind a trusted proxy the rightmost
+ * The sender (docs/ingress.md#rate-limits): the socket's peer address, or behind a trusted proxy the rightmost
  * X-Forwarded-For entry, the address that proxy itself saw and appended. Entries to its left
  * were sent by the client and can say anything, so they never pick a rate-limit bucket. An empty
  * or unparsable last entry falls back to the socket address.

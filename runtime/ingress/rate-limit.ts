@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts';
 
 /**
- * Ingress rate limits (SPEC 7.5), per webhook and sender address:
+ * Ingress rate limits (docs/ingress.md#rate-limits), per webhook and sender address:
  * - a delivery budget (default 60 per minute): every request that passes this check counts;
  * - a separate failed-authentication budget (default 20 per minute): once it is spent, every
  *   request from that sender to that webhook is 429, even with the right secret, until the

@@ -5,7 +5,7 @@ import type { PruneLimits } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
 import { createIngressState, type IngressState } from './state.ts';
 
-/** How often the background upkeep of the delivery log starts a new pass (SPEC 7.7). */
+/** How often the background upkeep of the delivery log starts a new pass (docs/ingress.md#delivery-log). */
 export const PRUNE_EVERY_MS = 60_000;
 /**
  * Pause between two steps of a pass that has work left: each step is one short transaction
@@ -21,7 +21,7 @@ const pruneLimits = (limits: Config['limits']): PruneLimits => ({
 });
 
 /**
- * Applies the retention of SPEC 7.7 and 7.4 at once, to the end: log entries outside the newest
+ * Applies the retention of docs/ingress.md#delivery-log and #identity at once, to the end: log entries outside the newest
  * `deliveryLogKeep` per webhook and older than `deliveryLogDays` go (with their payloads);
  * Rejected entries beyond the newest `rejectedLogKeep` of their webhook go; identities older than
  * `identityDays` are forgotten. The service does the same in small steps.

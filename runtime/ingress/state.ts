@@ -11,14 +11,14 @@ import { SecretCache } from './secret-cache.ts';
 /**
  * The ingress's in-memory state for one app: rate-limit windows, the decrypted-secret cache,
  * counters, and the hooks run inside the Accepted transaction. Lives in `deps.services.ingress`
- * so that services (the automations' run creation, SPEC 8) can reach it.
+ * so that services (the automations' run creation, docs/automations.md) can reach it.
  */
 export interface IngressState {
   limiter: RateLimiter;
   secrets: SecretCache;
   metrics: IngressMetrics;
   /**
-   * THE hook point for "matching automations → runs" (SPEC 7.1 step 9, SPEC 8): each hook is
+   * THE hook point for "matching automations → runs" (pipeline step 9 of docs/ingress.md, docs/automations.md): each hook is
    * called synchronously inside the transaction that writes the Accepted delivery and its
    * payload, with the webhook and the delivery. Push run creation here.
    */

@@ -1,5 +1,5 @@
 /**
- * The ingress URL (SPEC 7.1, 7.2): `/webhooks/w/<uid>` and, for url_token webhooks,
+ * The ingress URL (docs/ingress.md#the-pipeline-step-by-step): `/webhooks/w/<uid>` and, for url_token webhooks,
  * `/webhooks/w/<uid>/<token>`. Pure: takes a path, says what it addresses. Log lines redact the
  * token segment with runtime/log.ts `redactUrl`.
  */
@@ -34,7 +34,7 @@ export function parseIngressPath(path: string): IngressPath | undefined {
 }
 
 /**
- * The full url_token URL with the token in it: shown once, at creation and rotation (SPEC 7.2);
+ * The full url_token URL with the token in it: shown once, at creation and rotation (docs/ingress.md);
  * everywhere else the URL shows `{token}` (runtime/definitions/views.ts webhookUrl).
  */
 export function webhookUrlWithToken(baseUrl: string, uid: string, token: string): string {

@@ -15,7 +15,7 @@ import type { RunState } from '../../core/run-state.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * Automations (SPEC 8) in the management API, scope `manage` for the factory:
+ * Automations (docs/automations.md) in the management API, scope `manage` for the factory:
  *
  *   GET  /api/v1/automations[?factory=F]            list, with `silent` when no trigger can fire
  *   GET  /api/v1/automations/:factory/:name          one automation
@@ -23,7 +23,7 @@ import type { RouteModule } from './index.ts';
  *
  * This module also plugs run creation into the ingress: it adds `automationsHook` to the
  * ingress's `onAccepted` list (runtime/ingress/state.ts, shared through `services.ingress`), so
- * the runs of an Accepted delivery are written in its transaction (SPEC 7.1 step 9).
+ * the runs of an Accepted delivery are written in its transaction (pipeline step 9, docs/ingress.md).
  */
 export const automationRoutes: RouteModule = (router, { config, store, clock, services }) => {
   const ingress = (services.ingress ??= createIngressState(config, store, clock));
@@ -71,7 +71,7 @@ const HOOK_MARK = Symbol('automations.hook');
 type MarkedHook = AcceptedHook & { [HOOK_MARK]?: true };
 
 /**
- * The runs an Accepted log entry started (SPEC 7.7), for the delivery log routes. Other outcomes
+ * The runs an Accepted log entry started (docs/ingress.md#delivery-log), for the delivery log routes. Other outcomes
  * start nothing, so they list none (a Duplicate shares its id with the Accepted entry).
  */
 export function deliveryRuns(store: Store, d: DeliveryEntry): { run_id: string; automation: string | null; state: RunState }[] {
@@ -86,14 +86,14 @@ function webhookIndex(store: Store): Map<string, WebhookRecord> {
 }
 
 function stateOf(w: WebhookRecord | undefined, factory: string): WebhookState {
-  // A UID of another factory's webhook never fires here (SPEC 8: the webhook's own factory).
+  // A UID of another factory's webhook never fires here (docs/automations.md: the webhook's own factory).
   if (!w || w.factory !== factory) return 'unknown';
   if (w.deletedAt) return 'deleted';
   return w.enabled ? 'enabled' : 'disabled';
 }
 
 /**
- * An automation as the API shows it. `silent` (SPEC 2, 7.6): every trigger selects a deleted or
+ * An automation as the API shows it. `silent` (docs/definitions.md, docs/ingress.md#webhook-lifecycle): every trigger selects a deleted or
  * unknown webhook, so nothing can start it; a disabled webhook is not silent (it can be enabled).
  */
 export function automationView(a: AutomationRecord, hooks: Map<string, WebhookRecord>) {
@@ -200,7 +200,7 @@ function findDelivery(store: Store, automation: AutomationRecord, input: TestReq
   throw notFound(`No webhook of the factory "${automation.factory}" has a delivery "${input.deliveryId}" in its log.`);
 }
 
-/** The stored body, or a 409 that says why there is none (SPEC 7.1: only Accepted entries keep it). */
+/** The stored body, or a 409 that says why there is none (docs/ingress.md#the-pipeline-step-by-step: only Accepted entries keep it). */
 function storedPayload(store: Store, webhook: WebhookRecord, entry: DeliveryEntry): Buffer {
   const label = `The delivery "${entry.deliveryId}" of webhook ${webhook.name} (${webhook.uid})`;
   if (entry.outcome !== 'accepted') {
@@ -208,7 +208,7 @@ function storedPayload(store: Store, webhook: WebhookRecord, entry: DeliveryEntr
   }
   const bytes = entry.hasPayload ? store.deliveries.payload(entry.seq) : undefined;
   if (bytes === undefined) {
-    throw conflict(`${label} no longer has its payload: the delivery log prunes payloads of older entries (SPEC 7.7).`);
+    throw conflict(`${label} no longer has its payload: the delivery log prunes payloads of older entries (docs/ingress.md#delivery-log).`);
   }
   return bytes;
 }

@@ -4,7 +4,7 @@ import { notFound } from '../../core/errors.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * The dashboard (SPEC 12): a static page at `/` and its assets under `/dashboard/`. The page is
+ * The dashboard (docs/dashboard.md): a static page at `/` and its assets under `/dashboard/`. The page is
  * public and holds no data; everything it shows comes from the management and run APIs with the
  * Bearer key the user signs in with, exactly as the CLI calls them (nothing private is served here).
  *

@@ -15,7 +15,7 @@ import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * `POST /webhooks/w/<uid>[/<token>]` (SPEC 7): two thin adapters around the framework-free
+ * `POST /webhooks/w/<uid>[/<token>]` (docs/ingress.md#the-pipeline-step-by-step): two thin adapters around the framework-free
  * pipeline (runtime/ingress/pipeline.ts).
  *
  * - `ingressListener`, the hot path: the server hands it every request whose URL starts with
@@ -90,7 +90,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
       },
       (err: unknown) => {
         // Same mapping and logging as the problem middleware: an unknown error is logged once
-        // and answered as a bare 500 (e.g. a hook that failed, SPEC 7.1 step 9).
+        // and answered as a bare 500 (e.g. a hook that failed at pipeline step 9).
         const problem = toFactoryError(err, { method, path }, log);
         if (!res.headersSent) writeProblem(res, problem, path);
         else res.destroy();
@@ -118,7 +118,7 @@ function writeProblem(res: ServerResponse, err: FactoryError, path: string): voi
 /**
  * When the body was not read to its end (401 before reading, 413): after the answer, discard
  * the rest so the client sees the answer, or close the connection when the declared body is too
- * big to be worth draining (SPEC 7.1 step 5). Sets `Connection: close` in that case, so it must
+ * big to be worth draining (pipeline step 5, docs/ingress.md). Sets `Connection: close` in that case, so it must
  * run before the headers are written.
  */
 function handleUnread(result: IngressResult, req: IncomingMessage, res: ServerResponse): void {

@@ -5,7 +5,7 @@ import type { KeyKind, Scope } from '../store/keys.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * API keys (SPEC 5), admin scope:
+ * API keys (docs/runtime.md), admin scope:
  * - `POST /api/v1/keys` `{name, kind, scopes, factories?}` → 201 the key plus `key` (the raw key, shown once);
  *   `scopes` defaults to `["runs"]`, `factories` (manage keys only) to every factory
  * - `GET /api/v1/keys` → `{keys: [...]}` (never a raw key or a hash)

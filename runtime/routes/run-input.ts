@@ -1,5 +1,5 @@
 /**
- * Validation of the run API's inputs (SPEC 6). Pure: a parsed body or query in, a value or every
+ * Validation of the run API's inputs (docs/api.md). Pure: a parsed body or query in, a value or every
  * problem at once out, each problem with a JSON pointer (body) or the parameter name (query).
  */
 

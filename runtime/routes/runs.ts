@@ -19,7 +19,7 @@ export const OZ_RUN_PATH = '/api/v1/agent/run';
 export const TRANSCRIPT_PAGE = 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** The run as the API shows it (SPEC 6): `session_link` once it SUCCEEDED, or FAILED after starting. */
+/** The run as the API shows it (docs/api.md): `session_link` once it SUCCEEDED, or FAILED after starting. */
 export function runView(run: RunRecord, baseUrl: string): RunRecord & { session_link: string | null } {
   const linked = run.state === 'SUCCEEDED' || (run.state === 'FAILED' && run.started_at !== null);
   return { ...run, session_link: linked ? `${baseUrl}/sessions/${run.run_id}` : null };
@@ -64,7 +64,7 @@ export function transcriptBody(deps: AppDeps, ctx: Context, run: RunRecord) {
   };
 }
 
-/** The agent run API (SPEC 6), scope `runs`. */
+/** The agent run API (docs/api.md), scope `runs`. */
 export const runRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
   const runs = requireScope('runs');
@@ -118,7 +118,7 @@ export const runRoutes: RouteModule = (router, deps) => {
       input: newRun,
       idem: idemKey ? { keyId: principal.keyId, key: idemKey, requestHash: sha256Hex(canonicalJson(body)) } : undefined,
     });
-    // The run starts asynchronously (SPEC 6): answer first, then let the pool claim it.
+    // The run starts asynchronously (docs/api.md): answer first, then let the pool claim it.
     if (created) setImmediate(() => deps.services.executor?.wake());
     ctx.status = created ? 201 : 200;
     ctx.set('Location', `${RUNS_PATH}/${run.run_id}`);

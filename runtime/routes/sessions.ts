@@ -5,7 +5,7 @@ import type { RouteModule } from './index.ts';
 import { findRun, runView, transcriptBody } from './runs.ts';
 
 /**
- * `GET /sessions/<run_id>`, the run's `session_link` (SPEC 6): with a valid Bearer key (scope
+ * `GET /sessions/<run_id>`, the run's `session_link` (docs/api.md): with a valid Bearer key (scope
  * `runs`), the run and its transcript as JSON; without one, an HTML page that asks for an API
  * key once, keeps it in sessionStorage (this tab only) and renders the transcript from the API.
  * The page is the same for every id, so it says nothing about which runs exist.

@@ -21,7 +21,7 @@ import { deliveryRuns } from './automations.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * The webhook lifecycle (SPEC 7.6) and the delivery log (SPEC 7.7) of the management API.
+ * The webhook lifecycle (docs/ingress.md#webhook-lifecycle) and the delivery log (docs/ingress.md#delivery-log) of the management API.
  * Every route needs the `manage` scope for the webhook's factory; a webhook of a factory the key
  * may not manage answers exactly like an unknown one (404).
  *
@@ -44,7 +44,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
   const view = (r: LifecycleResult) => {
     const out: Record<string, unknown> = { webhook: webhookView(r.webhook, config.baseUrl) };
     if (r.secret !== undefined) {
-      // Shown once (SPEC 7.6): the runtime keeps only the sealed value from here on.
+      // Shown once (docs/ingress.md#webhook-lifecycle): the runtime keeps only the sealed value from here on.
       out.secret = r.secret;
       if (r.webhook.authMode === 'url_token') out.url = webhookUrlWithToken(config.baseUrl, r.webhook.uid, r.secret);
     }
@@ -116,7 +116,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
 /** The one 404 sentence for a webhook that does not exist or belongs to a factory the key may not manage. */
 export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${uid}.`;
 
-/** A log entry as the API shows it (SPEC 7.7), without its payload (see deliveryDetailJson). */
+/** A log entry as the API shows it (docs/ingress.md#delivery-log), without its payload (see deliveryDetailJson). */
 export function deliveryView(d: DeliveryEntry): Record<string, unknown> {
   return {
     delivery_id: d.deliveryId,
@@ -138,7 +138,7 @@ export function deliveryView(d: DeliveryEntry): Record<string, unknown> {
 /**
  * The detail view as JSON bytes: deliveryView, the runs, and for an Accepted entry `payload`,
  * the stored body spliced in exactly as received. Those bytes were judged strict UTF-8 JSON at
- * the ingress (SPEC 7.1 step 7), which accepts any depth; parsing and re-serialising them would
+ * the ingress (pipeline step 7, docs/ingress.md), which accepts any depth; parsing and re-serialising them would
  * show another text and, thousands of levels deep, overflow the stack (a 500 for a valid delivery).
  */
 export function deliveryDetailJson(d: DeliveryEntry, store: Store): Buffer {

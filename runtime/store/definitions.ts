@@ -8,7 +8,7 @@ import type { AutomationRecord, EnvironmentRecord, FactoryRecord, ManagedBy, Web
 
 /**
  * Definitions as runtime state (`store.defs`): factories, webhooks, automations, environments
- * (SPEC 4, 7.6). The only SQL for them. `applySnapshot` performs all of one apply's writes in one
+ * (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle). The only SQL for them. `applySnapshot` performs all of one apply's writes in one
  * transaction; the webhook lifecycle methods are the primitives ingress and the webhook API use.
  */
 export interface DefinitionsStore {
@@ -29,7 +29,7 @@ export interface DefinitionsStore {
   /** Marks a live webhook deleted; its UID stays taken forever. */
   deleteWebhook(uid: string): WebhookRecord;
   listAutomations(factory?: string): AutomationRecord[];
-  /** The environment a run executes in, or undefined (SPEC 6: an unknown one is a 400). */
+  /** The environment a run executes in, or undefined (docs/api.md: an unknown one is a 400). */
   getEnvironment(id: string): EnvironmentDef | undefined;
   getEnvironmentRecord(id: string): EnvironmentRecord | undefined;
   listEnvironments(factory?: string): EnvironmentRecord[];

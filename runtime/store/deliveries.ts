@@ -2,13 +2,13 @@ import type { StoreContext } from './index.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 
 /**
- * The delivery log (SPEC 7.4, 7.7): entries, stored payloads of Accepted entries, and accepted
+ * The delivery log (docs/ingress.md#identity, docs/ingress.md#delivery-log): entries, stored payloads of Accepted entries, and accepted
  * identities. The only place with delivery SQL. Statements are prepared once.
  */
 
 export type DeliveryOutcome = 'accepted' | 'duplicate' | 'rejected_auth' | 'rejected_invalid_json' | 'rejected_too_large';
 
-/** The labels of SPEC 7.1, shown by the API, the CLI and the dashboard. */
+/** The outcome labels (docs/ingress.md#delivery-log), shown by the API, the CLI and the dashboard. */
 export const OUTCOME_LABELS: Record<DeliveryOutcome, string> = {
   accepted: 'Accepted',
   duplicate: 'Duplicate',
@@ -62,7 +62,7 @@ export type RejectedOutcome = Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>
 export interface AcceptItem {
   facts: DeliveryFacts;
   payload: Buffer;
-  /** Called inside the delivery's savepoint when it is Accepted (run creation, SPEC 8). */
+  /** Called inside the delivery's savepoint when it is Accepted (run creation, docs/automations.md). */
   onAccepted?: (delivery: AcceptedDelivery) => void;
 }
 
@@ -334,10 +334,10 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
 
     /**
-     * Steps 8 and 9 of SPEC 7.1, inside the caller's transaction: claims the identity under the
+     * Pipeline steps 8 and 9 (docs/ingress.md), inside the caller's transaction: claims the identity under the
      * UNIQUE (webhook_uid, identity) key; if it was already claimed by an Accepted delivery within
      * `identityDays`, logs a Duplicate; otherwise logs the Accepted entry and its payload and runs
-     * the `onAccepted` hooks (run creation, SPEC 8) in the same transaction. Synchronous: better-
+     * the `onAccepted` hooks (run creation, docs/automations.md) in the same transaction. Synchronous: better-
      * sqlite3 has no await inside a transaction, so a hook that throws rolls everything back.
      */
     acceptOrDuplicate(
@@ -384,7 +384,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
 
     /**
-     * One bounded step of the upkeep (SPEC 7.7, 7.4), in its own short transaction, continuing
+     * One bounded step of the upkeep (docs/ingress.md#delivery-log, docs/ingress.md#identity), in its own short transaction, continuing
      * where the last step stopped: drops up to `budget` of the oldest entries that are both
      * outside the newest `keep` of their webhook and older than `days` (with their payloads),
      * forgets up to `budget` identities older than `identityDays`, and trims one webhook's

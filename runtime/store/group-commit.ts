@@ -36,7 +36,7 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
  * Group commit: each request that has a write to make queues it here; once per event-loop turn
  * (setImmediate, i.e. after the I/O callbacks of this turn have run) everything queued is written
  * by `commit` in one transaction, and only then is each request's promise settled, so every
- * answer (a 202 of the ingress, SPEC 7.1; a 201 of the run API, SPEC 6) follows the commit that
+ * answer (a 202 of the ingress, docs/ingress.md; a 201 of the run API, docs/api.md) follows the commit that
  * holds its write.
  *
  * Why: the database runs with `synchronous = FULL` (db.ts), so a commit is an fsync; under load

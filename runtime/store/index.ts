@@ -12,7 +12,7 @@ import { ScheduleStore } from './schedules.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
 export interface StoreContext {
-  /** For store modules only: SQL lives under runtime/store/ (STYLE 5). */
+  /** For store modules only: SQL lives under runtime/store/. */
   readonly db: DB;
   readonly clock: Clock;
   /** 32 bytes: seals team secrets (runtime/crypto.ts). */
@@ -35,7 +35,7 @@ export interface OpenStoreOptions {
  * exporting a class constructed with `(ctx: StoreContext)`, then add its field and its
  * constructor line below (plus the import).
  *
- * The interface is narrow on purpose (SPEC 13: PostgreSQL may replace SQLite later): modules
+ * The interface is narrow on purpose (PostgreSQL may replace SQLite later): modules
  * take and return plain data, never statements or rows.
  */
 export class Store {

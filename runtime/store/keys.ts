@@ -42,7 +42,7 @@ const KEY_NAME = /^[^\x00-\x1f\x7f]{1,128}$/;
 
 const hashKey = (raw: string): Buffer => createHash('sha256').update(raw, 'utf8').digest();
 
-/** API keys (SPEC 5): only the sha256 of a raw key is stored; the raw key is returned once. */
+/** API keys (docs/runtime.md): only the sha256 of a raw key is stored; the raw key is returned once. */
 export class KeyStore {
   private readonly ctx: StoreContext;
   private readonly insert;

@@ -20,7 +20,7 @@ export interface RunSchedule {
 export type CreatorType = 'user' | 'agent' | 'automation';
 export type FinalState = 'SUCCEEDED' | 'FAILED' | 'ERROR' | 'CANCELLED';
 
-/** A run as the API shows it (SPEC 6), except `session_link`, which needs the base URL. */
+/** A run as the API shows it (docs/api.md), except `session_link`, which needs the base URL. */
 export interface RunRecord {
   run_id: string;
   state: RunState;
@@ -102,7 +102,7 @@ export interface OzFields {
   conversation_id?: string;
 }
 
-/** The Idempotency-Key of a create (SPEC 6), per API key. */
+/** The Idempotency-Key of a create (docs/api.md), per API key. */
 export interface RunIdempotency {
   keyId: string;
   key: string;
@@ -203,7 +203,7 @@ export interface FinishInput {
   retryable?: boolean;
 }
 
-/** Idempotency keys are remembered this long (SPEC 6). */
+/** Idempotency keys are remembered this long (docs/api.md). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 interface Row {
@@ -256,7 +256,7 @@ export function decodeCursor(text: string): RunCursor | undefined {
 }
 
 /**
- * Runs, their attachments and transcripts (SPEC 6, 9). Every state change is one conditional
+ * Runs, their attachments and transcripts (docs/api.md, docs/runs.md). Every state change is one conditional
  * UPDATE guarded by core/run-state.ts and writes its `state` transcript event in the same
  * transaction, so the transcript's state events are written here and nowhere else.
  */
@@ -278,7 +278,7 @@ export class RunStore {
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
       attachmentBytes: db.prepare('SELECT name, bytes FROM run_attachments WHERE run_id = ? ORDER BY name'),
-      // The claim: one statement, so two claimers can never both move the same run (SPEC 9).
+      // The claim: one statement, so two claimers can never both move the same run (docs/runs.md).
       claim: db.prepare(`UPDATE runs SET state = 'INPROGRESS', started_at = @now, updated_at = @now
         WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' ORDER BY created_at, seq LIMIT 1)
           AND state = 'QUEUED'
@@ -466,7 +466,7 @@ export class RunStore {
 
   /**
    * Inserts QUEUED runs with plain INSERTs and no transaction of its own, so the ingress can
-   * create a delivery's runs inside the transaction that accepts the delivery (SPEC 8).
+   * create a delivery's runs inside the transaction that accepts the delivery (docs/automations.md).
    * Inputs must already be valid.
    */
   createInTx(inputs: NewRun[]): RunRecord[] {
@@ -515,7 +515,7 @@ export class RunStore {
   /**
    * Creates runs through the group commit (store/group-commit.ts), in order, in ONE transaction,
    * each in its own savepoint, so an item that fails (a 409 of its Idempotency-Key) fails alone.
-   * An item with `idem` (SPEC 6): the same key and request hash within 24 hours return the first
+   * An item with `idem` (docs/api.md): the same key and request hash within 24 hours return the first
    * run (`created: false`); the same key with another request is a 409. Keys are per API key, so
    * two clients never see each other's runs through a shared key. Throws, with nothing committed,
    * when the transaction itself fails.
@@ -607,7 +607,7 @@ export class RunStore {
     };
   }
 
-  /** The runs a delivery started (SPEC 7.7: the delivery log shows them), in creation order. */
+  /** The runs a delivery started (docs/ingress.md#delivery-log: the delivery log shows them), in creation order. */
   byDelivery(webhookUid: string, deliveryId: string): DeliveryRun[] {
     return (this.stmts.byDelivery.all(webhookUid, deliveryId) as { run_id: string; automation: string | null; state: RunState; replay: string | null }[]).map(
       ({ replay, ...r }) => (replay === null ? r : { ...r, replay: JSON.parse(replay) as Pick<RunReplay, 'by' | 'at'> }),

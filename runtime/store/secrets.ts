@@ -8,7 +8,7 @@ export const SECRET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** Values are credentials and signing secrets, not files. */
 export const SECRET_VALUE_MAX_BYTES = 65_536;
 
-/** What the API shows of a secret: never its value (SPEC 5: values are write-only). */
+/** What the API shows of a secret: never its value (docs/runtime.md: values are write-only). */
 export interface SecretMeta {
   name: string;
   /** 0 while the secret is pending (no value yet). */
@@ -40,7 +40,7 @@ interface Row {
 const COLUMNS = 'name, current_version, factories, created_at, updated_at';
 
 /**
- * Team secrets (SPEC 5): versioned values sealed with AES-256-GCM under the master key.
+ * Team secrets (docs/runtime.md): versioned values sealed with AES-256-GCM under the master key.
  * `reveal` is for the runtime's own use (ingress verification, executor env, definitions
  * checks); no route may return what it gives.
  */

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { checkFilter, explainFilter, formatPath, matchFilter, type FilterProblemCode, type PayloadFilter } from '../../core/filter.ts';
 import { FILTER_CASES } from './filter-table.ts';
 
-describe('filter table (SPEC 3)', () => {
+describe('filter table (docs/filters.md)', () => {
   it('has enough rows, all valid filters with unique names', () => {
     assert.ok(FILTER_CASES.length >= 60);
     assert.equal(new Set(FILTER_CASES.map((c) => c.name)).size, FILTER_CASES.length);
@@ -84,7 +84,7 @@ describe('formatPath', () => {
   });
 });
 
-describe('checkFilter (SPEC 3 compile errors)', () => {
+describe('checkFilter (docs/filters.md#compile-errors)', () => {
   const cases: { name: string; filter: unknown; problems: [string, FilterProblemCode][] }[] = [
     { name: 'an empty filter is valid', filter: {}, problems: [] },
     { name: 'every valid form', filter: { a: 1, b: 'x', c: null, d: true, e: [1, 'x', null, false], f: { in: ['x'], not_in: ['y'], exists: true }, g: { h: { i: { exists: false } } }, j: { not_in: [] } }, problems: [] },

@@ -12,7 +12,7 @@ const ALLOWED: [RunState, RunState][] = [
   ['INPROGRESS', 'CANCELLED'],
 ];
 
-test('exactly the transitions of SPEC 6 are allowed', () => {
+test('exactly the transitions of docs/api.md#states are allowed', () => {
   for (const from of RUN_STATES) {
     for (const to of RUN_STATES) {
       const expected = ALLOWED.some(([f, t]) => f === from && t === to);

@@ -43,7 +43,7 @@ test('validateSnapshot accepts a snapshot and names what is wrong with a broken 
   if (!r.ok) assert.ok(r.errors.some((e) => e.pointer === '/webhooks/0/extra'));
 });
 
-test('the filter grammar in the automation schema rejects what SPEC 3 calls compile errors', () => {
+test('the filter grammar in the automation schema rejects what docs/filters.md calls compile errors', () => {
   const front = (payload: unknown) => ({ environment: 'e', triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: ['wh_' + 'a'.repeat(26)], payload } }] });
   assert.deepEqual(schemaErrors('automation', front({ a: [1, 'x', null], b: { in: ['x'], not_in: [], exists: true }, c: { d: { e: true } } })), []);
   for (const bad of [{ a: { in: [] } }, { a: { in: ['x'], foo: 1 } }, { a: { exists: 'yes' } }, { a: [{ x: 1 }] }, []]) {

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { CliError } from '../../core/errors.ts';
 import { DEFAULT_LIMITS, parseConfig } from '../../runtime/config.ts';
 
-test('defaults follow SPEC 5 and 11', () => {
+test('defaults follow docs/runtime.md#limits', () => {
   const c = parseConfig({}, {}, '/srv/app');
   assert.equal(c.port, 8080);
   assert.equal(c.host, '127.0.0.1');
@@ -90,7 +90,7 @@ test('limit overrides for tests', () => {
   assert.equal(parseConfig({ limits: { ingressBodyBytes: 10 } }, {}).limits.ingressBodyBytes, 10);
 });
 
-test('inheritedEnv holds only the variables agents inherit, from the env given, frozen (SPEC 9)', () => {
+test('inheritedEnv holds only the variables agents inherit, from the env given, frozen (docs/runs.md)', () => {
   const env = {
     PATH: '/usr/bin:/bin',
     HOME: '/home/f',

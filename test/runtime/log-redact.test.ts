@@ -9,7 +9,7 @@ import { startTestRuntime, type TestRuntime } from './helpers.ts';
 import { createHook, startIngressRuntime, type CreatedHook } from './ingress/helpers.ts';
 
 /**
- * SPEC 7.2: a url_token never reaches a log line. redactUrl is the one place paths are made
+ * docs/ingress.md: a url_token never reaches a log line. redactUrl is the one place paths are made
  * loggable (access lines of Koa and the raw ingress adapter, problem `instance`, error logs), so
  * it must hide the token whatever shape the path has.
  */

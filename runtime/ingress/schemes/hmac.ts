@@ -3,7 +3,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 /**
  * HMAC and comparison helpers shared by the schemes. Every check of a presented value against
  * a secret-derived one goes through `digestEquals` or `secretEquals`: constant time, and never
- * throws on a length mismatch (SPEC 7.3: every comparison is constant-time).
+ * throws on a length mismatch (docs/signatures.md: every comparison is constant-time).
  */
 
 export type HashAlgorithm = 'sha256' | 'sha1';

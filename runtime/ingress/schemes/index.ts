@@ -16,7 +16,7 @@ import { stripe } from './stripe.ts';
 import type { SignatureSchemeImpl } from './types.ts';
 import { vercel } from './vercel.ts';
 
-/** The 15 provider signature schemes of SPEC 7.3, by scheme id. docs/signatures.md lists them. */
+/** The 15 provider signature schemes, by scheme id. docs/signatures.md lists them. */
 export const SCHEMES: Readonly<Record<SignatureScheme, SignatureSchemeImpl>> = Object.freeze({
   'standard-webhooks': standardWebhooks,
   github,

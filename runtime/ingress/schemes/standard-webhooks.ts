@@ -5,7 +5,7 @@ import { type Headers, type SignatureSchemeImpl, OK, fail, headerValue } from '.
 /**
  * Standard Webhooks (and Svix, its origin): `webhook-signature` holds space-separated
  * `v1,<base64>` entries over `{id}.{timestamp}.{body}`; any `v1` entry passes, other versions
- * (`v1a`) are ignored. The `svix-*` header set is accepted too (SPEC 7.3).
+ * (`v1a`) are ignored. The `svix-*` header set is accepted too (docs/signatures.md).
  * https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
  */
 

@@ -1,6 +1,6 @@
 import type { SchemeFailure } from './types.ts';
 
-/** SPEC 11: signature age, five minutes, in both directions. */
+/** Signature age: five minutes, in both directions (docs/runtime.md#limits). */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 const DIGITS = /^[0-9]{1,16}$/;
@@ -13,7 +13,7 @@ export function parseInteger(text: string): number | undefined {
 }
 
 /**
- * Checks a signed timestamp against `now` with the five-minute window (SPEC 7.3). A signature
+ * Checks a signed timestamp against `now` with the five-minute window (docs/signatures.md). A signature
  * exactly at the edge is still accepted, as in the standard-webhooks library.
  */
 export function checkWindow(timestampMs: number, now: Date): SchemeFailure | undefined {

@@ -1,6 +1,6 @@
 import type { SignatureScheme } from '../../../core/snapshot.ts';
 
-/** Case-insensitive header lookup; the only view of a request a scheme gets (STYLE: pure core). */
+/** Case-insensitive header lookup; the only view of a request a scheme gets (schemes are pure). */
 export type Headers = { get(name: string): string | undefined };
 
 /** Why a signature was refused. Stable codes: the ingress logs them, tests assert them. */
@@ -16,14 +16,14 @@ export type SchemeFailure =
 
 export type VerifyResult = { ok: true } | { ok: false; reason: SchemeFailure };
 
-/** One provider scheme of SPEC 7.3. `verify` is pure and never throws. */
+/** One provider scheme (docs/signatures.md). `verify` is pure and never throws. */
 export interface SignatureSchemeImpl {
   id: SignatureScheme;
   /** Checks the raw body bytes against the headers with the provider secret at `now`. */
   verify(headers: Headers, body: Buffer, secret: string, now: Date): VerifyResult;
-  /** The scheme's own delivery-id headers (SPEC 7.4), lowercase, in order of preference. */
+  /** The scheme's own delivery-id headers (docs/ingress.md#identity), lowercase, in order of preference. */
   deliveryIdHeaders: readonly string[];
-  /** True when the scheme signs a timestamp, so the five-minute window applies (SPEC 7.3). */
+  /** True when the scheme signs a timestamp, so the five-minute window applies (docs/signatures.md). */
   signsTimestamp: boolean;
   /**
    * The provider's handshake, for the few that send one (docs/signatures.md#handshakes): given an

@@ -1,4 +1,4 @@
--- Core runtime state: runtime metadata, API keys and team secrets (SPEC 5).
+-- Core runtime state: runtime metadata, API keys and team secrets (docs/runtime.md).
 
 -- Small key/value facts about this database, e.g. the master key check value.
 CREATE TABLE meta (

@@ -1,4 +1,4 @@
--- Definitions as runtime state (SPEC 4, 7.6): factories, webhooks, automations, environments.
+-- Definitions as runtime state (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle): factories, webhooks, automations, environments.
 
 CREATE TABLE factories (
   name        TEXT PRIMARY KEY,
@@ -12,7 +12,7 @@ CREATE TABLE factories (
 ) STRICT;
 
 -- Rows are never removed: a deleted webhook keeps its row (deleted_at set) so that its UID is
--- never reused (SPEC 2) and its delivery log stays readable.
+-- never reused (docs/definitions.md) and its delivery log stays readable.
 CREATE TABLE webhooks (
   uid                TEXT PRIMARY KEY,
   factory            TEXT NOT NULL REFERENCES factories (name),
@@ -39,7 +39,7 @@ CREATE TABLE automations (
   title       TEXT,
   enabled     INTEGER NOT NULL CHECK (enabled IN (0, 1)),
   environment TEXT NOT NULL,
-  triggers    TEXT NOT NULL,              -- JSON array of webhook triggers (SPEC 2)
+  triggers    TEXT NOT NULL,              -- JSON array of webhook triggers (docs/definitions.md)
   prompt      TEXT NOT NULL,
   source_file TEXT NOT NULL,
   created_at  TEXT NOT NULL,

@@ -1,4 +1,4 @@
--- Agent runs, their attachments, their transcripts and create idempotency (SPEC 6, 8, 9).
+-- Agent runs, their attachments, their transcripts and create idempotency (docs/api.md, docs/automations.md, docs/runs.md).
 
 CREATE TABLE runs (
   seq INTEGER PRIMARY KEY,             -- insertion order: breaks created_at ties, newest first
@@ -49,7 +49,7 @@ CREATE TABLE run_events (
   PRIMARY KEY (run_id, seq)
 ) STRICT, WITHOUT ROWID;
 
--- Idempotency-Key of a create, per API key, kept 24 hours (SPEC 6).
+-- Idempotency-Key of a create, per API key, kept 24 hours (docs/api.md).
 CREATE TABLE run_idempotency (
   key_id TEXT NOT NULL,
   idempotency_key TEXT NOT NULL,

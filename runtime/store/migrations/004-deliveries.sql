@@ -1,4 +1,4 @@
--- Delivery log, stored payloads and accepted identities (SPEC 7.4, 7.7).
+-- Delivery log, stored payloads and accepted identities (docs/ingress.md#identity, docs/ingress.md#delivery-log).
 -- Three tables because they live for different times: log entries for the newest 50 per webhook
 -- and 7 days; payloads only for Accepted entries (dropped with their entry); accepted identities
 -- for 30 days, so a replay after its payload was pruned is still a Duplicate.
@@ -6,7 +6,7 @@
 CREATE TABLE deliveries (
   seq          INTEGER PRIMARY KEY AUTOINCREMENT,
   webhook_uid  TEXT    NOT NULL,
-  -- The identity of SPEC 7.4, or a generated dlv_ id when it cannot be known.
+  -- The identity (docs/ingress.md#identity), or a generated dlv_ id when it cannot be known.
   delivery_id  TEXT    NOT NULL,
   outcome      TEXT    NOT NULL CHECK (outcome IN
                  ('accepted', 'duplicate', 'rejected_auth', 'rejected_invalid_json', 'rejected_too_large')),

@@ -1,4 +1,4 @@
--- The process groups a run's commands lead while they run (SPEC 9). A runtime killed by SIGKILL
+-- The process groups a run's commands lead while they run (docs/runs.md). A runtime killed by SIGKILL
 -- cannot stop them; at the next start, restart recovery kills the groups recorded for each run it
 -- finds INPROGRESS (runtime/executor/process.ts killOrphanGroup) before marking the run ERROR.
 CREATE TABLE run_process_groups (

@@ -6,7 +6,7 @@ import { startTestRuntime } from '../../runtime/helpers.ts';
 import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../../runtime/automations/helpers.ts';
 import { bufferIO } from '../helpers.ts';
 
-/** `factory secret update` says which webhooks still use an older version, and how to move them (SPEC 7.6). */
+/** `factory secret update` says which webhooks still use an older version, and how to move them (docs/ingress.md#webhook-lifecycle). */
 
 test('after an update, the webhooks bound to an older version are named with the way to move them', async (t) => {
   const rt = await startTestRuntime();

@@ -28,7 +28,7 @@ async function cli(args: string[], stdin?: string) {
   return { code, out: io.out, err: io.err };
 }
 
-test('create shows a generated token once; enable, disable, rotate and delete follow SPEC 7.6', async () => {
+test('create shows a generated token once; enable, disable, rotate and delete follow docs/ingress.md#webhook-lifecycle', async () => {
   const created = await cli(['webhook', 'create', 'deploys', '--factory', 'ops', '--json']);
   assert.equal(created.code, 0, created.err);
   const answer = JSON.parse(created.out) as { webhook: { uid: string; url: string }; secret: string };

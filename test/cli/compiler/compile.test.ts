@@ -140,7 +140,7 @@ test('the snapshot fills defaults, sorts by name, validates against its schema a
   const auto = snapshot.automations[0];
   assert.equal(auto.enabled, true);
   assert.equal(auto.prompt, 'Prompt.');
-  // Dates stay strings (SPEC 2).
+  // Dates stay strings (docs/definitions.md).
   assert.deepEqual(auto.triggers[0].filter.payload, { created: '2024-01-01' });
   const env = snapshot.environments[0];
   assert.deepEqual(env.agent, { command: ['agent'], format: 'text', timeout: '30m' });

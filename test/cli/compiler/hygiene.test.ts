@@ -80,7 +80,7 @@ test('a definitions file or directory linked from outside the repo is reported, 
     'factory.yaml': 'name: hygiene\n',
     'webhooks/real.yaml': 'secretName: s\n',
     'environments/e.yaml': 'agent: {command: [a]}\n',
-    'shared/inside.yaml': 'secretName: s\n',
+    'common/inside.yaml': 'secretName: s\n',
   });
   await symlink(join(outside, 'stolen.yaml'), join(dir, 'webhooks', 'stolen.yaml'));
   await symlink(join(outside, 'prompt.md'), join(dir, 'automations-prompt.md'));
@@ -89,8 +89,8 @@ test('a definitions file or directory linked from outside the repo is reported, 
   // A relative link that climbs out of the repo.
   await symlink('../../' + join(outside.split('/').pop()!, 'stolen.yaml'), join(dir, 'webhooks', 'climb.yaml'));
   // Links inside the repo keep working.
-  await symlink(join(dir, 'shared', 'inside.yaml'), join(dir, 'webhooks', 'inside.yaml'));
-  await symlink('../shared/inside.yaml', join(dir, 'webhooks', 'relative-inside.yaml'));
+  await symlink(join(dir, 'common', 'inside.yaml'), join(dir, 'webhooks', 'inside.yaml'));
+  await symlink('../common/inside.yaml', join(dir, 'webhooks', 'relative-inside.yaml'));
 
   const r = validate(dir, '--format', 'json');
   assert.equal(r.code, 1, r.stdout + r.stderr);

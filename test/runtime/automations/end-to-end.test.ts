@@ -8,7 +8,7 @@ import { waitForRun } from '../routes/runs-helpers.ts';
 import { FACTORY, GITHUB_UID, PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns, webhookRuns } from './helpers.ts';
 
 /**
- * SPEC 7.1 step 9 and SPEC 8 end to end: a real runtime, GitHub-signed deliveries, automations
+ * Pipeline step 9 (docs/ingress.md) and docs/automations.md end to end: a real runtime, GitHub-signed deliveries, automations
  * applied from definitions, and runs executed by the scripted agent in real processes.
  */
 describe('deliveries start runs of matching automations', () => {

@@ -4,7 +4,7 @@ import { ENVELOPE_HEADING, EVENT_PAYLOAD_FILE, envelope, runPrompt, showableDeli
 
 const input = { factory: 'shop', automation: 'review', webhook: { name: 'github', uid: 'wh_githubgithubgithubgithubgi' }, deliveryId: '72d3162e-cc78-11e3-81ab-4c9367dc0958' };
 
-describe('the run envelope (SPEC 8)', () => {
+describe('the run envelope (docs/automations.md)', () => {
   it('follows the automation prompt and names the factory, the webhook, the delivery and the attachment', () => {
     const prompt = runPrompt('Review the pull request.\n\n', input);
     assert.ok(prompt.startsWith('Review the pull request.\n\n---\n\n' + ENVELOPE_HEADING + '\n'));

@@ -9,7 +9,7 @@ import { createLogger } from '../../../runtime/log.ts';
 import { openStore } from '../../../runtime/store/index.ts';
 import { scratch, waitFor } from './helpers.ts';
 
-test('the clean-up timer removes workspaces of runs finished longer ago than the retention; transcripts stay (SPEC 9)', async (t) => {
+test('the clean-up timer removes workspaces of runs finished longer ago than the retention; transcripts stay (docs/runs.md)', async (t) => {
   const dir = scratch(t);
   const clock = new FakeClock('2026-03-01T10:00:00Z');
   const store = openStore({ path: path.join(dir, 'factory.db'), clock });

@@ -10,7 +10,7 @@ import { createHook } from '../ingress/helpers.ts';
 import { ROUTE_SCOPES } from '../routes/scope-table.ts';
 
 /**
- * SPEC 6: a body that nests deeper than anything legitimate is the client's mistake, so every
+ * docs/api.md: a body that nests deeper than anything legitimate is the client's mistake, so every
  * JSON-accepting route of the management and run APIs answers 400 invalid_json, never a 500
  * (a deep value used to overflow the stack in JSON.stringify, e.g. run metadata).
  */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime, type CreatedHook } from './helpers.ts';
 
-/** The onAccepted hook point (SPEC 7.1 step 9, SPEC 8): inside the Accepted transaction. */
+/** The onAccepted hook point (pipeline step 9 of docs/ingress.md, docs/automations.md): inside the Accepted transaction. */
 
 let rt: TestRuntime;
 let hook: CreatedHook;

@@ -10,7 +10,7 @@ import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf } from './helpers.ts';
 
 /**
- * SPEC 7.7 "older entries are pruned in the background": the ingress service prunes on its own
+ * docs/ingress.md#delivery-log "older entries are pruned in the background": the ingress service prunes on its own
  * (a pass right after start, in small steps, then on a timer), without anyone calling
  * pruneDeliveryLog. The retention rule itself is tested in test/runtime/routes/webhooks-manage.test.ts
  * and, step by step, in test/runtime/store/deliveries.test.ts.

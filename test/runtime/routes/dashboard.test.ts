@@ -8,7 +8,7 @@ import { ROUTES } from '../../../runtime/routes/index.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 /**
- * The dashboard (SPEC 12): a public static page that shows nothing without a key and calls only
+ * The dashboard (docs/dashboard.md): a public static page that shows nothing without a key and calls only
  * the public API. The page in a real browser: dashboard-browser.test.ts.
  */
 
@@ -160,7 +160,7 @@ test('the modules call only /api/v1 routes of the runtime (the same API as the C
   for (const [name, source] of MODULES) assert.doesNotMatch(source, /innerHTML|outerHTML|insertAdjacentHTML|createContextualFragment|document\.write|eval\(|new Function/, name);
 });
 
-test('the provider schemes offered by the create form are the SPEC 7.3 list', () => {
+test('the provider schemes offered by the create form are the docs/signatures.md list', () => {
   const m = /const SIGNATURE_SCHEMES = (\[[^\]]*\]);/.exec(MODULES.get('webhooks.js') ?? '');
   assert.ok(m, 'SIGNATURE_SCHEMES in webhooks.js');
   assert.deepEqual(JSON.parse(m[1].replace(/'/g, '"')), [...SIGNATURE_SCHEMES]);

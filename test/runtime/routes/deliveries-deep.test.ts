@@ -4,9 +4,9 @@ import { applyFactory, createSecret, deliverGithub, FACTORY, GITHUB_UID } from '
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 /**
- * The ingress accepts any JSON value, however deep (SPEC 7.1 step 7). Everything after it must
+ * The ingress accepts any JSON value, however deep (pipeline step 7, docs/ingress.md). Everything after it must
  * cope: matching follows the filter's structure, not the payload's, and the delivery log shows
- * the stored bytes as they are (SPEC 7.7) instead of re-serialising a parsed value, which
+ * the stored bytes as they are (docs/ingress.md#delivery-log) instead of re-serialising a parsed value, which
  * overflowed the stack and answered a bare 500.
  */
 

@@ -5,7 +5,7 @@ import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
 
 /**
- * A sender that closes the connection before its body ends (SPEC 7.1: every request reaching an
+ * A sender that closes the connection before its body ends (docs/ingress.md#the-pipeline-step-by-step: every request reaching an
  * enabled webhook is logged): Rejected (invalid JSON), reason body_incomplete, with the bytes
  * that arrived as its size. Real server, raw sockets.
  */

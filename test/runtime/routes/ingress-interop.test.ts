@@ -10,7 +10,7 @@ import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime } from '../ingress/helpers.ts';
 
 /**
- * SPEC 7.3 interop through the real server: each provider's own signer package signs, the
+ * docs/signatures.md interop through the real server: each provider's own signer package signs, the
  * runtime's pipeline answers, and the delivery log records the outcome. The scheme modules have
  * their own exhaustive tests; this file shows that the whole path (headers as Node receives them,
  * raw bytes, the clock, the log) agrees with the providers.
@@ -47,7 +47,7 @@ const PROVIDERS: Provider[] = [
     timestamped: true,
   },
   {
-    // Svix signs with its own package and sends the svix-* header set (SPEC 7.3).
+    // Svix signs with its own package and sends the svix-* header set (docs/signatures.md).
     scheme: 'standard-webhooks',
     async sign(body, secret, seconds, id) {
       const signature = new SvixWebhook(secret).sign(id, new Date(seconds * 1000), body);

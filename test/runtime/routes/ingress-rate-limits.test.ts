@@ -4,7 +4,7 @@ import { FakeClock } from '../../../runtime/clock.ts';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
 
-/** SPEC 7.5 through the real server: senders are told apart with trustProxy + X-Forwarded-For. */
+/** docs/ingress.md#rate-limits through the real server: senders are told apart with trustProxy + X-Forwarded-For. */
 
 let rt: TestRuntime;
 let hook: CreatedHook;

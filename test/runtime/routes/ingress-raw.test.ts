@@ -151,7 +151,7 @@ describe('raw adapter', () => {
       level: 30, time: undefined, ms: undefined, method: 'POST', path: `/webhooks/w/${urlTok.uid}/[REDACTED]`, status: 202, msg: 'request',
       outcome: 'accepted', delivery_id: lines[0].delivery_id,
     });
-    // No id header: the identity is the body's hash (SPEC 7.4), as the 202 said.
+    // No id header: the identity is the body's hash (docs/ingress.md#identity), as the 202 said.
     assert.match(String(lines[0].delivery_id), /^sha256:[0-9a-f]{64}$/);
     assert.equal(typeof lines[0].ms, 'number');
     assert.ok(!rt.logs.text.includes(urlTok.secret!), 'the URL token never reaches a log line');

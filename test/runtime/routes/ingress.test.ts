@@ -7,12 +7,12 @@ import { sign } from '@octokit/webhooks-methods';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, rawPost, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
 
-/** SPEC 7.1–7.4 through a real server, real SQLite and fetch. Rate limits: rate-limits.test.ts. */
+/** docs/ingress.md (pipeline, identity) and docs/signatures.md through a real server, real SQLite and fetch. Rate limits: rate-limits.test.ts. */
 
 const CAP = 262_144;
 /** A JSON string document of exactly `n` bytes. */
 const jsonOfSize = (n: number) => '"' + 'a'.repeat(n - 2) + '"';
-/** Real GitHub payloads (copied from ../shared/reference/payloads, MIT, see the fixture's LICENSE). */
+/** Real GitHub payloads (octokit/webhooks' payload examples, MIT: see the fixtures' LICENSE-octokit-webhooks). */
 const PAYLOADS = fileURLToPath(new URL('../ingress/schemes/fixtures/github', import.meta.url));
 
 let rt: TestRuntime;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { MAX_JSON_DEPTH } from '../../../core/json-depth.ts';
 import { METADATA_MAX_BYTES, parseCreateRun } from '../../../runtime/routes/run-input.ts';
 
-/** parseCreateRun on its own (SPEC 6): every problem comes back as data, whatever the value. */
+/** parseCreateRun on its own (docs/api.md): every problem comes back as data, whatever the value. */
 
 const base = { prompt: 'x', config: { environment_id: 'agent' } };
 

@@ -1,7 +1,7 @@
 import type { Scope } from '../../../runtime/store/keys.ts';
 
 /**
- * Every authenticated route of the runtime and the scope it needs (SPEC 5, 6). scopes.test.ts
+ * Every authenticated route of the runtime and the scope it needs (docs/runtime.md, docs/api.md). scopes.test.ts
  * checks each row against a real server: no key → 401, a revoked key → 401, a key without the
  * scope → 403; and it fails when an /api/ route is missing from this table.
  * Path parameters may be any placeholder: authentication comes before any look-up.

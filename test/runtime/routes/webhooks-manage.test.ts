@@ -7,7 +7,7 @@ import { pruneDeliveryLog } from '../../../runtime/ingress/service.ts';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime } from '../ingress/helpers.ts';
 
-/** SPEC 7.6 (lifecycle) and 7.7 (delivery log) through the management API and a real server. */
+/** docs/ingress.md#webhook-lifecycle and #delivery-log through the management API and a real server. */
 
 let rt: TestRuntime;
 const clock = new FakeClock('2026-05-01T00:00:00.000Z');

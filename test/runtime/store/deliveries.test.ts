@@ -9,7 +9,7 @@ import { migrate, readMigrations } from '../../../runtime/store/db.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
 import type { AcceptItem, DeliveryFacts, DeliveryWrite } from '../../../runtime/store/deliveries.ts';
 
-/** Group commit in the store (SPEC 7.1 steps 8-9, 7.4): acceptBatch keeps one-by-one semantics. */
+/** Group commit in the store (pipeline steps 8-9 and identity, docs/ingress.md): acceptBatch keeps one-by-one semantics. */
 
 function setup(t: { after: (fn: () => void) => void }) {
   const dir = mkdtempSync(join(tmpdir(), 'factory-deliveries-'));

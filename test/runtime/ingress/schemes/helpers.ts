@@ -6,7 +6,7 @@ import { type SchemeFailure, type VerifyResult, headersFrom } from '../../../../
 
 /** Shared fixtures for the scheme tests: a fixed clock and "break exactly one thing" helpers. */
 
-/** The fixed "now" of every test (a fake clock, STYLE 7). */
+/** The fixed "now" of every test (a fake clock). */
 export const NOW = new Date('2025-06-01T12:00:00.000Z');
 export const NOW_SECONDS = Math.floor(NOW.getTime() / 1000);
 
@@ -75,7 +75,7 @@ export function commonCases(options: {
 }
 
 /**
- * The five-minute window in both directions (SPEC 7.3, 11): `signAt` signs the body as if sent
+ * The five-minute window in both directions (docs/signatures.md, docs/runtime.md#limits): `signAt` signs the body as if sent
  * at the given Unix second.
  */
 export function windowCases(options: {

@@ -12,12 +12,12 @@ const FAILURES: readonly SchemeFailure[] = [
 ];
 
 describe('SCHEMES registry', () => {
-  test('holds exactly the 15 scheme ids of SPEC 7.3, each under its own id', () => {
+  test('holds exactly the 15 scheme ids of docs/signatures.md, each under its own id', () => {
     assert.deepEqual(Object.keys(SCHEMES).sort(), [...SIGNATURE_SCHEMES].sort());
     for (const [id, scheme] of Object.entries(SCHEMES)) assert.equal(scheme.id, id);
   });
 
-  test('delivery-id headers follow the reference table (SPEC 7.4), lowercase', () => {
+  test('delivery-id headers follow the reference table (docs/ingress.md#identity), lowercase', () => {
     const expected: Record<string, string[]> = {
       'standard-webhooks': ['webhook-id', 'svix-id'],
       github: ['x-github-delivery'],
@@ -43,7 +43,7 @@ describe('SCHEMES registry', () => {
     assert.deepEqual(timed, ['linear', 'paddle', 'rootly', 'slack', 'standard-webhooks', 'stripe']);
   });
 
-  test('the tolerance is five minutes (SPEC 11)', () => assert.equal(SIGNATURE_TOLERANCE_SECONDS, 300));
+  test('the tolerance is five minutes (docs/runtime.md#limits)', () => assert.equal(SIGNATURE_TOLERANCE_SECONDS, 300));
 });
 
 describe('headersFrom', () => {
