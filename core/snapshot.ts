@@ -111,11 +111,19 @@ export interface AutomationDef {
   agent?: string;
   /** The automation's own execution overrides. */
   execution?: ExecutionSettings;
+  /** Where its runs report their state changes (docs/automations.md#notify). */
+  notify?: AutomationNotify;
   triggers: WebhookTrigger[];
   schedules?: ScheduleDef[];
   inactive_triggers?: InactiveTrigger[];
   prompt: string;
   source: SourceRef;
+}
+
+/** An automation's notify key: a URL and the team secret that signs what is sent there. */
+export interface AutomationNotify {
+  url: string;
+  secretName: string;
 }
 
 /** An automation with nothing to run in here (no environment resolves): recorded, never started. */

@@ -18,7 +18,10 @@ export function addExecutorOptions(command: Command): Command {
     .option('--sandbox-ro-bind <dir>', 'a directory sandboxed commands may read, e.g. an agent installation; repeatable (env FACTORY_SANDBOX_RO_BIND, colon-separated)', collect)
     .option('--sandbox-memory-mb <n>', 'memory (RLIMIT_DATA) of each sandboxed process, and its /tmp size (env FACTORY_SANDBOX_MEMORY_MB, default 4096)')
     .option('--sandbox-max-processes <n>', 'processes of the run user (RLIMIT_NPROC) (env FACTORY_SANDBOX_MAX_PROCESSES, default 4096)')
-    .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)');
+    .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)')
+    // Run notifications (docs/api.md#run-notifications).
+    .option('--notify-allow <host[:port]>', 'the only hosts run notifications may go to; repeatable (env FACTORY_NOTIFY_ALLOW, comma-separated; default: any http(s) URL)', collect)
+    .option('--notify-retry-delays <list>', 'waits between run notification attempts (env FACTORY_NOTIFY_RETRY_DELAYS, default 10s,30s,1m,3m,5m)');
 }
 
 /** `factory serve` (docs/runtime.md, README.md#commands): runs the runtime until SIGTERM or SIGINT, then shuts down gracefully. */

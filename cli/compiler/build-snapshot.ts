@@ -63,6 +63,7 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
         enabled: v.enabled ?? true,
         agent,
         execution: execution(v),
+        ...(v.notify ? { notify: { url: v.notify.url, secretName: v.notify.secretName } } : {}),
         ...triggersOf(v.triggers as Obj[]),
         prompt: promptOf(f.frontMatter!.body),
         source,

@@ -6,6 +6,11 @@ import type { NewRun } from '../store/runs.ts';
 import { EVENT_PAYLOAD_FILE, runPrompt } from './envelope.ts';
 import { compileAutomations, matchCompiled, parsePayload, type WebhookAutomations } from './match.ts';
 
+/** Where an automation's runs report (docs/automations.md#notify): signed with its team secret, read at each send. */
+export function automationNotify(automation: Pick<AutomationRecord, 'notify'>): NewRun['notify'] {
+  return automation.notify ? { url: automation.notify.url, secretName: automation.notify.secretName } : null;
+}
+
 /**
  * The run a matching automation starts for a delivery (docs/automations.md): the automation's prompt plus the
  * envelope, the body exactly as received attached as `event-payload.json`, `source: WEBHOOK`, and
@@ -28,6 +33,7 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
     webhookUid: webhook.uid,
     deliveryId: delivery.deliveryId,
     attachments: [{ name: EVENT_PAYLOAD_FILE, bytes: delivery.payload }],
+    notify: automationNotify(automation),
   };
 }
 

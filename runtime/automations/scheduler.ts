@@ -3,6 +3,7 @@ import type { ScheduleDef } from '../../core/snapshot.ts';
 import { iso } from '../clock.ts';
 import type { AutomationRecord } from '../definitions/state.ts';
 import type { Service, ServiceFactory } from '../services.ts';
+import { automationNotify } from './hook.ts';
 import type { NewRun, RunRecord } from '../store/runs.ts';
 import type { WantedSchedule } from '../store/schedules.ts';
 
@@ -88,6 +89,7 @@ export const schedulerService: ServiceFactory = {
           factory: a.factory,
           automation: a.name,
           schedule: { schedule_id: w.id, schedule_name: s.name ?? '', cron_schedule: s.cron },
+          notify: automationNotify(a),
         };
       };
       const runs = store.schedules.fire(firedAt, wanted, store.runs, runFor);

@@ -172,6 +172,8 @@ export function checkAgainstRuntime(
   // An automation runs with its environment's variables and secrets, so it may only use an
   // environment its own factory defines; after this apply, those are exactly the snapshot's.
   for (const a of snapshot.automations) {
+    // Its runs' notifications are signed with this secret, read when each is sent.
+    if (a.notify) unusable(a.source.file, '/notify/secretName', a.notify.secretName);
     if (defined.has(a.environment)) continue;
     const owner = input.environmentOwners.get(a.environment);
     if (owner && owner !== factory) {

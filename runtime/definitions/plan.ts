@@ -73,7 +73,7 @@ function diffFields(fields: string[], before: Record<string, unknown>, after: Re
 }
 
 const WEBHOOK_FIELDS = ['authMode', 'signatureScheme', 'secretName', 'deliveryIdHeader', 'description', 'secret_version', 'enabled'];
-const AUTOMATION_FIELDS = ['title', 'enabled', 'environment', 'triggers', 'schedules', 'prompt', 'file'];
+const AUTOMATION_FIELDS = ['title', 'enabled', 'environment', 'triggers', 'schedules', 'notify', 'prompt', 'file'];
 const ENVIRONMENT_FIELDS = ['description', 'repos', 'setup', 'agent', 'env', 'file'];
 
 function webhookView(f: WebhookFields, enabled: boolean): Record<string, unknown> {
@@ -88,9 +88,10 @@ function webhookView(f: WebhookFields, enabled: boolean): Record<string, unknown
   };
 }
 
-function automationView(a: { title?: string | null; enabled: boolean; environment: string; triggers: unknown; schedules?: unknown[]; prompt: string }, file: string) {
+function automationView(a: { title?: string | null; enabled: boolean; environment: string; triggers: unknown; schedules?: unknown[]; notify?: { url: string; secretName: string }; prompt: string }, file: string) {
   const schedules = a.schedules?.length ? a.schedules : null;
-  return { title: a.title ?? null, enabled: a.enabled, environment: a.environment, triggers: a.triggers, schedules, prompt: a.prompt, file };
+  const notify = a.notify ? { url: a.notify.url, secretName: a.notify.secretName } : null;
+  return { title: a.title ?? null, enabled: a.enabled, environment: a.environment, triggers: a.triggers, schedules, notify, prompt: a.prompt, file };
 }
 
 function environmentView(e: EnvironmentDef) {

@@ -1,4 +1,4 @@
-import type { AuthMode, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
+import type { AuthMode, AutomationNotify, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
 
 /**
  * The runtime's record of definitions (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle), as the store returns them. These types are
@@ -58,6 +58,8 @@ export interface AutomationRecord {
   triggers: WebhookTrigger[];
   /** Schedule triggers (docs/definitions.md#schedules); absent when it has none. */
   schedules?: ScheduleDef[];
+  /** Where its runs report their state changes (docs/automations.md#notify); absent when nowhere. */
+  notify?: AutomationNotify;
   prompt: string;
   sourceFile: string;
   createdAt: string;

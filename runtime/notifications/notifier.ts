@@ -1,4 +1,4 @@
-import { nextDelayMs, notifyAllowed, signNotification, STATE_CHANGED } from '../../core/notify.ts';
+import { isNotifySecret, nextDelayMs, notifyAllowed, signNotification, STATE_CHANGED } from '../../core/notify.ts';
 import { runView } from '../routes/runs.ts';
 import type { Service, ServiceFactory } from '../services.ts';
 import { secretAllows } from '../store/secrets.ts';
@@ -51,6 +51,7 @@ export const notifierService: ServiceFactory = {
       const meta = store.secrets.get(name);
       const value = meta && (n.run.factory === null || secretAllows(meta, n.run.factory)) ? store.secrets.reveal(name) : undefined;
       if (value === undefined) return { error: `the secret "${name}" does not exist, has no value, or may not be used by the factory "${n.run.factory}"` };
+      if (!isNotifySecret(value)) return { error: `the secret "${name}" is not a Standard Webhooks secret (whsec_ followed by the base64 of 24 to 64 bytes)` };
       return value;
     };
 

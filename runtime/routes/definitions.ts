@@ -130,6 +130,7 @@ function gather(store: Store, snapshot: Snapshot): PlanInput {
   for (const env of snapshot.environments) {
     for (const v of Object.values(env.env)) if (typeof v === 'object') secretNames.add(v.secret);
   }
+  for (const a of snapshot.automations) if (a.notify) secretNames.add(a.notify.secretName);
   const secrets = new Map<string, SecretFacts>();
   for (const s of [...secretNames].sort()) {
     const meta = store.secrets.get(s);

@@ -2,7 +2,7 @@ import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
 import { newId } from '../../core/ids.ts';
 import { conflict, notFound } from '../../core/errors.ts';
-import type { AuthMode, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
+import type { AuthMode, AutomationNotify, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
 import type { ApplyOps } from '../definitions/plan.ts';
 import type { AutomationRecord, EnvironmentRecord, FactoryRecord, ManagedBy, WebhookRecord } from '../definitions/state.ts';
 
@@ -81,7 +81,7 @@ export type WebhookPatch = Partial<
 
 interface FactoryRow { name: string; managed_by: ManagedBy; description: string | null; revision: string | null; generation: number; digest: string | null; applied_at: string | null; created_at: string }
 interface WebhookRow { uid: string; factory: string; name: string; auth_mode: AuthMode; signature_scheme: string | null; secret_name: string; secret_version: number | null; previous_secret_version: number | null; previous_secret_until: string | null; delivery_id_header: string | null; description: string | null; enabled: number; managed_by: ManagedBy; source_file: string | null; created_at: string; updated_at: string; deleted_at: string | null }
-interface AutomationRow { factory: string; name: string; title: string | null; enabled: number; environment: string; triggers: string; schedules: string | null; prompt: string; source_file: string; created_at: string; updated_at: string }
+interface AutomationRow { factory: string; name: string; title: string | null; enabled: number; environment: string; triggers: string; schedules: string | null; notify: string | null; prompt: string; source_file: string; created_at: string; updated_at: string }
 interface EnvironmentRow { name: string; factory: string; spec: string; created_at: string; updated_at: string }
 
 const toFactory = (r: FactoryRow): FactoryRecord => ({
@@ -98,6 +98,7 @@ const toWebhook = (r: WebhookRow): WebhookRecord => ({
 const toAutomation = (r: AutomationRow): AutomationRecord => ({
   factory: r.factory, name: r.name, title: r.title, enabled: r.enabled === 1, environment: r.environment,
   triggers: JSON.parse(r.triggers) as WebhookTrigger[], ...(r.schedules ? { schedules: JSON.parse(r.schedules) as ScheduleDef[] } : {}),
+  ...(r.notify ? { notify: JSON.parse(r.notify) as AutomationNotify } : {}),
   prompt: r.prompt, sourceFile: r.source_file,
   createdAt: r.created_at, updatedAt: r.updated_at,
 });
@@ -131,10 +132,10 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
       previous_secret_version = @previousSecretVersion, previous_secret_until = @previousSecretUntil, description = @description, delivery_id_header = @deliveryIdHeader, updated_at = @now WHERE uid = @uid AND deleted_at IS NULL`),
     deleteWebhook: db.prepare('UPDATE webhooks SET deleted_at = ?, updated_at = ?, enabled = 0 WHERE uid = ? AND deleted_at IS NULL'),
     automations: db.prepare('SELECT * FROM automations WHERE (? IS NULL OR factory = ?) ORDER BY factory, name'),
-    upsertAutomation: db.prepare(`INSERT INTO automations (factory, name, title, enabled, environment, triggers, schedules, prompt, source_file, created_at, updated_at)
-      VALUES (@factory, @name, @title, @enabled, @environment, @triggers, @schedules, @prompt, @sourceFile, @now, @now)
+    upsertAutomation: db.prepare(`INSERT INTO automations (factory, name, title, enabled, environment, triggers, schedules, notify, prompt, source_file, created_at, updated_at)
+      VALUES (@factory, @name, @title, @enabled, @environment, @triggers, @schedules, @notify, @prompt, @sourceFile, @now, @now)
       ON CONFLICT (factory, name) DO UPDATE SET title = excluded.title, enabled = excluded.enabled, environment = excluded.environment,
-      triggers = excluded.triggers, schedules = excluded.schedules, prompt = excluded.prompt, source_file = excluded.source_file, updated_at = excluded.updated_at`),
+      triggers = excluded.triggers, schedules = excluded.schedules, notify = excluded.notify, prompt = excluded.prompt, source_file = excluded.source_file, updated_at = excluded.updated_at`),
     deleteAutomation: db.prepare('DELETE FROM automations WHERE factory = ? AND name = ?'),
     environment: db.prepare('SELECT * FROM environments WHERE name = ?'),
     environments: db.prepare('SELECT * FROM environments WHERE (? IS NULL OR factory = ?) ORDER BY name'),
@@ -222,6 +223,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
       q.upsertAutomation.run({
         factory: f.name, name: a.name, title: a.title ?? null, enabled: a.enabled ? 1 : 0, environment: a.environment,
         triggers: JSON.stringify(a.triggers), schedules: a.schedules?.length ? JSON.stringify(a.schedules) : null,
+        notify: a.notify ? JSON.stringify({ url: a.notify.url, secretName: a.notify.secretName }) : null,
         prompt: a.prompt, sourceFile: a.source.file, now: at,
       });
     }

@@ -10,6 +10,8 @@ import { bufferIO } from '../../cli/helpers.ts';
 import { waitFor } from '../executor/helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from '../routes/runs-helpers.ts';
+import { compile } from '../../../cli/compiler/compile.ts';
+import { FACTORY, PR_OPENED, createSecret, deliverGithub, deliveryRuns as automationDeliveryRuns, factoryFiles } from '../automations/helpers.ts';
 
 /** A real HTTP listener: records every request; `answer` decides each status (undefined: never answers). */
 class Listener {
@@ -194,5 +196,48 @@ describe('run notifications: allow-list and restarts', () => {
     // The same messages (webhook-id) again, each verifiable.
     assert.deepEqual(reqs.slice(2).map((r) => r.headers['webhook-id']).sort(), reqs.slice(0, 2).map((r) => r.headers['webhook-id']).sort());
     for (const r of reqs) new Webhook(secret).verify(r.body, r.headers);
+  });
+});
+
+describe('run notifications of an automation (notify key)', () => {
+  it('compiles, is checked at plan (the secret must exist and be usable), and its runs report signed with the team secret', async (t) => {
+    const listener = new Listener();
+    await listener.start();
+    t.after(() => listener.stop());
+    const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms' } });
+    t.after(() => rt.stop());
+    await createSecret(rt);
+    const files = factoryFiles({ review: { payload: { action: 'opened' } } }).map((f) =>
+      f.path === 'automations/review.md'
+        ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":{"url":"${listener.url}/auto","secretName":"review-notify"}`) }
+        : f,
+    );
+    const { snapshot, diagnostics } = compile(files);
+    assert.deepEqual(diagnostics.filter((d) => d.severity === 'error'), []);
+    assert.deepEqual(snapshot!.automations[0].notify, { url: `${listener.url}/auto`, secretName: 'review-notify' });
+    const apply = () => rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot } });
+
+    const missing = await apply();
+    assert.equal(missing.status, 400, await missing.clone().text());
+    const problem = (await missing.json()) as any;
+    assert.ok(problem.errors.some((e: any) => e.code === 'secret.not_found' && e.file === 'automations/review.md' && e.pointer === '/notify/secretName'), JSON.stringify(problem.errors));
+
+    const secret = newSecret();
+    assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'review-notify', value: secret } })).status, 201);
+    const applied = await apply();
+    assert.equal(applied.status, 200, await applied.text());
+    const { res, deliveryId } = await deliverGithub(rt, PR_OPENED);
+    assert.equal(res.status, 202);
+    const [started] = await automationDeliveryRuns(rt, deliveryId);
+    await waitForRun(rt, started.run_id);
+    const list = await notificationsWhen(rt, started.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+    assert.deepEqual(list.map((n) => n.state), ['INPROGRESS', 'SUCCEEDED']);
+    const run = (await (await rt.fetch(`/api/v1/agent/runs/${started.run_id}`)).json()) as any;
+    assert.deepEqual(run.webhook, { url: `${listener.url}/auto`, secret_name: 'review-notify' });
+    const got = listener.of('/auto').map((r) => new Webhook(secret).verify(r.body, r.headers) as any);
+    assert.deepEqual(got.map((p) => [p.run.run_id, p.run.automation, p.run.state]), [
+      [started.run_id, 'review', 'INPROGRESS'],
+      [started.run_id, 'review', 'SUCCEEDED'],
+    ]);
   });
 });
