@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FactoryError } from '../../../core/errors.ts';
@@ -157,4 +157,23 @@ test('the cached reads the ingress uses follow every write, and a rolled-back wr
     store.close();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('no module but store/definitions.ts writes the tables the generation covers', () => {
+  // The ingress's caches trust store.defs.generation() (docs/ingress.md#constant-cost-per-delivery):
+  // a write anywhere else would leave them stale.
+  const root = join(import.meta.dirname, '../../../runtime');
+  const writes = /\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM|REPLACE\s+INTO)\s+(factories|webhooks|automations|environments)\b/i;
+  const offenders: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (/\.(ts|sql)$/.test(entry.name) && !path.endsWith(join('store', 'definitions.ts')) && !path.includes(join('store', 'migrations'))) {
+        if (writes.test(readFileSync(path, 'utf8'))) offenders.push(path);
+      }
+    }
+  };
+  walk(root);
+  assert.deepEqual(offenders, []);
 });
