@@ -50,7 +50,7 @@ describe('Slack url_verification', () => {
   const post = (body: string, headers: Record<string, string>) => fetch(`${rt.url}/webhooks/w/${UID}`, { method: 'POST', headers, body });
 
   before(async () => {
-    rt = await startTestRuntime();
+    rt = await startTestRuntime({ flags: { metricsPort: 0 } });
     assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'slack-signing', value: SECRET } })).status, 201);
     const files = [
       { path: 'factory.yaml', text: `name: ${FACTORY}\n` },
@@ -90,6 +90,11 @@ describe('Slack url_verification', () => {
     assert.deepEqual(await again.json(), { challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' });
     assert.equal((await logOf(rt, UID, 1))[0].outcome, 'duplicate');
     assert.deepEqual(await runs(), []);
+
+    // Counted as handshakes, not as deliveries (docs/runtime.md#metrics).
+    const metrics = await (await fetch(`http://127.0.0.1:${rt.services.metrics!.port}/metrics`)).text();
+    assert.match(metrics, /^factory_deliveries_total\{factory="chat",webhook="slack",outcome="handshake"\} 2$/m);
+    assert.match(metrics, /^factory_deliveries_total\{factory="chat",webhook="slack",outcome="accepted"\} 0$/m);
   });
 
   it('refuses a verification signed with another secret, without the challenge', async () => {
