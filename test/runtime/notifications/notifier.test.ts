@@ -241,3 +241,26 @@ describe('run notifications of an automation (notify key)', () => {
     ]);
   });
 });
+
+describe('the notify key in the compiler', () => {
+  const compileWith = (notify: unknown) =>
+    compile(
+      factoryFiles({ review: {} }).map((f) =>
+        f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":${JSON.stringify(notify)}`) } : f,
+      ),
+    ).diagnostics.filter((d) => d.severity === 'error');
+
+  it('takes an http(s) URL and a secret name, and reports anything else at the key', () => {
+    assert.deepEqual(compileWith({ url: 'https://hooks.example.com/a?b=c', secretName: 'review-notify' }), []);
+    for (const [notify, pointer] of [
+      [{ url: 'ftp://example.com/x', secretName: 's' }, '/notify/url'],
+      [{ url: 'http://user:pw@example.com/x', secretName: 's' }, '/notify/url'],
+      [{ url: 'https://example.com/x' }, '/notify'],
+      [{ url: 'https://example.com/x', secretName: 's', secret: 'whsec_x' }, '/notify'],
+    ] as const) {
+      const errors = compileWith(notify);
+      assert.ok(errors.length > 0 && errors.every((d) => d.file === 'automations/review.md'), JSON.stringify(notify));
+      assert.ok(errors.some((d) => String(d.pointer).startsWith(pointer)), `${JSON.stringify(notify)}: ${JSON.stringify(errors)}`);
+    }
+  });
+});
