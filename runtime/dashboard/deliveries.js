@@ -54,7 +54,7 @@ function deliveryItem(w, d) {
   const kind = d.outcome === 'accepted' ? 'ok' : d.outcome === 'duplicate' ? 'neutral' : 'bad';
   const payloadBox = h('div', { class: 'payload' });
   const runs = d.runs.length
-    ? h('ul', { class: 'runs-started' }, d.runs.map((r) => h('li', {}, runLink(r.run_id), ' ', badge(r.state, stateKind(r.state)), r.automation ? ` automation ${r.automation}` : '')))
+    ? h('ul', { class: 'runs-started' }, d.runs.map((r) => h('li', {}, runLink(r.run_id), ' ', badge(r.state, stateKind(r.state)), r.automation ? ` automation ${r.automation}` : '', r.replay ? h('span', { class: 'muted small', text: ` replayed by ${r.replay.by.name}` }) : '')))
     : d.outcome === 'accepted'
       ? h('p', { class: 'muted small', text: 'Started no run (no enabled automation matched).' })
       : null;
@@ -86,13 +86,36 @@ function deliveryItem(w, d) {
       })
     : null;
   const test = d.outcome === 'accepted' ? h('button', { type: 'button', text: 'Test filter…', onclick: () => prefillTest(w, d) }) : null;
+  // Replay (docs/ingress.md#replay): only an Accepted entry whose payload is still stored.
+  const replayNote = h('p', { class: 'small', role: 'status' });
+  const replay =
+    d.outcome === 'accepted' && d.has_payload
+      ? h('button', {
+          type: 'button',
+          text: 'Replay',
+          title: 'Start runs again from this payload, for the automations that match it now',
+          onclick: (e) =>
+            busy(e.currentTarget, async () => {
+              try {
+                const out = await api('POST', `/api/v1/webhooks/${enc(w.uid)}/deliveries/${enc(d.delivery_id)}/replay`, {});
+                showError($('deliveries-error'));
+                if (!out.runs.length) return void (replayNote.textContent = out.detail ?? 'No automation matches this delivery now.');
+                await loadDeliveries(false);
+              } catch (err) {
+                replayNote.className = 'error small';
+                showError(replayNote, err);
+              }
+            }),
+        })
+      : null;
   return h(
     'article',
     { class: 'delivery' },
     h('div', { class: 'line' }, badge(d.outcome_label, kind), h('code', { text: d.delivery_id }), h('span', { class: 'muted', text: fmtSize(d.size) }), fmtTime(d.received_at), d.sender ? h('span', { class: 'muted small', text: `from ${d.sender}` }) : null),
     d.reason ? h('p', { class: 'muted small', text: d.reason }) : null,
     runs,
-    h('div', { class: 'actions' }, showPayload, test),
+    h('div', { class: 'actions' }, showPayload, test, replay),
+    replayNote,
     payloadBox,
   );
 }
