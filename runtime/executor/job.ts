@@ -144,11 +144,6 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
     }
     if (signal.aborted) return CANCELLED;
     if (plan.kind === 'copy') {
-      const inside = path.relative(plan.from, ws);
-      if (inside === '' || (!inside.startsWith('..') && !path.isAbsolute(inside))) {
-        const why = `repo ${repo.url} is the directory ${plan.from}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`;
-        return { state: 'FAILED', statusMessage: why, errorCode: 'repo_failed', agentStarted: false };
-      }
       const r = await captured(plan.command, repoEnv);
       commandEvent('repo', `copy ${plan.from} ${path.relative(ws, plan.target)}`, r);
       if (r.cancelled) return CANCELLED;

@@ -109,6 +109,9 @@ export async function planRepo(
   const inTarget = sandbox.inside(target);
   if (local !== null && (await isDir(local)) && !(await isGitRepo(sandbox, local, env, extra))) {
     if (repo.ref) throw new Error(`repo ${repo.url} is not a git repository, so ref "${repo.ref}" cannot be checked out`);
+    if (isWithin(ws, local)) {
+      throw new Error(`repo ${repo.url} is the directory ${local}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`);
+    }
     // The sandbox covers them with an empty directory; a direct copy would carry them along.
     if (!sandbox.sandboxed && sandbox.iso.hidden.some((h) => within(h, local))) {
       throw new Error(`repo ${repo.url} holds the runtime's data directory or work directory, which a copy would carry into the workspace; name a directory that does not`);
