@@ -141,6 +141,23 @@ describe('run notifications', () => {
     assert.equal(listener.of('/down').length, 8);
   });
 
+  it('a retry reports to the same place with the same secret', async () => {
+    listener.answer = () => 204;
+    await applyEnvironments(rt, { failing: envYaml({ command: [process.execPath, path.join(AGENTS, 'failing-agent.mjs')] }) }, 'more');
+    const secret = newSecret();
+    const { body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'failing' }, webhook: { url: `${listener.url}/retry`, secret } });
+    assert.equal((await waitForRun(rt, body.run_id)).state, 'FAILED');
+    const retried = (await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}/retry`, { method: 'POST' })).json()) as any;
+    assert.deepEqual(retried.webhook, { url: `${listener.url}/retry` });
+    await waitForRun(rt, retried.run_id);
+    await notificationsWhen(rt, retried.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+    const got = listener.of('/retry').map((r) => new Webhook(secret).verify(r.body, r.headers) as any);
+    assert.deepEqual(got.filter((p) => p.run.run_id === retried.run_id).map((p) => [p.run.state, p.run.retry_of]), [
+      ['INPROGRESS', body.run_id],
+      ['FAILED', body.run_id],
+    ]);
+  });
+
   it('bad targets and secrets are 400s that say why', async () => {
     const cases: [unknown, RegExp][] = [
       [{ url: 'ftp://example.com/x' }, /webhook\.url must be an http\(s\) URL/],

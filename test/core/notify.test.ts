@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { isNotifySecret, nextDelayMs, notifyAllowed, notifyUrlProblem, parseAllowEntry, parseDelay, signNotification } from '../../core/notify.ts';
+
+test('notification URLs: absolute http(s) without credentials', () => {
+  assert.equal(notifyUrlProblem('https://hooks.example.com/a?b=c'), undefined);
+  assert.equal(notifyUrlProblem('http://127.0.0.1:8080/'), undefined);
+  assert.match(notifyUrlProblem('ftp://example.com/')!, /http\(s\)/);
+  assert.match(notifyUrlProblem('/relative')!, /absolute/);
+  assert.match(notifyUrlProblem('https://u:p@example.com/')!, /user name or password/);
+  assert.match(notifyUrlProblem('https://example.com/' + 'a'.repeat(3000))!, /at most 2048/);
+  assert.match(notifyUrlProblem(42)!, /http\(s\) URL/);
+});
+
+test('the allow-list: host as written, with or without a port; null allows everything', () => {
+  const allow = ['Hooks.Example.com', '10.0.0.5:8443', '[::1]:9000'].map((e) => parseAllowEntry(e)!);
+  assert.equal(notifyAllowed('http://anything.example/', null), true);
+  assert.equal(notifyAllowed('https://hooks.example.com/x', allow), true);
+  assert.equal(notifyAllowed('http://hooks.example.com:81/x', allow), true);
+  assert.equal(notifyAllowed('https://10.0.0.5:8443/', allow), true);
+  assert.equal(notifyAllowed('https://10.0.0.5/', allow), false, 'port 443 is not 8443');
+  assert.equal(notifyAllowed('http://[::1]:9000/', allow), true);
+  assert.equal(notifyAllowed('https://evil.hooks.example.com/', allow), false);
+  assert.equal(parseAllowEntry('host:99999'), undefined);
+  assert.equal(parseAllowEntry('http://host'), undefined);
+  assert.equal(parseAllowEntry('a b'), undefined);
+});
+
+test('secrets are whsec_ + base64 of 24 to 64 bytes; the signature verifies with the standardwebhooks package', () => {
+  const secret = 'whsec_' + randomBytes(32).toString('base64');
+  assert.equal(isNotifySecret(secret), true);
+  assert.equal(isNotifySecret('whsec_' + randomBytes(8).toString('base64')), false);
+  assert.equal(isNotifySecret(randomBytes(32).toString('base64')), false);
+  assert.equal(isNotifySecret('whsec_not base64!'), false);
+  const body = JSON.stringify({ type: 'run.state_changed', run: { run_id: 'run_x' } });
+  const ts = Math.floor(Date.now() / 1000);
+  const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(ts), 'webhook-signature': signNotification(secret, 'msg_1', ts, body) };
+  assert.deepEqual(new Webhook(secret).verify(body, headers), JSON.parse(body));
+  assert.throws(() => new Webhook(secret).verify(body + ' ', headers));
+});
+
+test('retry waits: one per retry, then none', () => {
+  assert.equal(nextDelayMs([10, 20], 1), 10);
+  assert.equal(nextDelayMs([10, 20], 2), 20);
+  assert.equal(nextDelayMs([10, 20], 3), undefined);
+  assert.equal(parseDelay('250ms'), 250);
+  assert.equal(parseDelay('10s'), 10_000);
+  assert.equal(parseDelay('3m'), 180_000);
+  assert.equal(parseDelay('7'), 7);
+  assert.equal(parseDelay('1h'), undefined);
+});
