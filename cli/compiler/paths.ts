@@ -15,7 +15,7 @@ export type DefinitionKind =
 /** Kinds whose file is Markdown with YAML front matter (the body is a prompt, instructions or a rubric). */
 export const MARKDOWN_KINDS: readonly DefinitionKind[] = ['automation', 'agent', 'skill', 'scorer'];
 
-/** What a repo-relative path is to the compiler (docs/definitions.md#layout). */
+/** What a repo-relative path is to the compiler (docs/definitions.md#warps-layout). */
 export type PathClass =
   /** `scope` is the owner folder: the agent of an agent's own skill, the suite of a benchmark task. */
   | { kind: DefinitionKind; name: string; scope?: string }

@@ -4,7 +4,7 @@ import type { ParsedFile } from './parse-file.ts';
 import { closest } from './suggest.ts';
 
 /**
- * The cross-file rules of Warp's v1alpha1 layout (docs/definitions.md#warp-layout): agents,
+ * The cross-file rules of Warp's v1alpha1 layout (docs/definitions.md#warps-layout): agents,
  * runners, skills, benchmarks and scorers, execution settings, trigger providers, events and
  * schedules. Values may be schema-invalid here, so every rule checks the shape it reads.
  */

@@ -25,7 +25,7 @@ test('healthz, readyz, 404 and 405 problems; the admin key is bootstrapped once'
     assert.equal(p.code, 'resource_not_found');
     assert.equal(p.type, 'https://factory.dev/problems/resource_not_found');
     assert.equal(p.status, 404);
-    // A path that is no route is echoed only up to its first unknown segment (docs/runtime.md#logs).
+    // A path that is no route is echoed only up to its first unknown segment (docs/runtime.md#logged-paths).
     assert.equal(p.instance, '/[REDACTED]');
     assert.equal(p.error, p.detail);
     assert.equal(p.retryable, false);
