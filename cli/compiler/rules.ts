@@ -15,7 +15,7 @@ type Report = (f: ParsedFile, pointer: string, code: string, message: string, se
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
- * The rules that look across files or that a schema cannot say well (docs/definitions.md, docs/filters.md, issue 2). Each
+ * The rules that look across files or that a schema cannot say well (docs/definitions.md, docs/filters.md). Each
  * rule is a small function over the parsed files; values may be schema-invalid here, so every
  * rule checks the shape it reads.
  */

@@ -6,7 +6,7 @@ import type { TestRuntime } from '../helpers.ts';
 import { createHook, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
 
 /**
- * Nothing a sender sends can crash the runtime or produce a 500 (issue 5): random methods,
+ * Nothing a sender sends can crash the runtime or produce a 500: random methods,
  * paths, headers and bodies against the ingress; only documented statuses come back.
  */
 

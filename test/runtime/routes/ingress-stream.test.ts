@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
 
 /**
- * Pipeline step 5 (docs/ingress.md, issue 5): a 50 MB body streamed to the ingress in full, with and without
+ * Pipeline step 5 (docs/ingress.md): a 50 MB body streamed to the ingress in full, with and without
  * `Content-Length`, gets its 413 and leaves the server's memory flat. The runtime is its own
  * process, so its resident memory is measured apart from this client's: the kernel's peak
  * (VmHWM, reset through clear_refs) over the whole upload, against the resident size before it.
