@@ -1,7 +1,7 @@
 /**
  * The one errors module. Every stable error code the project emits is listed here once, with
- * its HTTP status and title (docs/api.md). Codes are public API: docs/errors.md lists the same codes
- * and test/core/errors.test.ts fails when the two disagree.
+ * its HTTP status and title (docs/api.md). Codes are public API: docs/errors.md lists the same
+ * codes and test/core/errors.test.ts fails when the two disagree.
  *
  * Koa turns a FactoryError into problem+json in exactly one middleware
  * (runtime/http/problem.ts); the CLI turns it into an exit code in exactly one place

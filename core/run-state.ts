@@ -42,8 +42,8 @@ export function sourcesOf(to: RunState): RunState[] {
 }
 
 /**
- * Machine codes of why a run ended other than SUCCEEDED (the run's `error_code`, docs/api.md). These
- * describe the run, not an HTTP request, so they are not in core/errors.ts.
+ * Machine codes of why a run ended other than SUCCEEDED (the run's `error_code`, docs/api.md).
+ * These describe the run, not an HTTP request, so they are not in core/errors.ts.
  */
 export const RUN_ERROR_CODES = [
   'environment_invalid',

@@ -14,11 +14,12 @@ import type { Snapshot } from './snapshot.ts';
 
 /**
  * The one Ajv instance: every schema under schemas/ is compiled here, once, at import.
- * allErrors so that validate reports every problem at once (docs/plan-apply.md); strict so that a typo in a
- * schema fails loudly instead of silently allowing anything. strictRequired is off only because the
- * draft-07 idiom `then: {required: [x]}` names a key that the parent's `properties` defines, and
- * Ajv's strictRequired does not look at the parent. Union types serve the filter grammar's scalars.
- * verbose puts the failing schema on each error, which the compiler reads for "did you mean".
+ * allErrors so that validate reports every problem at once (docs/plan-apply.md); strict so that a
+ * typo in a schema fails loudly instead of silently allowing anything. strictRequired is off only
+ * because the draft-07 idiom `then: {required: [x]}` names a key that the parent's `properties`
+ * defines, and Ajv's strictRequired does not look at the parent. Union types serve the filter
+ * grammar's scalars. verbose puts the failing schema on each error, which the compiler reads for
+ * "did you mean".
  */
 const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
 

@@ -2,7 +2,8 @@
  * The compiled snapshot: what `factory build` writes and what plan/apply send to the runtime.
  * schemas/snapshot.schema.json is its contract; test/core/snapshot.test.ts checks that these
  * types and the schema agree on the examples. Keys are camelCase where they mirror a file key
- * (authMode, secretName, ...) and snake_case for snapshot-level fields (docs/definitions.md#the-snapshot).
+ * (authMode, secretName, ...) and snake_case for snapshot-level fields
+ * (docs/definitions.md#the-snapshot).
  *
  * Canonical form: object keys sorted, resources sorted by name, no undefined values, no
  * insignificant whitespace except a final newline; `digest` is `sha256:` + hex of the canonical

@@ -56,8 +56,9 @@ export function createApp(options: CreateAppOptions): Koa {
 
 /**
  * The node:http request listener for an app built by createApp: webhook deliveries
- * (`/webhooks/w/...`, docs/ingress.md#the-pipeline-step-by-step) go to the ingress's raw adapter, the hot path, without Koa's
- * context and middleware; everything else goes through Koa. See runtime/routes/ingress.ts.
+ * (`/webhooks/w/...`, docs/ingress.md#the-pipeline-step-by-step) go to the ingress's raw adapter,
+ * the hot path, without Koa's context and middleware; everything else goes through Koa. See
+ * runtime/routes/ingress.ts.
  */
 export function appListener(app: Koa): (req: IncomingMessage, res: ServerResponse) => void {
   const koa = app.callback();

@@ -75,8 +75,9 @@ export interface Config {
   readonly logLevel: LogLevel;
   readonly limits: Readonly<Limits>;
   /**
-   * The runtime's variables that agents and setup commands inherit (docs/runs.md, "a minimal inherited
-   * environment"): only INHERITED_ENV, taken once from the environment parseConfig was given.
+   * The runtime's variables that agents and setup commands inherit (docs/runs.md, "a minimal
+   * inherited environment"): only INHERITED_ENV, taken once from the environment parseConfig was
+   * given.
    */
   readonly inheritedEnv: Readonly<Record<string, string>>;
   /** `sandbox` (bubblewrap; the default on Linux) or `direct` (the runtime's own view of the machine). */

@@ -57,7 +57,8 @@ export function open(key: Buffer, sealed: Buffer, aad: Buffer): Buffer {
 
 /**
  * Reads `<dataDir>/master.key` (base64 of 32 bytes), creating it with mode 0600 on first use
- * (docs/runtime.md). Used only when FACTORY_MASTER_KEY is absent. Creates the data dir (0700) if needed.
+ * (docs/runtime.md). Used only when FACTORY_MASTER_KEY is absent. Creates the data dir (0700) if
+ * needed.
  */
 export function loadOrCreateMasterKey(dataDir: string): { key: Buffer; path: string; created: boolean } {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });

@@ -5,9 +5,9 @@ import type { LogLevel } from './config.ts';
 export type { Logger } from 'pino';
 
 /**
- * Field paths whose values never reach a log line (docs/runtime.md: secrets and Authorization headers are
- * redacted). pino's redaction matches exact paths with one-level wildcards, so each name is
- * listed at the top level, one level down and under request/response headers.
+ * Field paths whose values never reach a log line (docs/runtime.md: secrets and Authorization
+ * headers are redacted). pino's redaction matches exact paths with one-level wildcards, so each
+ * name is listed at the top level, one level down and under request/response headers.
  */
 const SENSITIVE = ['secret', 'value', 'token', 'key', 'password', 'authorization', 'cookie', 'set-cookie'];
 const REDACT_PATHS = [

@@ -40,8 +40,8 @@ export interface StartServerOptions {
 const FORCE_CLOSE_MS = 10_000;
 
 /**
- * Starts the runtime (docs/runtime.md): master key, store (migrations), admin key bootstrap, listen,
- * services. Installs no signal handlers: `factory serve` does that.
+ * Starts the runtime (docs/runtime.md): master key, store (migrations), admin key bootstrap,
+ * listen, services. Installs no signal handlers: `factory serve` does that.
  */
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger({ level: config.logLevel });
@@ -187,8 +187,8 @@ function removeRuntimeFile(file: { path: string; content: string } | undefined):
 
 /**
  * On first start (no API key at all), creates an admin key named `admin` and writes it to
- * `<dataDir>/admin.key` with mode 0600 (docs/runtime.md). Logs the path, never the key. A crash between
- * writing the file and committing leaves no key, so the next start simply tries again.
+ * `<dataDir>/admin.key` with mode 0600 (docs/runtime.md). Logs the path, never the key. A crash
+ * between writing the file and committing leaves no key, so the next start simply tries again.
  */
 export function bootstrapAdminKey(store: Store, dataDir: string, log: Logger): { path: string; created: boolean } {
   const path = join(dataDir, 'admin.key');

@@ -16,9 +16,9 @@ import { diagnosticFormat } from './validate.ts';
 import { assertFactoryRepo, untilSignalled, watchAndApply } from './watch.ts';
 
 /**
- * `factory dev [dir]` (README.md#commands): the runtime in this process, plus apply and watch, for trying a
- * factory out. Missing team secrets are created with random values suited to their use and printed
- * once: a development convenience that `serve` + `apply` never do.
+ * `factory dev [dir]` (README.md#commands): the runtime in this process, plus apply and watch, for
+ * trying a factory out. Missing team secrets are created with random values suited to their use and
+ * printed once: a development convenience that `serve` + `apply` never do.
  */
 
 /** A random value for a secret, by how the repo uses it (docs/ingress.md#webhook-lifecycle, core/ids.ts). */

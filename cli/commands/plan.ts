@@ -10,8 +10,8 @@ import { fsReason, type CliIO } from '../io.ts';
 import { asGiven, diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 
 /**
- * `factory plan [dir]` (docs/plan-apply.md): compile locally, send the snapshot to the runtime, print the
- * changes per resource. The helpers here are shared by apply, watch and dev.
+ * `factory plan [dir]` (docs/plan-apply.md): compile locally, send the snapshot to the runtime,
+ * print the changes per resource. The helpers here are shared by apply, watch and dev.
  */
 
 export interface Change {
@@ -75,9 +75,10 @@ async function runtimeWebhookUids(client: Client, factory: string | undefined): 
 }
 
 /**
- * Prints a runtime refusal as diagnostics (`file:line:col: error CODE: message`, docs/plan-apply.md), placing
- * each `{file, pointer}` with the compiler's `locate`, then the problem's sentence.
- * Returns false for an error that is not a runtime refusal (the caller rethrows it).
+ * Prints a runtime refusal as diagnostics (`file:line:col: error CODE: message`,
+ * docs/plan-apply.md), placing each `{file, pointer}` with the compiler's `locate`, then the
+ * problem's sentence. Returns false for an error that is not a runtime refusal (the caller rethrows
+ * it).
  */
 export function printRuntimeErrors(io: CliIO, err: unknown, dir: string, files: SourceFile[], format: DiagnosticFormat): boolean {
   if (!(err instanceof FactoryError)) return false;

@@ -10,9 +10,9 @@ import { compileRepo, printRuntimeErrors } from './plan.ts';
 import { diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 
 /**
- * `factory watch [dir]` (docs/plan-apply.md): apply once, then re-validate and re-apply whenever a file of the
- * repo changes. Errors (diagnostics, runtime refusals, an unreachable runtime) are printed and the
- * watch goes on: the next save tries again.
+ * `factory watch [dir]` (docs/plan-apply.md): apply once, then re-validate and re-apply whenever a
+ * file of the repo changes. Errors (diagnostics, runtime refusals, an unreachable runtime) are
+ * printed and the watch goes on: the next save tries again.
  */
 
 /** Saves often come as several events (write, rename, chmod): wait for them to settle. */

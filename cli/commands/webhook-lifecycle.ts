@@ -9,9 +9,10 @@ import { stripOneNewline } from './secret.ts';
 import { resolveWebhook } from './webhook.ts';
 
 /**
- * `factory webhook create|enable|disable|rotate|delete|set-secret` (docs/ingress.md#webhook-lifecycle, README.md#commands). A provider
- * secret is read from stdin (`--secret-stdin`, or always for set-secret), never from argv.
- * Generated secrets are printed once, with a warning that they are not shown again.
+ * `factory webhook create|enable|disable|rotate|delete|set-secret`
+ * (docs/ingress.md#webhook-lifecycle, README.md#commands). A provider secret is read from stdin
+ * (`--secret-stdin`, or always for set-secret), never from argv. Generated secrets are printed
+ * once, with a warning that they are not shown again.
  */
 
 interface LifecycleAnswer {

@@ -24,8 +24,8 @@ const byName = <T extends { name: string }>(a: T, b: T) => cmp(a.name, b.name);
 
 /**
  * Builds the snapshot from files that compiled without errors (so every value matches its
- * schema). Defaults are filled in (docs/definitions.md), resources sorted by name, and `digest` is the sha256
- * of the canonical JSON without it (docs/plan-apply.md).
+ * schema). Defaults are filled in (docs/definitions.md), resources sorted by name, and `digest` is
+ * the sha256 of the canonical JSON without it (docs/plan-apply.md).
  */
 export function buildSnapshot(files: ParsedFile[], sources: { path: string; text: string }[], root?: string): Snapshot {
   const factoryFile = files.find((f) => f.kind === 'factory')!;

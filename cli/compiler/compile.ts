@@ -33,8 +33,9 @@ export interface CompileOptions {
 }
 
 /**
- * Compiles a factory repo (docs/definitions.md, docs/filters.md, docs/plan-apply.md). Pure: the files come in, the snapshot and every
- * diagnostic come out; the snapshot only when there is no error (warnings are allowed).
+ * Compiles a factory repo (docs/definitions.md, docs/filters.md, docs/plan-apply.md). Pure: the
+ * files come in, the snapshot and every diagnostic come out; the snapshot only when there is no
+ * error (warnings are allowed).
  */
 export function compile(files: SourceFile[], options: CompileOptions = {}): CompileResult {
   const diagnostics: Diagnostic[] = [];

@@ -1,7 +1,8 @@
 /**
  * Diagnostics are data: the compiler returns them all at once, sorted by file, line and
- * column (docs/plan-apply.md). Codes are public API, named `<area>.<rule>`; DIAGNOSTIC_CODES lists every code
- * the compiler can emit and docs/diagnostics.md documents the same list (a test compares them).
+ * column (docs/plan-apply.md). Codes are public API, named `<area>.<rule>`; DIAGNOSTIC_CODES lists
+ * every code the compiler can emit and docs/diagnostics.md documents the same list (a test compares
+ * them).
  */
 
 export interface Diagnostic {
@@ -120,8 +121,8 @@ export function sortDiagnostics(diags: Diagnostic[]): Diagnostic[] {
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * Renders diagnostics: `text` is `path:line:col: severity code: message` (docs/plan-apply.md), `json` an
- * array of objects, `github` workflow commands that annotate the file in a pull request.
+ * Renders diagnostics: `text` is `path:line:col: severity code: message` (docs/plan-apply.md),
+ * `json` an array of objects, `github` workflow commands that annotate the file in a pull request.
  */
 export function formatDiagnostics(diags: Diagnostic[], format: 'text' | 'json' | 'github'): string {
   if (format === 'json') {

@@ -24,11 +24,11 @@ export interface FrontMatter {
 }
 
 /**
- * Splits a Markdown definitions file (docs/definitions.md) with gray-matter, whose YAML engine only captures the text:
- * the `yaml` package parses it later with positions (never js-yaml, whose timestamps would turn
- * dates into Date objects). The opening fence must be exactly `---`: gray-matter would otherwise
- * pick an engine from the fence (`---js` evaluates JavaScript), which a definitions file must
- * never do.
+ * Splits a Markdown definitions file (docs/definitions.md) with gray-matter, whose YAML engine only
+ * captures the text: the `yaml` package parses it later with positions (never js-yaml, whose
+ * timestamps would turn dates into Date objects). The opening fence must be exactly `---`:
+ * gray-matter would otherwise pick an engine from the fence (`---js` evaluates JavaScript), which a
+ * definitions file must never do.
  */
 export function splitFrontMatter(text: string, kind: MarkdownKind = 'automation'): FrontMatter {
   const t = text.startsWith('\ufeff') ? text.slice(1) : text;

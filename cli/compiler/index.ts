@@ -1,6 +1,7 @@
 /**
- * The definitions compiler (docs/definitions.md, docs/filters.md, docs/plan-apply.md): the public API that commands and the runtime client
- * use. compile() is pure; loadRepo() and compileDir() are the thin disk edge.
+ * The definitions compiler (docs/definitions.md, docs/filters.md, docs/plan-apply.md): the public
+ * API that commands and the runtime client use. compile() is pure; loadRepo() and compileDir() are
+ * the thin disk edge.
  */
 import { resolve } from 'node:path';
 import { compile, type CompileResult, type SourceFile } from './compile.ts';

@@ -15,9 +15,9 @@ type Report = (f: ParsedFile, pointer: string, code: string, message: string, se
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
- * The rules that look across files or that a schema cannot say well (docs/definitions.md, docs/filters.md). Each
- * rule is a small function over the parsed files; values may be schema-invalid here, so every
- * rule checks the shape it reads.
+ * The rules that look across files or that a schema cannot say well (docs/definitions.md,
+ * docs/filters.md). Each rule is a small function over the parsed files; values may be
+ * schema-invalid here, so every rule checks the shape it reads.
  */
 export function crossFileRules(files: ParsedFile[], runtimeWebhooks?: ReadonlyMap<string, string>): Diagnostic[] {
   const out: Diagnostic[] = [];

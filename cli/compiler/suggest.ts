@@ -1,6 +1,6 @@
 /**
- * Edit distance for "did you mean" hints on unknown keys (docs/definitions.md): Levenshtein, plus a swap of two
- * neighbouring letters as one edit (agnet → agent), the most common typo.
+ * Edit distance for "did you mean" hints on unknown keys (docs/definitions.md): Levenshtein, plus a
+ * swap of two neighbouring letters as one edit (agnet → agent), the most common typo.
  */
 export function levenshtein(a: string, b: string): number {
   let before: number[] = [];

@@ -17,10 +17,10 @@ export interface ParsedYaml {
 }
 
 /**
- * Parses one YAML document with positions (docs/definitions.md). Anchors, aliases, explicit tags, merge keys,
- * duplicate keys and extra documents are errors, so that every value has exactly one source
- * position. Aliases are rejected before any conversion to plain values, so an alias bomb is never
- * expanded; maxAliasCount 0 is a second guard.
+ * Parses one YAML document with positions (docs/definitions.md). Anchors, aliases, explicit tags,
+ * merge keys, duplicate keys and extra documents are errors, so that every value has exactly one
+ * source position. Aliases are rejected before any conversion to plain values, so an alias bomb is
+ * never expanded; maxAliasCount 0 is a second guard.
  */
 export function parseYaml(text: string): ParsedYaml {
   const lineCounter = new LineCounter();

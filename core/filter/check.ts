@@ -1,6 +1,6 @@
 /**
- * The filter grammar check the compiler runs (docs/filters.md): every problem at once, each with a JSON
- * pointer relative to the filter root. Pure.
+ * The filter grammar check the compiler runs (docs/filters.md): every problem at once, each with a
+ * JSON pointer relative to the filter root. Pure.
  */
 import { describeValue, hasOperatorKey, hasOwn, isOperatorKey, isPlainObject, isScalar, kindOf, MAX_FILTER_DEPTH, type FilterProblem } from './common.ts';
 
@@ -47,8 +47,8 @@ function kindAndValue(value: unknown): string {
 }
 
 /**
- * Compile-time grammar check of a payload filter (docs/filters.md): returns every problem at once, in a
- * stable order, each with a JSON pointer relative to the filter root. An empty list means the
+ * Compile-time grammar check of a payload filter (docs/filters.md): returns every problem at once,
+ * in a stable order, each with a JSON pointer relative to the filter root. An empty list means the
  * filter is valid and `matchFilter` evaluates it as written.
  */
 export function checkFilter(filter: unknown): FilterProblem[] {

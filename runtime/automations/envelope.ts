@@ -1,7 +1,8 @@
 /**
- * The run prompt of a webhook run (docs/automations.md): the automation's prompt followed by an envelope that
- * says where the run came from and where the event is. The delivery body is never pasted in: it
- * is attached as `event-payload.json`, and the envelope tells the agent it is untrusted data.
+ * The run prompt of a webhook run (docs/automations.md): the automation's prompt followed by an
+ * envelope that says where the run came from and where the event is. The delivery body is never
+ * pasted in: it is attached as `event-payload.json`, and the envelope tells the agent it is
+ * untrusted data.
  */
 
 /** The attachment that holds the delivery body exactly as received (docs/automations.md). */

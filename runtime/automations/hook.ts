@@ -12,9 +12,9 @@ export function automationNotify(automation: Pick<AutomationRecord, 'notify'>): 
 }
 
 /**
- * The run a matching automation starts for a delivery (docs/automations.md): the automation's prompt plus the
- * envelope, the body exactly as received attached as `event-payload.json`, `source: WEBHOOK`, and
- * the creator naming the automation.
+ * The run a matching automation starts for a delivery (docs/automations.md): the automation's
+ * prompt plus the envelope, the body exactly as received attached as `event-payload.json`, `source:
+ * WEBHOOK`, and the creator naming the automation.
  */
 export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWebhook, 'uid' | 'name' | 'factory'>, delivery: Pick<AcceptedDelivery, 'deliveryId' | 'payload'>): NewRun {
   return {
@@ -38,11 +38,11 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
 }
 
 /**
- * The ingress hook of pipeline step 9 (docs/ingress.md#the-pipeline-step-by-step): called inside the transaction that writes the Accepted
- * delivery and its payload, it creates one QUEUED run per matching automation with plain inserts
- * (`store.runs.insertInTx`), so the delivery and its runs commit together or not at all; a crash
- * can neither lose the runs nor create them twice. `afterCreate` is called when runs were
- * created, still inside the transaction.
+ * The ingress hook of pipeline step 9 (docs/ingress.md#the-pipeline-step-by-step): called inside
+ * the transaction that writes the Accepted delivery and its payload, it creates one QUEUED run per
+ * matching automation with plain inserts (`store.runs.insertInTx`), so the delivery and its runs
+ * commit together or not at all; a crash can neither lose the runs nor create them twice.
+ * `afterCreate` is called when runs were created, still inside the transaction.
  *
  * The automations come compiled (match.ts `compileAutomations`), once per factory and definitions
  * generation (`store.defs.generation()`, which every apply, enable, disable and delete changes):

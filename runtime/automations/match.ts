@@ -3,8 +3,8 @@ import type { WebhookTrigger } from '../../core/snapshot.ts';
 import type { AutomationRecord } from '../definitions/state.ts';
 
 /**
- * Which automations a delivery starts (docs/automations.md), pure: no store, no clock. The ingress hook
- * (hook.ts) and Test filter (test-filter.ts) both decide through the functions here and
+ * Which automations a delivery starts (docs/automations.md), pure: no store, no clock. The ingress
+ * hook (hook.ts) and Test filter (test-filter.ts) both decide through the functions here and
  * core/filter.ts, so a Test filter answer is the live answer.
  */
 
@@ -22,8 +22,8 @@ export interface DeliveryWebhook {
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
- * The delivery body as the ingress parsed it at pipeline step 7 (docs/ingress.md): strict UTF-8, then JSON.parse
- * (any JSON value). Throws on bytes the ingress would have rejected.
+ * The delivery body as the ingress parsed it at pipeline step 7 (docs/ingress.md): strict UTF-8,
+ * then JSON.parse (any JSON value). Throws on bytes the ingress would have rejected.
  */
 export function parsePayload(bytes: Uint8Array): unknown {
   return JSON.parse(utf8.decode(bytes));
@@ -60,10 +60,10 @@ export function triggersMatch(automation: Pick<MatchableAutomation, 'triggers'>,
 }
 
 /**
- * The automations a delivery starts, one entry per automation (docs/automations.md): every enabled automation
- * of the webhook's factory with a trigger that selects this webhook and whose payload filter
- * matches; an automation matches when any of its triggers does. `payload` is a thunk so that the
- * body is parsed at most once, and only when some automation listens to this webhook.
+ * The automations a delivery starts, one entry per automation (docs/automations.md): every enabled
+ * automation of the webhook's factory with a trigger that selects this webhook and whose payload
+ * filter matches; an automation matches when any of its triggers does. `payload` is a thunk so that
+ * the body is parsed at most once, and only when some automation listens to this webhook.
  */
 export function matchingAutomations<A extends MatchableAutomation>(
   automations: readonly A[],

@@ -2,11 +2,12 @@ import { explainFilter, formatPath } from '../../core/filter.ts';
 import { triggerPayloadFilter, triggersFor, triggerWebhookUid, type MatchableAutomation } from './match.ts';
 
 /**
- * Test filter (docs/automations.md), pure: for an automation and a stored delivery, would the delivery start
- * a run, with the webhook check and the payload check, and on a payload miss the first failing
- * key path and why. It decides with the same trigger selection as live matching (match.ts) and
- * the same evaluator (core/filter.ts `explainFilter`, kept in agreement with `matchFilter` by
- * test/core/filter.test.ts), so its answer is the live answer for an enabled automation.
+ * Test filter (docs/automations.md), pure: for an automation and a stored delivery, would the
+ * delivery start a run, with the webhook check and the payload check, and on a payload miss the
+ * first failing key path and why. It decides with the same trigger selection as live matching
+ * (match.ts) and the same evaluator (core/filter.ts `explainFilter`, kept in agreement with
+ * `matchFilter` by test/core/filter.test.ts), so its answer is the live answer for an enabled
+ * automation.
  */
 
 export interface TestFilterWebhook {

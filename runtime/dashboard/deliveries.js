@@ -36,8 +36,8 @@ async function loadDeliveries(more) {
 
 /**
  * The payload laid out for reading. JSON.stringify recurses, so a payload nested thousands of
- * levels deep (valid JSON, which the ingress accepts: docs/ingress.md) throws RangeError; then it is
- * shown compactly, and when that overflows too, as a one-line note with its size.
+ * levels deep (valid JSON, which the ingress accepts: docs/ingress.md) throws RangeError; then it
+ * is shown compactly, and when that overflows too, as a one-line note with its size.
  */
 function payloadView(payload, size) {
   for (const indent of [2, undefined]) {

@@ -5,10 +5,11 @@ import type { Snapshot } from '../../core/snapshot.ts';
 import type { PlanInput } from './state.ts';
 
 /**
- * The runtime's checks of a snapshot (docs/plan-apply.md): first the snapshot itself (schema, digest, the
- * factory named in the URL), then the facts only the runtime knows (secrets, environment
- * ownership, UIDs, limits). Pure: the route gathers the facts, these rules judge them, and every
- * problem is reported at once, each naming the file and the key (a pointer into that file).
+ * The runtime's checks of a snapshot (docs/plan-apply.md): first the snapshot itself (schema,
+ * digest, the factory named in the URL), then the facts only the runtime knows (secrets,
+ * environment ownership, UIDs, limits). Pure: the route gathers the facts, these rules judge them,
+ * and every problem is reported at once, each naming the file and the key (a pointer into that
+ * file).
  */
 
 /** docs/runtime.md#limits. */
@@ -103,8 +104,9 @@ export function locateInSources(value: unknown, pointer: string): { file: string
 }
 
 /**
- * The runtime checks (docs/plan-apply.md#runtime-checks) against the facts in `input`. Returns every problem.
- * `maxWebhooks` is config.limits.webhooksPerFactory (docs/runtime.md#limits, default 20).
+ * The runtime checks (docs/plan-apply.md#runtime-checks) against the facts in `input`. Returns
+ * every problem. `maxWebhooks` is config.limits.webhooksPerFactory (docs/runtime.md#limits, default
+ * 20).
  */
 export function checkAgainstRuntime(
   snapshot: Snapshot,

@@ -3,9 +3,10 @@ import type { AutomationDef, EnvironmentDef, Snapshot, WebhookDef } from '../../
 import type { PlanInput, WebhookRecord } from './state.ts';
 
 /**
- * The planner (docs/plan-apply.md): from the runtime's current records and a validated snapshot, the changes
- * per resource (create / update with a field-level diff / delete / no-op) and the writes that
- * apply performs. Pure: no SQL, no clock, no randomness (new UIDs are assigned by the store).
+ * The planner (docs/plan-apply.md): from the runtime's current records and a validated snapshot,
+ * the changes per resource (create / update with a field-level diff / delete / no-op) and the
+ * writes that apply performs. Pure: no SQL, no clock, no randomness (new UIDs are assigned by the
+ * store).
  *
  * Diff fields are the definitions files' own keys (`secretName`, `triggers`, ...); the two runtime
  * bindings that apply also sets are `secret_version` and `enabled`, spelled as in the API.
@@ -220,9 +221,10 @@ export function computePlan(snapshot: Snapshot, input: PlanInput): PlanResult {
 }
 
 /**
- * `enabled` is a runtime toggle that apply leaves alone (docs/definitions.md, docs/ingress.md#webhook-lifecycle), with one exception each
- * way: a webhook held disabled because its secret was pending is enabled once the secret has a
- * value, and a signature webhook re-bound to a pending secret is disabled.
+ * `enabled` is a runtime toggle that apply leaves alone (docs/definitions.md,
+ * docs/ingress.md#webhook-lifecycle), with one exception each way: a webhook held disabled because
+ * its secret was pending is enabled once the secret has a value, and a signature webhook re-bound
+ * to a pending secret is disabled.
  */
 function nextEnabled(current: WebhookRecord, version: number | null): boolean {
   if (version === null) return false;

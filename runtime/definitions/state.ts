@@ -1,9 +1,10 @@
 import type { AuthMode, AutomationNotify, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
 
 /**
- * The runtime's record of definitions (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle), as the store returns them. These types are
- * shared by the pure planner (plan.ts, checks.ts) and the store (store/definitions.ts), so the
- * planner never sees SQL and the store never decides what a change means.
+ * The runtime's record of definitions (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle), as
+ * the store returns them. These types are shared by the pure planner (plan.ts, checks.ts) and the
+ * store (store/definitions.ts), so the planner never sees SQL and the store never decides what a
+ * change means.
  */
 
 /** Who owns a factory's webhooks; fixed when the factory is created (docs/ingress.md#webhook-lifecycle). */

@@ -33,8 +33,8 @@ export interface WebhookView {
 }
 
 /**
- * The ingress URL a sender posts to (docs/ingress.md#the-pipeline-step-by-step). For url_token the token goes in the last
- * segment; we show the `{token}` placeholder, never the token itself.
+ * The ingress URL a sender posts to (docs/ingress.md#the-pipeline-step-by-step). For url_token the
+ * token goes in the last segment; we show the `{token}` placeholder, never the token itself.
  */
 export function webhookUrl(baseUrl: string, uid: string, authMode: string): string {
   const url = `${baseUrl.replace(/\/+$/, '')}/webhooks/w/${uid}`;

@@ -1,7 +1,7 @@
 /**
- * One run, from an empty workspace to a final state (docs/runs.md), independent of the store: the pool
- * resolves secrets, persists the events this reports through `onEvent` and owns the run's state.
- * `state` transcript events are written by the pool (one place), never here.
+ * One run, from an empty workspace to a final state (docs/runs.md), independent of the store: the
+ * pool resolves secrets, persists the events this reports through `onEvent` and owns the run's
+ * state. `state` transcript events are written by the pool (one place), never here.
  *
  * Steps: create the workspace; clone (or copy) the repos; write the attachments and `prompt.md`;
  * run each setup command with `/bin/sh -c`; run the agent (argv, no shell) with the prompt on

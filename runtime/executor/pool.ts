@@ -1,12 +1,13 @@
 /**
- * The executor pool (docs/runs.md): at most `maxConcurrentRuns` jobs at once, each a QUEUED run claimed
- * oldest first with one conditional UPDATE (runtime/store/runs.ts), run by runJob in
- * `<workDir>/<run_id>` under the configured executor (sandbox.ts; checked once at start). The store writes every state change with its `state`
- * transcript event; this module only decides which change happens.
+ * The executor pool (docs/runs.md): at most `maxConcurrentRuns` jobs at once, each a QUEUED run
+ * claimed oldest first with one conditional UPDATE (runtime/store/runs.ts), run by runJob in
+ * `<workDir>/<run_id>` under the configured executor (sandbox.ts; checked once at start). The store
+ * writes every state change with its `state` transcript event; this module only decides which
+ * change happens.
  *
  * Woken when a run is created (`wake()`), and by a slow poll as a safety net. At start, runs left
- * INPROGRESS by a previous process become ERROR, retryable (docs/runs.md). Workspaces of finished runs
- * are removed after the retention period; transcripts stay.
+ * INPROGRESS by a previous process become ERROR, retryable (docs/runs.md). Workspaces of finished
+ * runs are removed after the retention period; transcripts stay.
  */
 
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
@@ -130,8 +131,9 @@ export class ExecutorPool implements Service {
 
   /**
    * Runs found INPROGRESS at start were cut off by a stop or crash of the runtime: ERROR, retryable
-   * (docs/runs.md). A crash (SIGKILL) left their process groups running, since each leads its own group;
-   * those recorded for the run are killed first (killOrphanGroup says how a reused id is avoided).
+   * (docs/runs.md). A crash (SIGKILL) left their process groups running, since each leads its own
+   * group; those recorded for the run are killed first (killOrphanGroup says how a reused id is
+   * avoided).
    */
   recover(): string[] {
     const { store, log } = this.deps;
@@ -298,8 +300,8 @@ export class ExecutorPool implements Service {
   }
 
   /**
-   * Removes workspaces of runs finished longer ago than the retention period (docs/runs.md); at start
-   * and then every CLEANUP_EVERY_MS. Calls while one is under way share it.
+   * Removes workspaces of runs finished longer ago than the retention period (docs/runs.md); at
+   * start and then every CLEANUP_EVERY_MS. Calls while one is under way share it.
    */
   cleanWorkspaces(): Promise<number> {
     this.cleaning ??= this.cleanOnce().finally(() => {

@@ -161,9 +161,9 @@ function pgidOf(pid: string): number | undefined {
 
 /**
  * Kills (SIGKILL) a process group that a previous runtime process recorded for run `runId` and
- * could not stop because it died (docs/runs.md: nothing outlives its run). Group ids are reused once a
- * group is gone, so the group is killed only when one of its live members carries the run's own
- * marker `FACTORY_RUN_ID=<runId>` in its initial environment (`/proc/<pid>/environ`): every
+ * could not stop because it died (docs/runs.md: nothing outlives its run). Group ids are reused
+ * once a group is gone, so the group is killed only when one of its live members carries the run's
+ * own marker `FACTORY_RUN_ID=<runId>` in its initial environment (`/proc/<pid>/environ`): every
  * process of a run starts with it, and run ids are random, so an unrelated group never matches.
  *
  * Limits: needs Linux's /proc ('unverified' elsewhere, and nothing is killed); a group whose

@@ -1,6 +1,6 @@
 /**
- * Transcript event shapes and the caps that keep one run's transcript under a few MB (docs/runs.md).
- * The store adds `seq` and `time`; the executor only produces `{type, data}`.
+ * Transcript event shapes and the caps that keep one run's transcript under a few MB
+ * (docs/runs.md). The store adds `seq` and `time`; the executor only produces `{type, data}`.
  */
 
 export type TranscriptEventType = 'command' | 'output' | 'message' | 'file_change' | 'state';

@@ -1,6 +1,6 @@
 /**
- * The run workspace (docs/runs.md): repos cloned into it, attachments and `prompt.md` written to its
- * root, and after the agent the files it changed, from `git status` in each cloned repo.
+ * The run workspace (docs/runs.md): repos cloned into it, attachments and `prompt.md` written to
+ * its root, and after the agent the files it changed, from `git status` in each cloned repo.
  *
  * Repos: a URL (https, ssh, `file://`) or an absolute local path is cloned with `git clone`, then
  * `ref` is checked out. A local directory that is not a git repository is copied instead (so a

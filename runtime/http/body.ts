@@ -13,7 +13,8 @@ export interface ReadJsonOptions {
  * one, reading stops at the cap and the rest is discarded unbuffered (413, `Connection: close`).
  * The bytes must be valid UTF-8 (no replacement characters), then valid JSON nested at most
  * MAX_JSON_DEPTH levels (400 invalid_json): deeper values would overflow the stack of whatever
- * walks them later (JSON.stringify, Ajv, canonical JSON), a 500 for the client's mistake (docs/api.md).
+ * walks them later (JSON.stringify, Ajv, canonical JSON), a 500 for the client's mistake
+ * (docs/api.md).
  */
 export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Promise<unknown> {
   const bytes = await readCapped(ctx, options.limit);

@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream';
 
 /**
- * The capped body reader of pipeline step 5 (docs/ingress.md). A declared `Content-Length` over the cap is refused
- * before a byte is read; without one (chunked), reading stops at the first byte past the cap.
- * In both cases nothing past the cap is buffered: the caller answers 413 and then discards or
- * cuts off the rest (see `discardRest`).
+ * The capped body reader of pipeline step 5 (docs/ingress.md). A declared `Content-Length` over the
+ * cap is refused before a byte is read; without one (chunked), reading stops at the first byte past
+ * the cap. In both cases nothing past the cap is buffered: the caller answers 413 and then discards
+ * or cuts off the rest (see `discardRest`).
  */
 
 export type BodyResult =

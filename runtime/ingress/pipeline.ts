@@ -16,10 +16,10 @@ import type { AcceptedHook, IngressWebhook, ParsedBody } from './types.ts';
 import { parseIngressPath } from './url.ts';
 
 /**
- * The ingress pipeline (docs/ingress.md#the-pipeline-step-by-step), framework-free: a request (method, path, headers, sender,
- * body stream) goes in, a response description comes out. The Koa adapter
- * (runtime/routes/ingress.ts) only copies it onto the response. Steps run in the documented order;
- * each is a guard clause that either answers or falls through to the next.
+ * The ingress pipeline (docs/ingress.md#the-pipeline-step-by-step), framework-free: a request
+ * (method, path, headers, sender, body stream) goes in, a response description comes out. The Koa
+ * adapter (runtime/routes/ingress.ts) only copies it onto the response. Steps run in the documented
+ * order; each is a guard clause that either answers or falls through to the next.
  */
 
 export interface IngressDeps {
@@ -149,8 +149,9 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
 
   /**
    * Every rejection of a request to this webhook, in one place: counted, logged with its outcome
-   * and reason (docs/ingress.md#the-pipeline-step-by-step), and answered with `answer` plus what was logged (for the access line).
-   * Its id is the sender's when a header gives one, else the body's hash, else a generated one.
+   * and reason (docs/ingress.md#the-pipeline-step-by-step), and answered with `answer` plus what
+   * was logged (for the access line). Its id is the sender's when a header gives one, else the
+   * body's hash, else a generated one.
    */
   const reject = async (
     outcome: RejectItem['outcome'],
@@ -277,10 +278,10 @@ export function parseJson(body: Buffer): ParsedBody | undefined {
 }
 
 /**
- * The sender (docs/ingress.md#rate-limits): the socket's peer address, or behind a trusted proxy the rightmost
- * X-Forwarded-For entry, the address that proxy itself saw and appended. Entries to its left
- * were sent by the client and can say anything, so they never pick a rate-limit bucket. An empty
- * or unparsable last entry falls back to the socket address.
+ * The sender (docs/ingress.md#rate-limits): the socket's peer address, or behind a trusted proxy
+ * the rightmost X-Forwarded-For entry, the address that proxy itself saw and appended. Entries to
+ * its left were sent by the client and can say anything, so they never pick a rate-limit bucket. An
+ * empty or unparsable last entry falls back to the socket address.
  */
 export function senderAddress(req: Pick<IngressRequest, 'headers' | 'remoteAddress'>, trustProxy: boolean): string {
   if (trustProxy) {

@@ -1,8 +1,8 @@
 /**
  * Decrypted webhook secrets, cached per (name, version) so the hot path does not run AES-GCM
- * on every delivery. A webhook is bound to one version (docs/ingress.md#webhook-lifecycle); rotate, update + enable and
- * set-secret bind a new version, which is a new cache key, so nothing needs invalidating: old
- * entries are simply never asked for again (and fall out when the cache is full).
+ * on every delivery. A webhook is bound to one version (docs/ingress.md#webhook-lifecycle); rotate,
+ * update + enable and set-secret bind a new version, which is a new cache key, so nothing needs
+ * invalidating: old entries are simply never asked for again (and fall out when the cache is full).
  * Entries also expire after MAX_AGE_MS: a secret deleted and re-created under the same name
  * restarts at version 1 with another value, which the key alone would not notice.
  */

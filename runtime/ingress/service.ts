@@ -21,10 +21,10 @@ const pruneLimits = (limits: Config['limits']): PruneLimits => ({
 });
 
 /**
- * Applies the retention of docs/ingress.md#delivery-log and #identity at once, to the end: log entries outside the newest
- * `deliveryLogKeep` per webhook and older than `deliveryLogDays` go (with their payloads);
- * Rejected entries beyond the newest `rejectedLogKeep` of their webhook go; identities older than
- * `identityDays` are forgotten. The service does the same in small steps.
+ * Applies the retention of docs/ingress.md#delivery-log and #identity at once, to the end: log
+ * entries outside the newest `deliveryLogKeep` per webhook and older than `deliveryLogDays` go
+ * (with their payloads); Rejected entries beyond the newest `rejectedLogKeep` of their webhook go;
+ * identities older than `identityDays` are forgotten. The service does the same in small steps.
  */
 export function pruneDeliveryLog(store: Store, clock: Clock, limits: Config['limits']) {
   return store.deliveries.prune(clock.now(), pruneLimits(limits));

@@ -18,9 +18,9 @@ export interface IngressState {
   secrets: SecretCache;
   metrics: IngressMetrics;
   /**
-   * THE hook point for "matching automations → runs" (pipeline step 9 of docs/ingress.md, docs/automations.md): each hook is
-   * called synchronously inside the transaction that writes the Accepted delivery and its
-   * payload, with the webhook and the delivery. Push run creation here.
+   * THE hook point for "matching automations → runs" (pipeline step 9 of docs/ingress.md,
+   * docs/automations.md): each hook is called synchronously inside the transaction that writes the
+   * Accepted delivery and its payload, with the webhook and the delivery. Push run creation here.
    */
   onAccepted: AcceptedHook[];
   /**

@@ -18,9 +18,10 @@ export interface IngressWebhook {
 }
 
 /**
- * Called inside the Accepted transaction (pipeline step 9, docs/ingress.md), synchronously: this is where runs of
- * matching automations are created (docs/automations.md), so that the delivery, its payload and its runs
- * commit together. A hook that throws rolls the delivery back (the sender gets a 500 and retries).
+ * Called inside the Accepted transaction (pipeline step 9, docs/ingress.md), synchronously: this is
+ * where runs of matching automations are created (docs/automations.md), so that the delivery, its
+ * payload and its runs commit together. A hook that throws rolls the delivery back (the sender gets
+ * a 500 and retries).
  */
 export type AcceptedHook = (webhook: IngressWebhook, delivery: AcceptedDelivery, body?: ParsedBody) => void;
 

@@ -1,7 +1,7 @@
 /**
- * The ingress URL (docs/ingress.md#the-pipeline-step-by-step): `/webhooks/w/<uid>` and, for url_token webhooks,
- * `/webhooks/w/<uid>/<token>`. Pure: takes a path, says what it addresses. Log lines redact the
- * token segment with runtime/log.ts `redactUrl`.
+ * The ingress URL (docs/ingress.md#the-pipeline-step-by-step): `/webhooks/w/<uid>` and, for
+ * url_token webhooks, `/webhooks/w/<uid>/<token>`. Pure: takes a path, says what it addresses. Log
+ * lines redact the token segment with runtime/log.ts `redactUrl`.
  */
 
 /** Where ingress routes live; everything under it is answered by the ingress pipeline. */
@@ -34,8 +34,9 @@ export function parseIngressPath(path: string): IngressPath | undefined {
 }
 
 /**
- * The full url_token URL with the token in it: shown once, at creation and rotation (docs/ingress.md);
- * everywhere else the URL shows `{token}` (runtime/definitions/views.ts webhookUrl).
+ * The full url_token URL with the token in it: shown once, at creation and rotation
+ * (docs/ingress.md); everywhere else the URL shows `{token}` (runtime/definitions/views.ts
+ * webhookUrl).
  */
 export function webhookUrlWithToken(baseUrl: string, uid: string, token: string): string {
   return `${baseUrl.replace(/\/+$/, '')}${INGRESS_PREFIX}${uid}/${encodeURIComponent(token)}`;

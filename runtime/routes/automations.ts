@@ -23,7 +23,8 @@ import type { RouteModule } from './index.ts';
  *
  * This module also plugs run creation into the ingress: it adds `automationsHook` to the
  * ingress's `onAccepted` list (runtime/ingress/state.ts, shared through `services.ingress`), so
- * the runs of an Accepted delivery are written in its transaction (pipeline step 9, docs/ingress.md).
+ * the runs of an Accepted delivery are written in its transaction (pipeline step 9,
+ * docs/ingress.md).
  */
 export const automationRoutes: RouteModule = (router, { config, store, clock, services }) => {
   const ingress = (services.ingress ??= createIngressState(config, store, clock));
@@ -71,8 +72,9 @@ const HOOK_MARK = Symbol('automations.hook');
 type MarkedHook = AcceptedHook & { [HOOK_MARK]?: true };
 
 /**
- * The runs an Accepted log entry started (docs/ingress.md#delivery-log), for the delivery log routes. Other outcomes
- * start nothing, so they list none (a Duplicate shares its id with the Accepted entry).
+ * The runs an Accepted log entry started (docs/ingress.md#delivery-log), for the delivery log
+ * routes. Other outcomes start nothing, so they list none (a Duplicate shares its id with the
+ * Accepted entry).
  */
 export function deliveryRuns(store: Store, d: DeliveryEntry): { run_id: string; automation: string | null; state: RunState }[] {
   return d.outcome === 'accepted' ? store.runs.byDelivery(d.webhookUid, d.deliveryId) : [];
@@ -93,8 +95,9 @@ function stateOf(w: WebhookRecord | undefined, factory: string): WebhookState {
 }
 
 /**
- * An automation as the API shows it. `silent` (docs/definitions.md, docs/ingress.md#webhook-lifecycle): every trigger selects a deleted or
- * unknown webhook, so nothing can start it; a disabled webhook is not silent (it can be enabled).
+ * An automation as the API shows it. `silent` (docs/definitions.md,
+ * docs/ingress.md#webhook-lifecycle): every trigger selects a deleted or unknown webhook, so
+ * nothing can start it; a disabled webhook is not silent (it can be enabled).
  */
 export function automationView(a: AutomationRecord, hooks: Map<string, WebhookRecord>) {
   const triggers = a.triggers.map((t) => {

@@ -4,9 +4,10 @@ import { notFound } from '../../core/errors.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * The dashboard (docs/dashboard.md): a static page at `/` and its assets under `/dashboard/`. The page is
- * public and holds no data; everything it shows comes from the management and run APIs with the
- * Bearer key the user signs in with, exactly as the CLI calls them (nothing private is served here).
+ * The dashboard (docs/dashboard.md): a static page at `/` and its assets under `/dashboard/`. The
+ * page is public and holds no data; everything it shows comes from the management and run APIs with
+ * the Bearer key the user signs in with, exactly as the CLI calls them (nothing private is served
+ * here).
  *
  * The files are read once, when the routes are registered, from a fixed list: no path from the
  * request ever reaches the file system.

@@ -12,7 +12,8 @@ import type { RouteModule } from './index.ts';
 import { unknownWebhookDetail } from './webhooks-manage.ts';
 
 /**
- * Plan and apply (docs/plan-apply.md) and the read side of webhooks (`webhook list|show`, README.md#commands).
+ * Plan and apply (docs/plan-apply.md) and the read side of webhooks (`webhook list|show`,
+ * README.md#commands).
  *
  * Between reading the runtime's state and writing the apply there is no `await`: the checks, the
  * plan and the transaction run in one synchronous stretch, so no other request can change the

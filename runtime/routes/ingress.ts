@@ -15,8 +15,8 @@ import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * `POST /webhooks/w/<uid>[/<token>]` (docs/ingress.md#the-pipeline-step-by-step): two thin adapters around the framework-free
- * pipeline (runtime/ingress/pipeline.ts).
+ * `POST /webhooks/w/<uid>[/<token>]` (docs/ingress.md#the-pipeline-step-by-step): two thin adapters
+ * around the framework-free pipeline (runtime/ingress/pipeline.ts).
  *
  * - `ingressListener`, the hot path: the server hands it every request whose URL starts with
  *   `/webhooks/w/` (app.ts `appListener`) and it answers on the raw node:http objects, without
@@ -118,8 +118,8 @@ function writeProblem(res: ServerResponse, err: FactoryError, path: string): voi
 /**
  * When the body was not read to its end (401 before reading, 413): after the answer, discard
  * the rest so the client sees the answer, or close the connection when the declared body is too
- * big to be worth draining (pipeline step 5, docs/ingress.md). Sets `Connection: close` in that case, so it must
- * run before the headers are written.
+ * big to be worth draining (pipeline step 5, docs/ingress.md). Sets `Connection: close` in that
+ * case, so it must run before the headers are written.
  */
 function handleUnread(result: IngressResult, req: IncomingMessage, res: ServerResponse): void {
   if (!result.unread) return;

@@ -1,6 +1,6 @@
 /**
- * Validation of the run API's inputs (docs/api.md). Pure: a parsed body or query in, a value or every
- * problem at once out, each problem with a JSON pointer (body) or the parameter name (query).
+ * Validation of the run API's inputs (docs/api.md). Pure: a parsed body or query in, a value or
+ * every problem at once out, each problem with a JSON pointer (body) or the parameter name (query).
  */
 
 import type { FieldError } from '../../core/errors.ts';
@@ -199,8 +199,8 @@ export const LIST_PARAMS = [
 ];
 
 /**
- * `GET /api/v1/agent/runs` query, this runtime's parameters and Oz's (docs/api.md#oz-compatibility);
- * `state` may repeat or be comma-separated.
+ * `GET /api/v1/agent/runs` query, this runtime's parameters and Oz's
+ * (docs/api.md#oz-compatibility); `state` may repeat or be comma-separated.
  */
 export function parseListRuns(query: Query, limits: { runListDefault: number; runListMax: number }): { value?: ListRunsInput; errors: FieldError[] } {
   const errors: FieldError[] = [];

@@ -21,9 +21,10 @@ import { deliveryRuns } from './automations.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * The webhook lifecycle (docs/ingress.md#webhook-lifecycle) and the delivery log (docs/ingress.md#delivery-log) of the management API.
- * Every route needs the `manage` scope for the webhook's factory; a webhook of a factory the key
- * may not manage answers exactly like an unknown one (404).
+ * The webhook lifecycle (docs/ingress.md#webhook-lifecycle) and the delivery log
+ * (docs/ingress.md#delivery-log) of the management API. Every route needs the `manage` scope for
+ * the webhook's factory; a webhook of a factory the key may not manage answers exactly like an
+ * unknown one (404).
  *
  *   POST   /api/v1/factories/:factory/webhooks         create (201; a generated secret shown once)
  *   POST   /api/v1/webhooks/:uid/enable | disable | rotate | secret
@@ -138,8 +139,9 @@ export function deliveryView(d: DeliveryEntry): Record<string, unknown> {
 /**
  * The detail view as JSON bytes: deliveryView, the runs, and for an Accepted entry `payload`,
  * the stored body spliced in exactly as received. Those bytes were judged strict UTF-8 JSON at
- * the ingress (pipeline step 7, docs/ingress.md), which accepts any depth; parsing and re-serialising them would
- * show another text and, thousands of levels deep, overflow the stack (a 500 for a valid delivery).
+ * the ingress (pipeline step 7, docs/ingress.md), which accepts any depth; parsing and
+ * re-serialising them would show another text and, thousands of levels deep, overflow the stack (a
+ * 500 for a valid delivery).
  */
 export function deliveryDetailJson(d: DeliveryEntry, store: Store): Buffer {
   const rest = JSON.stringify({ ...deliveryView(d), runs: deliveryRuns(store, d) });

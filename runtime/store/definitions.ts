@@ -8,8 +8,9 @@ import type { AutomationRecord, EnvironmentRecord, FactoryRecord, ManagedBy, Web
 
 /**
  * Definitions as runtime state (`store.defs`): factories, webhooks, automations, environments
- * (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle). The only SQL for them. `applySnapshot` performs all of one apply's writes in one
- * transaction; the webhook lifecycle methods are the primitives ingress and the webhook API use.
+ * (docs/plan-apply.md, docs/ingress.md#webhook-lifecycle). The only SQL for them. `applySnapshot`
+ * performs all of one apply's writes in one transaction; the webhook lifecycle methods are the
+ * primitives ingress and the webhook API use.
  */
 export interface DefinitionsStore {
   getFactory(name: string): FactoryRecord | undefined;

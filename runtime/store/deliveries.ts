@@ -2,8 +2,9 @@ import type { StoreContext } from './index.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 
 /**
- * The delivery log (docs/ingress.md#identity, docs/ingress.md#delivery-log): entries, stored payloads of Accepted entries, and accepted
- * identities. The only place with delivery SQL. Statements are prepared once.
+ * The delivery log (docs/ingress.md#identity, docs/ingress.md#delivery-log): entries, stored
+ * payloads of Accepted entries, and accepted identities. The only place with delivery SQL.
+ * Statements are prepared once.
  */
 
 export type DeliveryOutcome = 'accepted' | 'duplicate' | 'rejected_auth' | 'rejected_invalid_json' | 'rejected_too_large';
@@ -334,11 +335,12 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
 
     /**
-     * Pipeline steps 8 and 9 (docs/ingress.md), inside the caller's transaction: claims the identity under the
-     * UNIQUE (webhook_uid, identity) key; if it was already claimed by an Accepted delivery within
-     * `identityDays`, logs a Duplicate; otherwise logs the Accepted entry and its payload and runs
-     * the `onAccepted` hooks (run creation, docs/automations.md) in the same transaction. Synchronous: better-
-     * sqlite3 has no await inside a transaction, so a hook that throws rolls everything back.
+     * Pipeline steps 8 and 9 (docs/ingress.md), inside the caller's transaction: claims the
+     * identity under the UNIQUE (webhook_uid, identity) key; if it was already claimed by an
+     * Accepted delivery within `identityDays`, logs a Duplicate; otherwise logs the Accepted entry
+     * and its payload and runs the `onAccepted` hooks (run creation, docs/automations.md) in the
+     * same transaction. Synchronous: better- sqlite3 has no await inside a transaction, so a hook
+     * that throws rolls everything back.
      */
     acceptOrDuplicate(
       f: DeliveryFacts,
@@ -384,11 +386,12 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     },
 
     /**
-     * One bounded step of the upkeep (docs/ingress.md#delivery-log, docs/ingress.md#identity), in its own short transaction, continuing
-     * where the last step stopped: drops up to `budget` of the oldest entries that are both
-     * outside the newest `keep` of their webhook and older than `days` (with their payloads),
-     * forgets up to `budget` identities older than `identityDays`, and trims one webhook's
-     * Rejected entries to the newest `rejectedKeep`. `more` says a next step has work to do.
+     * One bounded step of the upkeep (docs/ingress.md#delivery-log, docs/ingress.md#identity), in
+     * its own short transaction, continuing where the last step stopped: drops up to `budget` of
+     * the oldest entries that are both outside the newest `keep` of their webhook and older than
+     * `days` (with their payloads), forgets up to `budget` identities older than `identityDays`,
+     * and trims one webhook's Rejected entries to the newest `rejectedKeep`. `more` says a next
+     * step has work to do.
      */
     pruneStep(now: Date, limits: PruneLimits, budget: number = PRUNE_BATCH): PruneStep {
       return pruneStep.immediate(now, limits, budget);

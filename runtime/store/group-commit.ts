@@ -36,8 +36,8 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
  * Group commit: each request that has a write to make queues it here; once per event-loop turn
  * (setImmediate, i.e. after the I/O callbacks of this turn have run) everything queued is written
  * by `commit` in one transaction, and only then is each request's promise settled, so every
- * answer (a 202 of the ingress, docs/ingress.md; a 201 of the run API, docs/api.md) follows the commit that
- * holds its write.
+ * answer (a 202 of the ingress, docs/ingress.md; a 201 of the run API, docs/api.md) follows the
+ * commit that holds its write.
  *
  * Why: the database runs with `synchronous = FULL` (db.ts), so a commit is an fsync; under load
  * one fsync now carries many writes instead of one each. A lone request waits one turn, not a

@@ -256,9 +256,9 @@ export function decodeCursor(text: string): RunCursor | undefined {
 }
 
 /**
- * Runs, their attachments and transcripts (docs/api.md, docs/runs.md). Every state change is one conditional
- * UPDATE guarded by core/run-state.ts and writes its `state` transcript event in the same
- * transaction, so the transcript's state events are written here and nowhere else.
+ * Runs, their attachments and transcripts (docs/api.md, docs/runs.md). Every state change is one
+ * conditional UPDATE guarded by core/run-state.ts and writes its `state` transcript event in the
+ * same transaction, so the transcript's state events are written here and nowhere else.
  */
 export class RunStore {
   private readonly ctx: StoreContext;
@@ -466,8 +466,8 @@ export class RunStore {
 
   /**
    * Inserts QUEUED runs with plain INSERTs and no transaction of its own, so the ingress can
-   * create a delivery's runs inside the transaction that accepts the delivery (docs/automations.md).
-   * Inputs must already be valid.
+   * create a delivery's runs inside the transaction that accepts the delivery
+   * (docs/automations.md). Inputs must already be valid.
    */
   createInTx(inputs: NewRun[]): RunRecord[] {
     return this.insertInTx(inputs).map((id) => this.get(id)!);
@@ -515,10 +515,10 @@ export class RunStore {
   /**
    * Creates runs through the group commit (store/group-commit.ts), in order, in ONE transaction,
    * each in its own savepoint, so an item that fails (a 409 of its Idempotency-Key) fails alone.
-   * An item with `idem` (docs/api.md): the same key and request hash within 24 hours return the first
-   * run (`created: false`); the same key with another request is a 409. Keys are per API key, so
-   * two clients never see each other's runs through a shared key. Throws, with nothing committed,
-   * when the transaction itself fails.
+   * An item with `idem` (docs/api.md): the same key and request hash within 24 hours return the
+   * first run (`created: false`); the same key with another request is a 409. Keys are per API key,
+   * so two clients never see each other's runs through a shared key. Throws, with nothing
+   * committed, when the transaction itself fails.
    */
   createBatch(items: readonly NewRunItem[]): BatchOutcome<{ run: RunRecord; created: boolean }>[] {
     return this.createAll(items);

@@ -16,7 +16,8 @@ export interface SecretMeta {
   has_value: boolean;
   /**
    * The factories that may bind the secret (webhooks, environments, the management API), sorted;
-   * null for a team-wide secret that every factory may use (docs/runtime.md#which-factories-may-use-a-secret).
+   * null for a team-wide secret that every factory may use
+   * (docs/runtime.md#which-factories-may-use-a-secret).
    */
   factories: string[] | null;
   created_at: string;

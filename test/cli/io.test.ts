@@ -9,7 +9,8 @@ import { terminalEnv } from './helpers.ts';
 
 /**
  * cli/io.ts processIO: a reader that goes away (`factory ... | head -1`) ends the output quietly
- * (README.md#commands: no stack trace). Real child processes of bin/factory.js with stdout on a pipe.
+ * (README.md#commands: no stack trace). Real child processes of bin/factory.js with stdout on a
+ * pipe.
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

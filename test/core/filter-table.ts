@@ -1,6 +1,6 @@
 /**
- * The payload filter rules of docs/filters.md as data: one row per rule or edge. Data only, so that the
- * evaluator test (test/core/filter.test.ts) and the ingress tests can run the same rows.
+ * The payload filter rules of docs/filters.md as data: one row per rule or edge. Data only, so that
+ * the evaluator test (test/core/filter.test.ts) and the ingress tests can run the same rows.
  * `payload` is raw JSON text, parsed with JSON.parse (which makes `__proto__` an own key, as a real
  * delivery body does). `path`, where given, is the failing key path explainFilter must report
  * (`'[]'` stands for "an element of this array").

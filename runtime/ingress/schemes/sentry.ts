@@ -3,7 +3,8 @@ import type { SignatureSchemeImpl } from './types.ts';
 
 /**
  * Sentry integration platform: `Sentry-Hook-Signature: <hex HMAC-SHA256 of the body>`, no prefix.
- * No stable delivery id (`Request-ID` changes per send), so identity falls back (docs/ingress.md#identity).
+ * No stable delivery id (`Request-ID` changes per send), so identity falls back
+ * (docs/ingress.md#identity).
  */
 export const sentry: SignatureSchemeImpl = {
   id: 'sentry',

@@ -13,8 +13,8 @@ export function parseInteger(text: string): number | undefined {
 }
 
 /**
- * Checks a signed timestamp against `now` with the five-minute window (docs/signatures.md). A signature
- * exactly at the edge is still accepted, as in the standard-webhooks library.
+ * Checks a signed timestamp against `now` with the five-minute window (docs/signatures.md). A
+ * signature exactly at the edge is still accepted, as in the standard-webhooks library.
  */
 export function checkWindow(timestampMs: number, now: Date): SchemeFailure | undefined {
   const toleranceMs = SIGNATURE_TOLERANCE_SECONDS * 1000;

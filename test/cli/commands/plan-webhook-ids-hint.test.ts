@@ -10,8 +10,9 @@ import { compile } from '../../../cli/compiler/index.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 
 /**
- * docs/definitions.md: a `webhook_ids` item that looks like a webhook name is an error whose hint gives that
- * webhook's UID when the runtime is reachable (plan/apply), and `factory webhook list` otherwise.
+ * docs/definitions.md: a `webhook_ids` item that looks like a webhook name is an error whose hint
+ * gives that webhook's UID when the runtime is reachable (plan/apply), and `factory webhook list`
+ * otherwise.
  */
 
 const PINNED = 'wh_aaaaaaaaaaaaaaaaaaaaaaaaaa';

@@ -7,10 +7,10 @@ import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
 import { GITHUB_UID, applyFactory, createSecret, deliverGithub, webhookRuns, type Api, type AutomationSpec } from './helpers.ts';
 
 /**
- * Pipeline step 9 (docs/ingress.md): the delivery and its runs commit in one transaction. A runtime in a child
- * process is killed with SIGKILL while matching deliveries are being accepted, then restarted on
- * the same data dir: every delivery that got a 202 is in the log, and every Accepted delivery has
- * exactly the runs of its matching automations, no more, no fewer.
+ * Pipeline step 9 (docs/ingress.md): the delivery and its runs commit in one transaction. A runtime
+ * in a child process is killed with SIGKILL while matching deliveries are being accepted, then
+ * restarted on the same data dir: every delivery that got a 202 is in the log, and every Accepted
+ * delivery has exactly the runs of its matching automations, no more, no fewer.
  */
 
 const AUTOMATIONS: Record<string, AutomationSpec & { payload?: Record<string, unknown> }> = {

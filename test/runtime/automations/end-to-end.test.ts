@@ -8,8 +8,9 @@ import { waitForRun } from '../routes/runs-helpers.ts';
 import { FACTORY, GITHUB_UID, PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns, webhookRuns } from './helpers.ts';
 
 /**
- * Pipeline step 9 (docs/ingress.md) and docs/automations.md end to end: a real runtime, GitHub-signed deliveries, automations
- * applied from definitions, and runs executed by the scripted agent in real processes.
+ * Pipeline step 9 (docs/ingress.md) and docs/automations.md end to end: a real runtime,
+ * GitHub-signed deliveries, automations applied from definitions, and runs executed by the scripted
+ * agent in real processes.
  */
 describe('deliveries start runs of matching automations', () => {
   let rt: TestRuntime;

@@ -7,10 +7,10 @@ import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { GITHUB_UID, applyFactory, createSecret, deliverGithub, deliveryRuns, type AutomationSpec } from './helpers.ts';
 
 /**
- * docs/filters.md at runtime: the evaluator's table (test/core/filter-table.ts, the same rows the core
- * test runs) driven through the live path: every row's filter is a real automation applied from
- * definitions, every row's payload is a real signed delivery through the ingress (so the body is
- * parsed exactly as the ingress parses it), and a row's automation starts a run iff the row says
+ * docs/filters.md at runtime: the evaluator's table (test/core/filter-table.ts, the same rows the
+ * core test runs) driven through the live path: every row's filter is a real automation applied
+ * from definitions, every row's payload is a real signed delivery through the ingress (so the body
+ * is parsed exactly as the ingress parses it), and a row's automation starts a run iff the row says
  * it matches. One evaluator, one table.
  */
 

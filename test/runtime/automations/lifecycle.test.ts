@@ -5,9 +5,9 @@ import { waitForRun } from '../routes/runs-helpers.ts';
 import { FACTORY, GITHUB_UID, OTHER_UID, PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns, type AutomationSpec } from './helpers.ts';
 
 /**
- * docs/ingress.md#webhook-lifecycle and docs/automations.md: disabling an automation, removing its file, or deleting its webhook, each
- * re-applied, stops new runs at once; runs already started are unaffected. Automations whose
- * webhook is deleted stay listed, as silent.
+ * docs/ingress.md#webhook-lifecycle and docs/automations.md: disabling an automation, removing its
+ * file, or deleting its webhook, each re-applied, stops new runs at once; runs already started are
+ * unaffected. Automations whose webhook is deleted stay listed, as silent.
  */
 describe('automation lifecycle', () => {
   let rt: TestRuntime;

@@ -8,9 +8,9 @@ import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { FACTORY, GITHUB_UID, OTHER_UID, applyFactory, createSecret, deliverGithub, deliveryRuns, type AutomationSpec } from './helpers.ts';
 
 /**
- * Test filter (docs/automations.md) against live matching: a set of deliveries replayed against several
- * automations; for every stored delivery and every automation, Test filter's `would_trigger` is
- * exactly whether that delivery started a run of that automation.
+ * Test filter (docs/automations.md) against live matching: a set of deliveries replayed against
+ * several automations; for every stored delivery and every automation, Test filter's
+ * `would_trigger` is exactly whether that delivery started a run of that automation.
  */
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '../ingress/schemes/fixtures/github');

@@ -10,10 +10,11 @@ import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf } from './helpers.ts';
 
 /**
- * docs/ingress.md#delivery-log "older entries are pruned in the background": the ingress service prunes on its own
- * (a pass right after start, in small steps, then on a timer), without anyone calling
- * pruneDeliveryLog. The retention rule itself is tested in test/runtime/routes/webhooks-manage.test.ts
- * and, step by step, in test/runtime/store/deliveries.test.ts.
+ * docs/ingress.md#delivery-log "older entries are pruned in the background": the ingress service
+ * prunes on its own (a pass right after start, in small steps, then on a timer), without anyone
+ * calling pruneDeliveryLog. The retention rule itself is tested in
+ * test/runtime/routes/webhooks-manage.test.ts and, step by step, in
+ * test/runtime/store/deliveries.test.ts.
  */
 
 /** Waits for the first background pass of a freshly started runtime to finish. */

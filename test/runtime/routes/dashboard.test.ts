@@ -8,8 +8,8 @@ import { ROUTES } from '../../../runtime/routes/index.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 /**
- * The dashboard (docs/dashboard.md): a public static page that shows nothing without a key and calls only
- * the public API. The page in a real browser: dashboard-browser.test.ts.
+ * The dashboard (docs/dashboard.md): a public static page that shows nothing without a key and
+ * calls only the public API. The page in a real browser: dashboard-browser.test.ts.
  */
 
 const DIR = new URL('../../../runtime/dashboard/', import.meta.url);

@@ -4,10 +4,10 @@ import { applyFactory, createSecret, deliverGithub, FACTORY, GITHUB_UID } from '
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 /**
- * The ingress accepts any JSON value, however deep (pipeline step 7, docs/ingress.md). Everything after it must
- * cope: matching follows the filter's structure, not the payload's, and the delivery log shows
- * the stored bytes as they are (docs/ingress.md#delivery-log) instead of re-serialising a parsed value, which
- * overflowed the stack and answered a bare 500.
+ * The ingress accepts any JSON value, however deep (pipeline step 7, docs/ingress.md). Everything
+ * after it must cope: matching follows the filter's structure, not the payload's, and the delivery
+ * log shows the stored bytes as they are (docs/ingress.md#delivery-log) instead of re-serialising a
+ * parsed value, which overflowed the stack and answered a bare 500.
  */
 
 let rt: TestRuntime;

@@ -5,9 +5,10 @@ import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
 
 /**
- * A sender that closes the connection before its body ends (docs/ingress.md#the-pipeline-step-by-step: every request reaching an
- * enabled webhook is logged): Rejected (invalid JSON), reason body_incomplete, with the bytes
- * that arrived as its size. Real server, raw sockets.
+ * A sender that closes the connection before its body ends
+ * (docs/ingress.md#the-pipeline-step-by-step: every request reaching an enabled webhook is logged):
+ * Rejected (invalid JSON), reason body_incomplete, with the bytes that arrived as its size. Real
+ * server, raw sockets.
  */
 
 let rt: TestRuntime;

@@ -5,9 +5,10 @@ import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
 
 /**
- * Rate limits (docs/ingress.md#rate-limits) are per sender address. Behind a trusted proxy that address is the
- * rightmost X-Forwarded-For entry, the one the proxy appended: everything to its left came from
- * the client, so a sender cannot buy a fresh budget by sending its own X-Forwarded-For.
+ * Rate limits (docs/ingress.md#rate-limits) are per sender address. Behind a trusted proxy that
+ * address is the rightmost X-Forwarded-For entry, the one the proxy appended: everything to its
+ * left came from the client, so a sender cannot buy a fresh budget by sending its own
+ * X-Forwarded-For.
  */
 
 let rt: TestRuntime;

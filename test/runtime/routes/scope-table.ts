@@ -1,11 +1,11 @@
 import type { Scope } from '../../../runtime/store/keys.ts';
 
 /**
- * Every authenticated route of the runtime and the scope it needs (docs/runtime.md, docs/api.md). scopes.test.ts
- * checks each row against a real server: no key → 401, a revoked key → 401, a key without the
- * scope → 403; and it fails when an /api/ route is missing from this table.
- * Path parameters may be any placeholder: authentication comes before any look-up.
- * Owners of route modules add their rows here.
+ * Every authenticated route of the runtime and the scope it needs (docs/runtime.md, docs/api.md).
+ * scopes.test.ts checks each row against a real server: no key → 401, a revoked key → 401, a key
+ * without the scope → 403; and it fails when an /api/ route is missing from this table. Path
+ * parameters may be any placeholder: authentication comes before any look-up. Owners of route
+ * modules add their rows here.
  */
 export interface RouteScope {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

@@ -75,8 +75,8 @@ export function commonCases(options: {
 }
 
 /**
- * The five-minute window in both directions (docs/signatures.md, docs/runtime.md#limits): `signAt` signs the body as if sent
- * at the given Unix second.
+ * The five-minute window in both directions (docs/signatures.md, docs/runtime.md#limits): `signAt`
+ * signs the body as if sent at the given Unix second.
  */
 export function windowCases(options: {
   scheme: SignatureSchemeImpl;
