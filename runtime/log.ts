@@ -91,6 +91,7 @@ export const LOGGED_ROUTES: readonly string[] = [
   '/api/v1/webhooks/:uid/secret',
   '/api/v1/webhooks/:uid/deliveries',
   '/api/v1/webhooks/:uid/deliveries/:rest',
+  '/api/v1/webhooks/:uid/deliveries/:rest/replay',
   '/api/v1/automations',
   '/api/v1/automations/:factory/:name',
   '/api/v1/automations/:factory/:name/test',
@@ -98,6 +99,7 @@ export const LOGGED_ROUTES: readonly string[] = [
   '/api/v1/agent/runs',
   '/api/v1/agent/runs/:run',
   '/api/v1/agent/runs/:run/cancel',
+  '/api/v1/agent/runs/:run/retry',
   '/api/v1/agent/runs/:run/transcript',
 ];
 

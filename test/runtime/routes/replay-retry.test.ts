@@ -160,3 +160,11 @@ describe('retry', () => {
     assert.equal((await rt.fetch(`/api/v1/agent/runs/${done.run_id}/retry`, { method: 'POST', key })).status, 403);
   });
 });
+
+describe('logging', () => {
+  it('the replay and retry paths are logged with the delivery id redacted, the ids kept', async () => {
+    const { redactUrl } = await import('../../../runtime/log.ts');
+    assert.equal(redactUrl(`/api/v1/webhooks/${GITHUB_UID}/deliveries/72d3162e-cc78-11e3/replay`), `/api/v1/webhooks/${GITHUB_UID}/deliveries/[REDACTED]/replay`);
+    assert.equal(redactUrl('/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz/retry'), '/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz/retry');
+  });
+});
