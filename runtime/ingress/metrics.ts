@@ -41,8 +41,8 @@ export class IngressMetrics {
   method_not_allowed = 0;
   /** Seconds from the request's arrival to the answer written, every ingress request. */
   readonly latency: Histogram;
-  /** Writes per group commit of the delivery log (one transaction, one fsync). */
-  readonly batchSize: Histogram;
+  /** Writes per group commit (one transaction, one fsync), by writer: the delivery log, and the run API's creates. */
+  readonly batchSize: { deliveries: { observe(size: number): void }; runs: { observe(size: number): void } };
   private readonly byWebhook = new Map<string, Entry>();
 
   constructor() {
@@ -87,12 +87,14 @@ export class IngressMetrics {
       buckets: LATENCY_BUCKETS,
       registers: [this.registry],
     });
-    this.batchSize = new Histogram({
+    const batches = new Histogram({
       name: 'factory_group_commit_batch_size',
-      help: 'Delivery-log writes committed together in one transaction.',
+      help: 'Writes committed together in one transaction, by writer: deliveries (the delivery log) or runs (run API creates).',
+      labelNames: ['writer'],
       buckets: BATCH_BUCKETS,
       registers: [this.registry],
     });
+    this.batchSize = { deliveries: batches.labels('deliveries'), runs: batches.labels('runs') };
   }
 
   /** The counts of one webhook, created at its first request and reused after (one Map lookup). */

@@ -47,7 +47,7 @@ export function createIngressState(config: Config, store: Store, clock: Clock): 
     onAccepted: [],
     commits: new GroupCommit(
       (items) => store.deliveries.writeBatch(items, { identityDays: config.limits.identityDays, rejectedKeep: config.limits.rejectedLogKeep }),
-      (size) => metrics.batchSize.observe(size),
+      (size) => metrics.batchSize.deliveries.observe(size),
     ),
   };
 }

@@ -68,7 +68,11 @@ export function transcriptBody(deps: AppDeps, ctx: Context, run: RunRecord) {
 export const runRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
   const runs = requireScope('runs');
-  const creates = new GroupCommit((items: readonly NewRunItem[]) => store.runs.createBatch(items));
+  const creates = new GroupCommit(
+    (items: readonly NewRunItem[]) => store.runs.createBatch(items),
+    // Looked up at each commit: the ingress state may be made after these routes (docs/runtime.md#metrics).
+    (size) => deps.services.ingress?.metrics.batchSize.runs.observe(size),
+  );
 
   /** The run's notification target: allowed by --notify-allow, with the given secret or a new one. */
   const notifyTarget = (webhook: { url: string; secret?: string } | null) => {
