@@ -8,7 +8,7 @@ import { resolveWebhook, table } from './webhook.ts';
 /** Deeper payloads are not indented (nor re-serialised) by `delivery show`. */
 const MAX_PRINT_DEPTH = 1000;
 
-/** `factory delivery list|show` (SPEC 7.7, 10): a webhook's delivery log, newest first. */
+/** `factory delivery list|show` (docs/ingress.md#delivery-log, README.md#commands): a webhook's delivery log, newest first. */
 
 export interface DeliveryView {
   delivery_id: string;
@@ -25,7 +25,7 @@ export interface DeliveryView {
   /** The secret version that authenticated it (docs/runtime.md#graceful-rotation); null for rejections. */
   secret_version?: number | null;
   payload?: unknown;
-  /** The runs an Accepted delivery started (SPEC 7.7, 8); empty for other outcomes. */
+  /** The runs an Accepted delivery started (docs/ingress.md#delivery-log, docs/automations.md); empty for other outcomes. */
   runs?: DeliveryRun[];
 }
 

@@ -214,7 +214,7 @@ async function readValue(io: CliIO, flags: ValueFlags, name: string, command: 'c
   return value;
 }
 
-/** SPEC 5: `echo` and editors add one trailing newline; remove exactly one (`\n` or `\r\n`). */
+/** `echo` and editors add one trailing newline; remove exactly one (`\n` or `\r\n`; docs/runtime.md#team-secrets). */
 export function stripOneNewline(text: string): string {
   if (text.endsWith('\r\n')) return text.slice(0, -2);
   if (text.endsWith('\n')) return text.slice(0, -1);
@@ -266,7 +266,7 @@ function promptHidden(io: CliIO, label: string): Promise<string> {
 }
 
 /**
- * Webhooks keep the secret version they were applied or enabled with (SPEC 7.6), so after an
+ * Webhooks keep the secret version they were applied or enabled with (docs/ingress.md#webhook-lifecycle), so after an
  * update say which ones still use an older value and how to move them. Best effort: a key that
  * may not list webhooks just gets no hint.
  */

@@ -7,7 +7,7 @@ import type { WebhookView } from '../../runtime/definitions/views.ts';
 import { addLifecycle } from './webhook-lifecycle.ts';
 
 /**
- * `factory webhook ...` (SPEC 10). One subcommand per function below; lifecycle subcommands
+ * `factory webhook ...` (README.md#commands). One subcommand per function below; lifecycle subcommands
  * (create, enable, disable, rotate, delete, set-secret) add themselves the same way, with
  * `resolveWebhook` to accept a UID or a name.
  */

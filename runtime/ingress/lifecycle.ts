@@ -8,7 +8,7 @@ import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/sec
 import { iso } from '../clock.ts';
 
 /**
- * Webhook lifecycle of SPEC 7.6 for the management API: create, enable, disable, rotate,
+ * Webhook lifecycle (docs/ingress.md#webhook-lifecycle) for the management API: create, enable, disable, rotate,
  * delete, set-secret. The rules live here; the writes are store.defs / store.secrets
  * primitives, each operation in one store transaction.
  */
@@ -27,7 +27,7 @@ export interface CreateWebhookInput {
 
 export interface LifecycleResult {
   webhook: WebhookRecord;
-  /** A generated or newly set credential, shown exactly once (SPEC 7.6). */
+  /** A generated or newly set credential, shown exactly once (docs/ingress.md#webhook-lifecycle). */
   secret?: string;
   /** For the two-step provider flow: what to do next, in words. */
   nextStep?: string;
@@ -86,7 +86,7 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
 }
 
 /**
- * Creates an API-managed webhook (SPEC 7.6). The factory is created as API-managed when absent;
+ * Creates an API-managed webhook (docs/ingress.md#webhook-lifecycle). The factory is created as API-managed when absent;
  * a definitions-managed factory refuses with 409.
  */
 export function createWebhook(store: Store, factory: string, input: CreateWebhookInput, maxPerFactory: number, writer: SecretWriter = UNLIMITED): LifecycleResult {
@@ -141,7 +141,7 @@ export function createWebhook(store: Store, factory: string, input: CreateWebhoo
   });
 }
 
-/** Enable: deliveries resume, bound to the secret's current version (SPEC 7.6). */
+/** Enable: deliveries resume, bound to the secret's current version (docs/ingress.md#webhook-lifecycle). */
 export function enableWebhook(store: Store, uid: string): LifecycleResult {
   return store.transaction(() => {
     const w = live(store, uid);
@@ -157,7 +157,7 @@ export function enableWebhook(store: Store, uid: string): LifecycleResult {
   });
 }
 
-/** Disable: 404 at once; the log and automations stay (SPEC 7.6). */
+/** Disable: 404 at once; the log and automations stay (docs/ingress.md#webhook-lifecycle). */
 export function disableWebhook(store: Store, uid: string): LifecycleResult {
   return store.transaction(() => {
     live(store, uid);

@@ -6,7 +6,7 @@ import { requireScope } from '../http/auth.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * Team secrets (SPEC 5), admin scope. Values go in, never out: every response is metadata
+ * Team secrets (docs/runtime.md), admin scope. Values go in, never out: every response is metadata
  * (name, current_version, has_value, factories, timestamps).
  * - `POST /api/v1/secrets` `{name, value}` or `{name, pending: true}`, optional `factories` → 201
  * - `GET /api/v1/secrets` → `{secrets: [...]}`; `GET /api/v1/secrets/:name` → one
