@@ -1,5 +1,5 @@
 /**
- * Run creation throughput (issue 4): a real runtime on port 0 with the executor paused, N creates
+ * Run creation throughput: a real runtime on port 0 with the executor paused, N creates
  * over HTTP from C concurrent clients; prints creations per second and p50/p99 latency against
  * the target of 1,000 creations per second. Not asserted in tests (the machine is shared).
  */
