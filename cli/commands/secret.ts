@@ -266,9 +266,9 @@ function promptHidden(io: CliIO, label: string): Promise<string> {
 }
 
 /**
- * Webhooks keep the secret version they were applied or enabled with (docs/ingress.md#webhook-lifecycle), so after an
- * update say which ones still use an older value and how to move them. Best effort: a key that
- * may not list webhooks just gets no hint.
+ * Webhooks keep the secret version they were applied or enabled with
+ * (docs/ingress.md#webhook-lifecycle), so after an update say which ones still use an older value
+ * and how to move them. Best effort: a key that may not list webhooks just gets no hint.
  */
 async function hintStaleBindings(client: Client, io: CliIO, meta: SecretMeta): Promise<void> {
   let webhooks: WebhookView[];

@@ -7,9 +7,9 @@ import type { WebhookView } from '../../runtime/definitions/views.ts';
 import { addLifecycle } from './webhook-lifecycle.ts';
 
 /**
- * `factory webhook ...` (README.md#commands). One subcommand per function below; lifecycle subcommands
- * (create, enable, disable, rotate, delete, set-secret) add themselves the same way, with
- * `resolveWebhook` to accept a UID or a name.
+ * `factory webhook ...` (README.md#commands). One subcommand per function below; lifecycle
+ * subcommands (create, enable, disable, rotate, delete, set-secret) add themselves the same way,
+ * with `resolveWebhook` to accept a UID or a name.
  */
 export function registerWebhook(program: Command, io: CliIO): void {
   const group = program.command('webhook').description('list and inspect webhooks (their UIDs, URLs and secret bindings)')

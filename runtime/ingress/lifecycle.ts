@@ -8,9 +8,9 @@ import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/sec
 import { iso } from '../clock.ts';
 
 /**
- * Webhook lifecycle (docs/ingress.md#webhook-lifecycle) for the management API: create, enable, disable, rotate,
- * delete, set-secret. The rules live here; the writes are store.defs / store.secrets
- * primitives, each operation in one store transaction.
+ * Webhook lifecycle (docs/ingress.md#webhook-lifecycle) for the management API: create, enable,
+ * disable, rotate, delete, set-secret. The rules live here; the writes are store.defs /
+ * store.secrets primitives, each operation in one store transaction.
  */
 
 export interface CreateWebhookInput {
@@ -86,8 +86,8 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
 }
 
 /**
- * Creates an API-managed webhook (docs/ingress.md#webhook-lifecycle). The factory is created as API-managed when absent;
- * a definitions-managed factory refuses with 409.
+ * Creates an API-managed webhook (docs/ingress.md#webhook-lifecycle). The factory is created as
+ * API-managed when absent; a definitions-managed factory refuses with 409.
  */
 export function createWebhook(store: Store, factory: string, input: CreateWebhookInput, maxPerFactory: number, writer: SecretWriter = UNLIMITED): LifecycleResult {
   if (!RESOURCE_NAME_PATTERN.test(factory)) throw invalidRequest(`"${factory}" is not a valid factory name.`);
