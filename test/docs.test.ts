@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The repo's docs stand on their own: nothing cites a document users do not have, and every
- * relative link and every docs/<file>.md#<anchor> reference points at a file and a heading that exist.
+ * relative link and every docs/<file>.md#<anchor> reference points at a file and a heading that
+ * exist.
  */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
