@@ -214,7 +214,22 @@ export interface EnvironmentDef {
   env: { [name: string]: EnvValue };
   /** Present only when the file sets it; absent means `none`. */
   network?: NetworkPolicy;
+  /** Set on an environment the compiler made for a Warp agent (docs/definitions.md#warp-agents-run-here). */
+  warp?: WarpExecution;
   source: SourceRef;
+}
+
+/** What the executor adds at run start to an environment made for a Warp agent. */
+export interface WarpExecution {
+  agent: string;
+  /** Set when the environment carries an automation's own harness or runner. */
+  automation?: string;
+  harness: 'claude' | 'codex';
+  runner?: string;
+  /** factory.yaml's repositories, cloned from the runtime's --repository-base. */
+  repositories: { owner: string; name: string }[];
+  /** The agent's body and the skills it may use, put before each run's prompt. */
+  instructions: string;
 }
 
 export interface Snapshot {

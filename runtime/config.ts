@@ -96,6 +96,12 @@ export interface Config {
   readonly sandbox: SandboxSettings;
   /** Run notifications (docs/api.md#run-notifications). */
   readonly notify: NotifySettings;
+  /**
+   * Where a Warp agent's `repositories` are cloned from (docs/definitions.md#warp-agents-run-here):
+   * `owner/repo` is `<repositoryBase>/owner/repo`. A URL without a trailing slash, or an absolute
+   * directory of mirrors; default https://github.com.
+   */
+  readonly repositoryBase: string;
 }
 
 /** Where and how run notifications are sent (docs/api.md#run-notifications). */
@@ -139,6 +145,8 @@ export interface ConfigFlags {
   notifyAllow?: string[];
   /** `--notify-retry-delays 10s,30s,1m`: the waits between attempts. */
   notifyRetryDelays?: string;
+  /** `--repository-base URL|DIR`: where Warp repositories are cloned from. */
+  repositoryBase?: string;
   /** For tests: how long one notification attempt may take (default 10 s). */
   notifyTimeoutMs?: number;
   /** Overrides for tests and benchmarks; the environment still wins for nothing here. */
@@ -297,9 +305,11 @@ export function parseConfig(
   }
   const notify: NotifySettings = { allow: allow.length ? allow : null, retryDelaysMs, timeoutMs: flags.notifyTimeoutMs ?? 10_000 };
 
+  const repositoryBase = parseRepositoryBase(pick(flags.repositoryBase, 'repositoryBase'), cwd);
+
   return deepFreeze({
     port, host, metricsPort, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
-    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify,
+    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase,
   });
 }
 
@@ -330,6 +340,7 @@ const ENV_NAMES: Record<string, string> = {
   sandboxMaxProcesses: 'FACTORY_SANDBOX_MAX_PROCESSES',
   sandboxMaxOpenFiles: 'FACTORY_SANDBOX_MAX_OPEN_FILES',
   notifyRetryDelays: 'FACTORY_NOTIFY_RETRY_DELAYS',
+  repositoryBase: 'FACTORY_REPOSITORY_BASE',
 };
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
@@ -349,6 +360,29 @@ function bool(v: { value: string; source: string } | undefined, fallback: boolea
   if (['1', 'true', 'yes', 'on'].includes(s)) return true;
   if (['0', 'false', 'no', 'off'].includes(s)) return false;
   throw usageError(`${v.source} must be true or false, got "${v.value}".`);
+}
+
+/**
+ * A URL git can clone from (https, http, ssh, git, file), or a directory, made absolute: a Warp
+ * repository `owner/repo` is cloned from `<base>/owner/repo` (docs/definitions.md#warp-agents-run-here).
+ */
+function parseRepositoryBase(v: { value: string; source: string } | undefined, cwd: string): string {
+  if (!v) return 'https://github.com';
+  const raw = v.value.trim();
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
+    let url: URL | undefined;
+    try {
+      url = new URL(raw);
+    } catch {
+      url = undefined;
+    }
+    // A password would be shown in every clone command of a transcript.
+    if (!url || !['https:', 'http:', 'ssh:', 'git:', 'file:'].includes(url.protocol) || url.search || url.hash || url.password) {
+      throw usageError(`${v.source} must be a URL git can clone from (https, http, ssh, git or file, without password, query or fragment) or a directory, got "${v.source === 'FACTORY_REPOSITORY_BASE' ? 'its value' : v.value}".`);
+    }
+    return raw.replace(/\/+$/, '');
+  }
+  return resolve(cwd, raw);
 }
 
 function parseBaseUrl(v: { value: string; source: string }): string {

@@ -21,7 +21,9 @@ export function addExecutorOptions(command: Command): Command {
     .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)')
     // Run notifications (docs/api.md#run-notifications).
     .option('--notify-allow <host[:port]>', 'the only hosts run notifications may go to; repeatable (env FACTORY_NOTIFY_ALLOW, comma-separated; default: any http(s) URL)', collect)
-    .option('--notify-retry-delays <list>', 'waits between run notification attempts (env FACTORY_NOTIFY_RETRY_DELAYS, default 10s,30s,1m,3m,5m)');
+    .option('--notify-retry-delays <list>', 'waits between run notification attempts (env FACTORY_NOTIFY_RETRY_DELAYS, default 10s,30s,1m,3m,5m)')
+    // Warp agents' repositories (docs/definitions.md#warp-agents-run-here).
+    .option('--repository-base <url|dir>', 'where a Warp agent\'s repositories are cloned from: owner/repo is <base>/owner/repo (env FACTORY_REPOSITORY_BASE, default https://github.com)');
 }
 
 /** `factory serve` (docs/runtime.md, README.md#commands): runs the runtime until SIGTERM or SIGINT, then shuts down gracefully. */

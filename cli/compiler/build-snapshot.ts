@@ -17,6 +17,8 @@ import { promptOf } from './front-matter.ts';
 import type { ParsedFile } from './parse-file.ts';
 import { agentDef, execution, factoryDef, inactiveOf, runnerDef, skillDef, triggersOf } from './warp-snapshot.ts';
 import { repoFacts, resolveEnvironment } from './warp-rules.ts';
+import { agentEnvironment, type AgentRun } from './warp-exec.ts';
+import { isRunnableHarness } from '../../core/harness.ts';
 
 type Obj = Record<string, any>;
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -39,6 +41,14 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
   const inactiveAutomations: InactiveAutomationDef[] = [];
   const inactive: InactiveItem[] = [];
   const facts = repoFacts(files);
+  // The Warp agents an automation runs with their own harness get an environment each
+  // (docs/definitions.md#warp-agents-run-here), and so does an automation that overrides its agent's harness or runner.
+  const agentRuns: AgentRun[] = [];
+  for (const f of files) {
+    if (f.kind !== 'automation') continue;
+    const { honoured, run } = resolveEnvironment(f.value as Obj, facts, f.name);
+    if (honoured === 'harness' && run && !agentRuns.some((r) => r.id === run.id)) agentRuns.push(run);
+  }
   for (const f of files) {
     const v = f.value as Obj;
     const source = { file: f.path };
@@ -55,7 +65,7 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
         source,
       });
     } else if (f.kind === 'automation') {
-      const { environment, honoured } = resolveEnvironment(v, facts);
+      const { environment, honoured } = resolveEnvironment(v, facts, f.name);
       const agent = v.agent ?? facts.foreman;
       const def: InactiveAutomationDef = {
         name: f.name,
@@ -73,13 +83,13 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
       inactive.push(...inactiveOf.automation(f, v, { environment, honoured }));
     } else if (f.kind === 'agent') {
       agents.push(agentDef(f, v));
-      inactive.push(...inactiveOf.agent(f, v, facts));
+      inactive.push(...inactiveOf.agent(f, v, facts, agentRuns));
     } else if (f.kind === 'skill') {
       skills.push(skillDef(f, v));
-      inactive.push(...inactiveOf.file(f));
+      inactive.push(...inactiveOf.file(f, agentRuns));
     } else if (f.kind === 'runner') {
       runners.push(runnerDef(f, v));
-      inactive.push(...inactiveOf.file(f));
+      inactive.push(...inactiveOf.file(f, agentRuns));
     } else if (f.kind === 'benchmark' || f.kind === 'benchmark_task' || f.kind === 'scorer') {
       inactive.push(...inactiveOf.file(f));
     } else if (f.kind === 'environment') {
@@ -96,15 +106,20 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
       });
     }
   }
+  const factory = factoryDef(factoryFile, fv);
+  for (const run of agentRuns) {
+    if (!run.id || !run.agent || !run.harness || !isRunnableHarness(run.harness.type)) continue;
+    environments.push(agentEnvironment({ ...run, id: run.id, agent: run.agent, harness: { ...run.harness, type: run.harness.type } }, { agents, skills, runners, factory }));
+  }
   const hashes: Record<string, string> = {};
   for (const s of sources) hashes[s.path] = sha256Hex(s.text);
-  inactive.push(...inactiveOf.factory(factoryFile, fv, facts));
+  inactive.push(...inactiveOf.factory(factoryFile, fv, facts, agentRuns));
   // Stable: by file, and within a file in the order the keys were looked at.
   inactive.sort((a, b) => cmp(a.file, b.file));
   const nonEmpty = <T>(a: T[]) => (a.length ? a : undefined);
   const body = {
     format_version: SNAPSHOT_FORMAT_VERSION,
-    factory: factoryDef(factoryFile, fv),
+    factory,
     webhooks: webhooks.sort(byName),
     automations: automations.sort(byName),
     environments: environments.sort(byName),

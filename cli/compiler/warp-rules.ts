@@ -1,4 +1,5 @@
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
+import { agentRun, type AgentRun } from './warp-exec.ts';
 import { parseSchedule } from '../../core/schedule.ts';
 import type { ParsedFile } from './parse-file.ts';
 import { closest } from './suggest.ts';
@@ -68,9 +69,14 @@ export function repoFacts(files: ParsedFile[]): RepoFacts {
 /**
  * The environment an automation's runs execute in here: `environment`, else the first
  * environmentId of the automation, its agent and agentDefaults, when it names an environment of
- * this repo (another id is Warp's and means nothing here).
+ * this repo (another id is Warp's and means nothing here), else the environment made for its
+ * agent when the harness is one this runtime runs.
  */
-export function resolveEnvironment(v: Record<string, any>, facts: RepoFacts): { environment?: string; honoured?: 'automation' | 'agent' | 'defaults'; id?: unknown } {
+export function resolveEnvironment(
+  v: Record<string, any>,
+  facts: RepoFacts,
+  automation?: string,
+): { environment?: string; honoured?: 'automation' | 'agent' | 'defaults' | 'harness'; id?: unknown; run?: AgentRun } {
   if (typeof v.environment === 'string') return { environment: v.environment };
   const agentName = typeof v.agent === 'string' ? v.agent : facts.foreman;
   const agent = agentName ? facts.agents.get(agentName)?.value : undefined;
@@ -80,7 +86,11 @@ export function resolveEnvironment(v: Record<string, any>, facts: RepoFacts): { 
     ['defaults', facts.agentDefaults?.environmentId],
   ];
   const first = chain.find(([, id]) => id !== undefined);
-  if (!first || typeof first[1] !== 'string' || !facts.environments.has(first[1])) return { id: first?.[1] };
+  if (!first || typeof first[1] !== 'string' || !facts.environments.has(first[1])) {
+    // Else the agent's harness runs here when it is claude or codex (docs/definitions.md#warp-agents-run-here).
+    const run = agentRun(v, facts, automation);
+    return run.id ? { environment: run.id, honoured: 'harness', id: first?.[1], run } : { id: first?.[1], run };
+  }
   return { environment: first[1], honoured: first[0], id: first[1] };
 }
 
@@ -304,9 +314,10 @@ function inactiveAutomations(files: ParsedFile[], facts: RepoFacts, report: Repo
     if (f.kind !== 'automation' || !isObject(f.value)) continue;
     const v = f.value;
     const served = Array.isArray(v.triggers) && v.triggers.some((t: unknown) => isObject(t) && isServedProvider(t.provider));
-    const { environment, id } = resolveEnvironment(v, facts);
+    const { environment, id, run } = resolveEnvironment(v, facts, f.name);
     if (!served || environment !== undefined) continue;
-    const why = typeof id === 'string' ? `environmentId '${id}' names no environment of this repo` : 'it names no environment';
-    report(f, '', 'automation.not_served', `validated; not served by this runtime: ${why}, so its runs have nowhere to execute here; add environment: <name> (environments/<name>.yaml)`, 'warning');
+    const env = typeof id === 'string' ? `environmentId '${id}' names no environment of this repo` : 'it names no environment';
+    const harness = run?.harness ? ` and its agent's harness '${run.harness.type}' does not run here (claude and codex do)` : '';
+    report(f, '', 'automation.not_served', `validated; not served by this runtime: ${env}${harness}, so its runs have nowhere to execute here; add environment: <name> (environments/<name>.yaml)`, 'warning');
   }
 }

@@ -10,7 +10,9 @@ import type {
   SkillDef,
   WebhookTrigger,
 } from '../../core/snapshot.ts';
+import { isRunnableHarness } from '../../core/harness.ts';
 import { promptOf } from './front-matter.ts';
+import { harnessOf, type AgentRun } from './warp-exec.ts';
 import type { ParsedFile } from './parse-file.ts';
 import type { RepoFacts } from './warp-rules.ts';
 
@@ -21,13 +23,6 @@ import type { RepoFacts } from './warp-rules.ts';
 
 type Obj = Record<string, any>;
 
-/** `model: X` is `harness: {type: oz, model: X}`; `claude-code` is `claude`. */
-function harnessOf(v: Obj): HarnessDef | undefined {
-  if (typeof v.model === 'string') return { type: 'oz', model: v.model };
-  if (v.harness === undefined) return undefined;
-  const h = v.harness as Obj;
-  return { ...h, type: h.type === 'claude-code' ? 'claude' : h.type } as HarnessDef;
-}
 
 /** The execution keys of agentDefaults, an agent or an automation; undefined when none is set. */
 export function execution(v: Obj): ExecutionSettings | undefined {
@@ -122,8 +117,10 @@ export function runnerDef(f: ParsedFile, v: Obj): RunnerDef {
 const item = (f: ParsedFile, pointer: string, reason: string): InactiveItem => ({ file: f.path, pointer, reason });
 
 /** The execution keys with no meaning here yet; environmentId unless it was honoured. */
-function executionItems(f: ParsedFile, base: string, v: Obj, environmentHonoured: boolean): InactiveItem[] {
+function executionItems(f: ParsedFile, base: string, v: Obj, environmentHonoured: boolean, harnessHonoured = false): InactiveItem[] {
   const out: InactiveItem[] = [];
+  // A claude or codex harness, and the runner beside it, run here (docs/definitions.md#warp-agents-run-here).
+  const honoured = new Set(harnessHonoured ? ['model', 'harness', 'runner'] : []);
   const reasons: Record<string, string> = {
     model: 'the model is recorded; runs here execute the environment\'s agent command',
     harness: 'the harness is recorded; runs here execute the environment\'s agent command',
@@ -132,7 +129,7 @@ function executionItems(f: ParsedFile, base: string, v: Obj, environmentHonoured
     mcpServers: 'MCP servers are not configured by this runtime',
     workerHost: 'runs execute on this runtime\'s own host',
   };
-  for (const [key, reason] of Object.entries(reasons)) if (v[key] !== undefined) out.push(item(f, `${base}/${key}`, reason));
+  for (const [key, reason] of Object.entries(reasons)) if (v[key] !== undefined && !honoured.has(key)) out.push(item(f, `${base}/${key}`, reason));
   if (v.environmentId !== undefined && !environmentHonoured) {
     out.push(item(f, `${base}/environmentId`, `'${v.environmentId}' names no environment of this repo, so it is recorded only`));
   }
@@ -140,7 +137,7 @@ function executionItems(f: ParsedFile, base: string, v: Obj, environmentHonoured
 }
 
 export const inactiveOf = {
-  factory(f: ParsedFile, v: Obj, facts: RepoFacts): InactiveItem[] {
+  factory(f: ParsedFile, v: Obj, facts: RepoFacts, used: AgentRun[] = []): InactiveItem[] {
     const out: InactiveItem[] = [];
     const reasons: Record<string, string> = {
       alias: 'the foreman\'s handle on Slack and Linear, which this runtime does not connect to',
@@ -151,36 +148,49 @@ export const inactiveOf = {
       cloudProviders: 'cloud identity federation is not set up by this runtime',
       integrations: 'Slack, Linear and Jira are not connected to this runtime',
     };
-    for (const [key, reason] of Object.entries(reasons)) if (v[key] !== undefined) out.push(item(f, `/${key}`, reason));
+    // The runs of Warp agents clone the repositories (docs/definitions.md#warp-agents-run-here).
+    const honoured = new Set(used.length ? ['repositories'] : []);
+    for (const [key, reason] of Object.entries(reasons)) if (v[key] !== undefined && !honoured.has(key)) out.push(item(f, `/${key}`, reason));
     if (v.agentDefaults !== undefined) {
       // agentDefaults.environmentId is honoured when it names an environment of the repo.
       const id = v.agentDefaults.environmentId;
-      out.push(...executionItems(f, '/agentDefaults', v.agentDefaults, typeof id === 'string' && facts.environments.has(id)));
+      const harness = harnessOf(v.agentDefaults);
+      const items = executionItems(f, '/agentDefaults', v.agentDefaults, typeof id === 'string' && facts.environments.has(id), isRunnableHarness(harness?.type));
+      const runner = v.agentDefaults.runner;
+      out.push(...items.filter((i) => !(i.pointer === '/agentDefaults/runner' && used.some((r) => r.runner === runner))));
     }
     return out;
   },
 
-  agent(f: ParsedFile, v: Obj, facts: RepoFacts): InactiveItem[] {
+  agent(f: ParsedFile, v: Obj, facts: RepoFacts, used: AgentRun[]): InactiveItem[] {
     const id = v.environmentId;
+    const runs = used.some((r) => r.agent === f.name);
     return [
-      item(f, '', 'agents are recorded; a run here executes its environment\'s agent command, not the agent\'s instructions or harness'),
-      ...executionItems(f, '', v, typeof id === 'string' && facts.environments.has(id)),
+      ...(runs ? [] : [item(f, '', 'recorded: no automation runs this agent\'s harness here (claude and codex run when no environment is named; docs/definitions.md#warp-agents-run-here)')]),
+      ...executionItems(f, '', v, typeof id === 'string' && facts.environments.has(id), runs),
       ...(v.credentialStrategy !== undefined ? [item(f, '/credentialStrategy', 'runs here execute with the runtime\'s own user')] : []),
     ];
   },
 
   automation(f: ParsedFile, v: Obj, resolved: { environment?: string; honoured?: string }): InactiveItem[] {
     const out: InactiveItem[] = [];
+    const harness = resolved.honoured === 'harness';
     if (resolved.environment === undefined) out.push(item(f, '', 'no environment here, so its runs never start'));
-    if (v.agent !== undefined) out.push(item(f, '/agent', 'the agent is recorded; runs here execute the environment\'s agent command'));
-    out.push(...executionItems(f, '', v, resolved.honoured === 'automation'));
+    if (v.agent !== undefined && !harness) out.push(item(f, '/agent', 'the agent is recorded; runs here execute the environment\'s agent command'));
+    out.push(...executionItems(f, '', v, resolved.honoured === 'automation', harness));
     (v.triggers as Obj[]).forEach((t, i) => {
       if (t.provider !== 'webhook' && t.provider !== 'schedule') out.push(item(f, `/triggers/${i}`, `${t.provider} triggers are not served by this runtime`));
     });
     return out;
   },
 
-  file(f: ParsedFile): InactiveItem[] {
+  file(f: ParsedFile, used: AgentRun[] = []): InactiveItem[] {
+    // Skills and runners reach the runs of agents whose harness runs here.
+    if (f.kind === 'skill' && used.some((r) => f.scope === undefined || r.agent === f.scope)) return [];
+    if (f.kind === 'runner' && used.some((r) => r.runner === f.name)) {
+      const v = (f.value ?? {}) as Obj;
+      return ['instanceShape', 'platform'].filter((k) => v[k] !== undefined).map((k) => item(f, `/${k}`, 'recorded; runs here execute in the local sandbox'));
+    }
     const reasons: Partial<Record<ParsedFile['kind'], string>> = {
       skill: 'skills are recorded; runs here are not given them yet',
       runner: 'runners are recorded; runs here execute in the local sandbox',

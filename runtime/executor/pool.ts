@@ -12,7 +12,9 @@
 
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { EnvironmentDef } from '../../core/snapshot.ts';
+import { accessSync, constants, statSync } from 'node:fs';
+import { repositoryUrl } from '../../core/harness.ts';
+import type { EnvironmentDef, RepoDef, WarpExecution } from '../../core/snapshot.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -22,7 +24,7 @@ import type { FinalState, FinishInput, RunRecord } from '../store/runs.ts';
 import { parseDuration } from './duration.ts';
 import { runJob, type JobResult } from './job.ts';
 import { killOrphanGroup } from './process.ts';
-import { assertIsolation, isolationOf, type Isolation } from './sandbox.ts';
+import { assertIsolation, isolationOf, SANDBOX_PATH, type Isolation } from './sandbox.ts';
 import { removeWorkspace } from './workspace.ts';
 
 declare module '../services.ts' {
@@ -213,19 +215,21 @@ export class ExecutorPool implements Service {
       log.info({ runId: run.run_id, state, statusMessage: outcome.statusMessage ?? undefined }, 'run finished');
     };
     let result: JobResult;
+    let env: EnvironmentDef | undefined;
     try {
-      const env = this.environmentOf(run);
+      env = this.environmentOf(run);
+      const warp = env.warp ? this.warpParts(env, env.warp, run.prompt) : undefined;
       await this.prepareWorkDir();
       result = await runJob(
         {
           runId: run.run_id,
           workspaceDir: path.join(this.workspacesDir, run.run_id),
-          repos: env.repos,
+          repos: warp ? [...env.repos, ...warp.repos] : env.repos,
           setup: env.setup,
-          agent: { command: env.agent.command, format: env.agent.format, timeoutMs: parseDuration(env.agent.timeout || '30m') },
+          agent: { command: warp?.command ?? env.agent.command, format: env.agent.format, timeoutMs: parseDuration(env.agent.timeout || '30m') },
           env: this.resolveEnv(env),
           network: env.network ?? 'none',
-          prompt: run.prompt,
+          prompt: warp?.prompt ?? run.prompt,
           attachments: store.runs.attachmentBytes(run.run_id),
         },
         {
@@ -261,7 +265,32 @@ export class ExecutorPool implements Service {
       finish('ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
       return;
     }
-    finish(result.state, { statusMessage: result.statusMessage, errorCode: result.errorCode, retryable: false });
+    let statusMessage = result.statusMessage;
+    if (env?.warp && result.errorCode === 'agent_not_found') {
+      statusMessage = `${statusMessage}: the ${env.warp.harness} harness of agent "${env.warp.agent}" needs it; install it where runs find programs (the sandbox's PATH, or a --sandbox-ro-bind directory or its bin/) (docs/definitions.md#warp-agents-run-here)`;
+    }
+    finish(result.state, { statusMessage, errorCode: result.errorCode, retryable: false });
+  }
+
+  /**
+   * What an environment made for a Warp agent adds at run start (docs/definitions.md#warp-agents-run-here):
+   * factory.yaml's repositories from --repository-base, the agent's instructions and skills before
+   * the prompt, and the harness program found in a --sandbox-ro-bind directory when the sandbox's
+   * fixed PATH does not have it.
+   */
+  private warpParts(env: EnvironmentDef, warp: WarpExecution, prompt: string): { repos: RepoDef[]; command: string[]; prompt: string } {
+    const repos: RepoDef[] = [];
+    for (const r of warp.repositories) {
+      // Each part is one path segment: `..` or a slash would leave the base (a directory of mirrors).
+      if (![r.owner, r.name].every((p) => /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(p))) {
+        throw new RunSetupError(`repository "${r.owner}/${r.name}" of agent "${warp.agent}" is not owner/name (letters, digits, _, . and -)`);
+      }
+      const twin = warp.repositories.some((o) => o !== r && o.name === r.name);
+      repos.push({ url: repositoryUrl(this.deps.config.repositoryBase, r), path: twin ? `${r.owner}/${r.name}` : r.name });
+    }
+    const command = [...env.agent.command];
+    if (this.isolation.kind === 'sandbox') command[0] = findInBinds(command[0], this.isolation.sandbox.roBinds) ?? command[0];
+    return { repos, command, prompt: warp.instructions ? `${warp.instructions}\n\n---\n\n${prompt}` : prompt };
   }
 
   private environmentOf(run: RunRecord): EnvironmentDef {
@@ -326,6 +355,27 @@ export class ExecutorPool implements Service {
     store.runs.pruneIdempotency();
     return removed;
   }
+}
+
+/**
+ * A program the sandbox's fixed PATH lacks, found in an operator's read-only bind (`D/prog` or
+ * `D/bin/prog`), as its absolute path; undefined when PATH has it or no bind does.
+ */
+function findInBinds(program: string, binds: readonly string[]): string | undefined {
+  if (program.includes('/')) return undefined;
+  const executable = (p: string) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (SANDBOX_PATH.split(':').some((d) => executable(path.join(d, program)))) return undefined;
+  for (const dir of binds) {
+    for (const p of [path.join(dir, program), path.join(dir, 'bin', program)]) if (executable(p)) return p;
+  }
+  return undefined;
 }
 
 /** The pool as a server service (runtime/services.ts). */

@@ -4,6 +4,7 @@
  */
 
 import type { FieldError } from '../../core/errors.ts';
+import { ENVIRONMENT_ID_PATTERN } from '../../core/harness.ts';
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { jsonValueDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 import { isNotifySecret, notifyUrlProblem } from '../../core/notify.ts';
@@ -77,8 +78,8 @@ export function parseCreateRun(body: unknown): { value?: CreateRunInput; errors:
       // Oz picks the team's default environment; the route picks the runtime's only one.
     } else if (typeof environmentId !== 'string') {
       errors.push({ pointer: '/config/environment_id', message: `config.environment_id must be a string, got ${typeName(environmentId)}` });
-    } else if (!RESOURCE_NAME_PATTERN.test(environmentId)) {
-      errors.push({ pointer: '/config/environment_id', message: `"${environmentId}" is not an environment name (${RESOURCE_NAME_PATTERN.source})` });
+    } else if (!ENVIRONMENT_ID_PATTERN.test(environmentId)) {
+      errors.push({ pointer: '/config/environment_id', message: `"${environmentId}" is not an environment id (a name such as sandbox, or agent:<factory>/<agent>)` });
     }
   }
   if (title !== undefined && title !== null) {
@@ -243,7 +244,8 @@ export function parseListRuns(query: Query, limits: { runListDefault: number; ru
   for (const [name, key] of [['environment_id', 'environmentId'], ['factory', 'factory'], ['automation', 'automation']] as const) {
     const v = one(name);
     if (v === undefined) continue;
-    if (!RESOURCE_NAME_PATTERN.test(v)) errors.push({ pointer: name, message: `${name} "${v}" is not a valid name` });
+    const pattern = name === 'environment_id' ? ENVIRONMENT_ID_PATTERN : RESOURCE_NAME_PATTERN;
+    if (!pattern.test(v)) errors.push({ pointer: name, message: `${name} "${v}" is not a valid ${name === 'environment_id' ? 'environment id' : 'name'}` });
     else out[key] = v;
   }
   for (const [name, key] of [['created_after', 'createdAfter'], ['created_before', 'createdBefore'], ['updated_after', 'updatedAfter']] as const) {
