@@ -17,6 +17,18 @@ export interface AutomationView {
   silent: boolean;
   silent_reason?: string;
   source_file: string;
+  /** Its schedule triggers with their next fire time, from GET /api/v1/agent/schedules (docs/api.md#schedules). */
+  schedules?: ScheduleView[];
+}
+
+export interface ScheduleView {
+  id: string;
+  name: string;
+  cron_schedule: string;
+  enabled: boolean;
+  history: { last_ran: string | null; next_run: string | null };
+  factory: string;
+  automation: string;
 }
 
 export interface TestFilterView {
@@ -56,7 +68,7 @@ export function registerAutomation(program: Command, io: CliIO): void {
 
   const list = group
     .command('list')
-    .description('list automations with their triggers; silent ones (every webhook deleted or unknown) say why')
+    .description('list automations with their triggers and schedules (with the next fire time, UTC); silent ones (every webhook deleted or unknown) say why')
     .option('--factory <name>', 'only this factory')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ factory automation list\n  $ factory automation list --factory shop --json\n');
@@ -71,9 +83,11 @@ export function registerAutomation(program: Command, io: CliIO): void {
       io.stdout(opts.factory ? `Factory ${opts.factory} has no automations.\n` : 'No automations yet. Define some in automations/<name>.md and run `factory apply`.\n');
       return;
     }
-    const rows = [['FACTORY', 'NAME', 'STATE', 'ENVIRONMENT', 'WEBHOOKS']];
+    const rows = [['FACTORY', 'NAME', 'STATE', 'ENVIRONMENT', 'WEBHOOKS', 'SCHEDULES']];
     for (const a of automations) {
-      rows.push([a.factory, a.name, a.silent ? 'silent' : a.enabled ? 'enabled' : 'disabled', a.environment, a.triggers.map(webhookLabel).join(', ')]);
+      const webhooks = a.triggers.map(webhookLabel).join(', ') || '-';
+      const schedules = (a.schedules ?? []).map(scheduleLabel).join(', ') || '-';
+      rows.push([a.factory, a.name, a.silent ? 'silent' : a.enabled ? 'enabled' : 'disabled', a.environment, webhooks, schedules]);
     }
     io.stdout(formatTable(rows));
     for (const a of automations.filter((x) => x.silent)) io.stdout(`\n${a.factory}/${a.name} is silent: ${a.silent_reason}.\n`);
@@ -118,9 +132,21 @@ function webhookLabel(t: AutomationView['triggers'][number]): string {
   return t.webhook_state === 'enabled' ? who : `${who} (${t.webhook_state})`;
 }
 
+/** `0 9 * * 1-5 (next 2026-03-03 09:00 UTC)`; a disabled automation's schedule is not armed. */
+function scheduleLabel(s: ScheduleView): string {
+  const next = s.history.next_run ? `next ${s.history.next_run.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC')}` : 'not armed';
+  return `${s.cron_schedule} (${next})`;
+}
+
 async function listAutomations(client: Client, factory?: string): Promise<AutomationView[]> {
   const q = factory ? `?factory=${encodeURIComponent(factory)}` : '';
-  return (await client.request<{ automations: AutomationView[] }>('GET', `/api/v1/automations${q}`)).automations;
+  const automations = (await client.request<{ automations: AutomationView[] }>('GET', `/api/v1/automations${q}`)).automations;
+  const { schedules } = await client.request<{ schedules: ScheduleView[] }>('GET', '/api/v1/agent/schedules');
+  for (const a of automations) {
+    const own = schedules.filter((s) => s.factory === a.factory && s.automation === a.name);
+    if (own.length) a.schedules = own.map(({ id, name, cron_schedule, enabled, history, factory: f, automation }) => ({ id, name, cron_schedule, enabled, history, factory: f, automation }));
+  }
+  return automations;
 }
 
 /** The factory of the one automation called `name`; several or none is an error that says what to do. */

@@ -42,7 +42,7 @@ describe('factory automation', () => {
     const { code, out } = await run('list');
     assert.equal(code, 0);
     const lines = out.split('\n');
-    assert.match(lines[0], /^FACTORY\s+NAME\s+STATE\s+ENVIRONMENT\s+WEBHOOKS$/);
+    assert.match(lines[0], /^FACTORY\s+NAME\s+STATE\s+ENVIRONMENT\s+WEBHOOKS\s+SCHEDULES$/);
     assert.match(out, new RegExp(`${FACTORY}\\s+off\\s+disabled\\s+agent\\s+github`));
     assert.match(out, new RegExp(`${FACTORY}\\s+orphan\\s+silent\\s+agent\\s+${OTHER_UID} \\(unknown\\)`));
     assert.match(out, new RegExp(`${FACTORY}\\s+review\\s+enabled\\s+agent\\s+github`));

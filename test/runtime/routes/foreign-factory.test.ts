@@ -95,6 +95,9 @@ const CASES = (): Case[] => [
   factoryCase('GET', (f) => `/api/v1/automations?factory=${f}`),
   factoryCase('GET', (f) => `/api/v1/automations/${f}/review`),
   factoryCase('POST', (f) => `/api/v1/automations/${f}/review/test`, { delivery_id: deliveryId }),
+  // runtime/routes/schedules.ts: a foreign factory's schedules are not listed, and one is a 404 like an unknown id.
+  factoryCase('GET', () => '/api/v1/agent/schedules'),
+  factoryCase('GET', (f) => `/api/v1/agent/schedules/${encodeURIComponent(`${f}/review/#0`)}`),
   // Test filter on the key's own automation, naming the foreign webhook or its delivery.
   {
     method: 'POST',

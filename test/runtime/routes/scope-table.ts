@@ -56,4 +56,7 @@ export const ROUTE_SCOPES: RouteScope[] = [
   { method: 'GET', path: '/api/v1/automations', scope: 'manage' },
   { method: 'GET', path: '/api/v1/automations/placeholder/placeholder', scope: 'manage' },
   { method: 'POST', path: '/api/v1/automations/placeholder/placeholder/test', scope: 'manage', body: { delivery_id: 'x' } },
+  // runtime/routes/schedules.ts
+  { method: 'GET', path: '/api/v1/agent/schedules', scope: 'manage' },
+  { method: 'GET', path: '/api/v1/agent/schedules/placeholder%2Fplaceholder%2F%230', scope: 'manage' },
 ];

@@ -1,0 +1,90 @@
+/**
+ * GET /api/v1/agent/schedules (docs/api.md#schedules) through Oz's own SDK, and `factory automation
+ * list` showing each automation's schedules with the next fire time, against a real runtime.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OzAPI from 'oz-agent-sdk';
+import { compile } from '../../../cli/compiler/compile.ts';
+import { runCli } from '../../../cli/main.ts';
+import { FakeClock } from '../../../runtime/clock.ts';
+import { bufferIO } from '../../cli/helpers.ts';
+import { startTestRuntime } from '../helpers.ts';
+
+const sched = (cron: string, name?: string) =>
+  `  - provider: schedule\n    event: cron_fired\n    schedule:\n${name ? `      name: ${name}\n` : ''}      cron: "${cron}"\n`;
+
+test('schedules in Oz\'s shape: next_run, last_ran, enabled; a foreign factory\'s are hidden; automation list shows them', async (t) => {
+  // Monday 2026-03-02, half a minute before nine.
+  const clock = new FakeClock('2026-03-02T08:59:30.000Z');
+  const rt = await startTestRuntime({ clock });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  const apply = async (factory: string, automations: Record<string, string>) => {
+    const files = [
+      { path: 'factory.yaml', text: `name: ${factory}\n` },
+      { path: `environments/${factory}-env.yaml`, text: 'agent:\n  command: ["true"]\n' },
+      ...Object.entries(automations).map(([name, text]) => ({ path: `automations/${name}.md`, text: text.replace('ENV', `${factory}-env`) })),
+    ];
+    const { snapshot, diagnostics } = compile(files);
+    assert.ok(snapshot, JSON.stringify(diagnostics));
+    const res = await rt.fetch(`/api/v1/factories/${factory}/apply`, { method: 'POST', json: { snapshot } });
+    assert.equal(res.status, 200, await res.text());
+  };
+  await apply('tests', {
+    triage: `---\ntitle: Weekday triage\nenvironment: ENV\ntriggers:\n${sched('0 9 * * 1-5', 'mornings')}${sched('@every 1h', 'sweep')}---\nTriage the open issues.\n`,
+    off: `---\nenvironment: ENV\nenabled: false\ntriggers:\n${sched('@daily')}---\nNever.\n`,
+  });
+  await apply('elsewhere', { theirs: `---\nenvironment: ENV\ntriggers:\n${sched('@hourly')}---\nNot yours.\n` });
+
+  const { raw } = rt.store.keys.create({ name: 'ops', kind: 'agent', scopes: ['manage'], factories: ['tests'] });
+  const client = new OzAPI({ apiKey: raw, baseURL: `${rt.url}/api/v1`, maxRetries: 0 });
+
+  // Sorted by name, as Oz sorts them; not armed yet, next_run is the next time after now.
+  let { schedules } = await client.agent.schedules.list();
+  assert.deepEqual(schedules.map((s) => [s.id, s.name, s.cron_schedule, s.enabled, s.history?.next_run, s.history?.last_ran]), [
+    ['tests/triage/mornings', 'mornings', '0 9 * * 1-5', true, '2026-03-02T09:00:00.000Z', null],
+    ['tests/off/#0', 'off', '@daily', false, null, null],
+    ['tests/triage/sweep', 'sweep', '@every 1h', true, '2026-03-02T09:59:30.000Z', null],
+  ]);
+  const mornings = schedules[0];
+  assert.equal(mornings.prompt, 'Triage the open issues.');
+  assert.deepEqual(mornings.agent_config, { environment_id: 'tests-env' });
+  assert.deepEqual(mornings.scope, { type: 'Team' });
+  assert.ok(!Number.isNaN(Date.parse(mornings.created_at)) && !Number.isNaN(Date.parse(mornings.updated_at)));
+
+  // The scheduler arms them, then mornings fires at nine and is armed for Tuesday.
+  const scheduler = rt.services.scheduler!;
+  scheduler.tick();
+  clock.set('2026-03-02T09:00:00.000Z');
+  const ticked = scheduler.tick();
+  assert.deepEqual(ticked.map((r) => r.schedule?.schedule_id).sort(), ['elsewhere/theirs/#0', 'tests/triage/mornings']);
+  const fired = ticked.find((r) => r.schedule?.schedule_id === 'tests/triage/mornings')!;
+  const one = await client.agent.schedules.retrieve('tests/triage/mornings');
+  assert.equal(one.history?.next_run, '2026-03-03T09:00:00.000Z');
+  assert.equal(one.history?.last_ran, fired.created_at);
+
+  // Another factory's schedule: not listed, and the same 404 as an id that does not exist.
+  ({ schedules } = await client.agent.schedules.list());
+  assert.ok(schedules.every((s) => s.id.startsWith('tests/')));
+  for (const id of ['elsewhere/theirs/#0', 'tests/nothing/#0']) {
+    const res = await rt.fetch(`/api/v1/agent/schedules/${encodeURIComponent(id)}`, { key: raw });
+    assert.equal(res.status, 404);
+    assert.match(((await res.json()) as { detail: string }).detail, new RegExp(`^schedule ${id} does not exist`));
+  }
+
+  // The CLI: a SCHEDULES column with the next fire time, and the schedules in --json.
+  const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
+  assert.equal(await runCli(['automation', 'list', '--factory', 'tests'], io), 0, io.err);
+  const lines = io.out.split('\n');
+  assert.match(lines[0], /^FACTORY\s+NAME\s+STATE\s+ENVIRONMENT\s+WEBHOOKS\s+SCHEDULES$/);
+  assert.match(io.out, /tests\s+off\s+disabled\s+tests-env\s+-\s+@daily \(not armed\)/);
+  assert.match(io.out, /tests\s+triage\s+enabled\s+tests-env\s+-\s+0 9 \* \* 1-5 \(next 2026-03-03 09:00 UTC\), @every 1h \(next 2026-03-02 09:59 UTC\)/);
+  const json = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
+  assert.equal(await runCli(['automation', 'list', '--factory', 'tests', '--json'], json), 0, json.err);
+  const listed = JSON.parse(json.out) as { name: string; schedules?: { id: string; history: { next_run: string | null } }[] }[];
+  assert.deepEqual(listed.find((a) => a.name === 'triage')!.schedules!.map((s) => [s.id, s.history.next_run]), [
+    ['tests/triage/mornings', '2026-03-03T09:00:00.000Z'],
+    ['tests/triage/sweep', '2026-03-02T09:59:30.000Z'],
+  ]);
+});
