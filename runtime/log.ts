@@ -101,6 +101,7 @@ export const LOGGED_ROUTES: readonly string[] = [
   '/api/v1/agent/runs/:run/cancel',
   '/api/v1/agent/runs/:run/retry',
   '/api/v1/agent/runs/:run/transcript',
+  '/api/v1/openapi.json',
 ];
 
 const TEMPLATES = LOGGED_ROUTES.map((r) => r.split('/').filter(Boolean));

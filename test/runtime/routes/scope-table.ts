@@ -15,6 +15,12 @@ export interface RouteScope {
   body?: unknown;
 }
 
+/** The /api/ routes that need no key: they describe the API and hold no data. */
+export const PUBLIC_ROUTES: { method: 'GET'; path: string }[] = [
+  // runtime/routes/openapi.ts
+  { method: 'GET', path: '/api/v1/openapi.json' },
+];
+
 export const ROUTE_SCOPES: RouteScope[] = [
   // runtime/routes/keys.ts
   { method: 'POST', path: '/api/v1/keys', scope: 'admin', body: { name: 'x', kind: 'agent', scopes: ['runs'] } },

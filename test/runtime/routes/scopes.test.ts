@@ -4,7 +4,7 @@ import { Router } from '@koa/router';
 import { ROUTES } from '../../../runtime/routes/index.ts';
 import type { Scope } from '../../../runtime/store/keys.ts';
 import { startTestRuntime } from '../helpers.ts';
-import { ROUTE_SCOPES } from './scope-table.ts';
+import { PUBLIC_ROUTES, ROUTE_SCOPES } from './scope-table.ts';
 
 /** For each scope, a key that has every other scope but not that one (admin implies all). */
 const LACKING: Record<Scope, Scope[]> = { admin: ['runs', 'manage'], manage: ['runs'], runs: ['manage'] };
@@ -56,10 +56,26 @@ test('every /api/ route of the runtime is in the scope table', async () => {
       for (const method of layer.methods) {
         if (method === 'HEAD') continue;
         // A row covers a route when its concrete path matches the route's pattern.
-        if (!ROUTE_SCOPES.some((r) => r.method === method && layer.match(r.path))) missing.push(`${method} ${layer.path}`);
+        const rows = [...ROUTE_SCOPES, ...PUBLIC_ROUTES];
+        if (!rows.some((r) => r.method === method && layer.match(r.path))) missing.push(`${method} ${layer.path}`);
       }
     }
     assert.deepEqual(missing, [], 'add these routes to test/runtime/routes/scope-table.ts');
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('the public /api/ routes answer 200 without a key, and ignore a bad one', async () => {
+  const rt = await startTestRuntime();
+  try {
+    for (const row of PUBLIC_ROUTES) {
+      for (const key of [null, 'fk_' + 'A'.repeat(43)]) {
+        const res = await rt.fetch(row.path, { method: row.method, key });
+        assert.equal(res.status, 200, `${row.method} ${row.path} with ${key ? 'an unknown key' : 'no key'}`);
+        await res.arrayBuffer();
+      }
+    }
   } finally {
     await rt.stop();
   }
