@@ -109,7 +109,8 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
   const factory = factoryDef(factoryFile, fv);
   for (const run of agentRuns) {
     if (!run.id || !run.agent || !run.harness || !isRunnableHarness(run.harness.type)) continue;
-    environments.push(agentEnvironment({ ...run, id: run.id, agent: run.agent, harness: { ...run.harness, type: run.harness.type } }, { agents, skills, runners, factory }));
+    const automationFiles = new Map(files.filter((f) => f.kind === 'automation').map((f) => [f.name, f.path]));
+    environments.push(agentEnvironment({ ...run, id: run.id, agent: run.agent, harness: { ...run.harness, type: run.harness.type } }, { agents, skills, runners, factory, automationFiles }));
   }
   const hashes: Record<string, string> = {};
   for (const s of sources) hashes[s.path] = sha256Hex(s.text);

@@ -27,6 +27,8 @@ export interface AgentRun {
   runner?: string;
   /** Set when the automation's own harness or runner applies, so the environment is its own. */
   automation?: string;
+  /** Where the harness was set: the automation, its agent, or agentDefaults. */
+  harnessFrom?: 'automation' | 'agent' | 'defaults';
 }
 
 /**
@@ -41,11 +43,12 @@ export function agentRun(v: Obj, facts: RepoFacts, automation?: string): AgentRu
   const d = facts.agentDefaults ?? {};
   const own = automation !== undefined && (harnessOf(v) !== undefined || typeof v.runner === 'string');
   const harness = harnessOf(v) ?? harnessOf(a) ?? harnessOf(d);
+  const harnessFrom = harnessOf(v) ? 'automation' : harnessOf(a) ? 'agent' : 'defaults';
   const runner = [v.runner, a.runner, d.runner].find((r) => typeof r === 'string') as string | undefined;
   const factory = isObject(facts.factory?.value) ? facts.factory.value.name : undefined;
   if (!harness || !isRunnableHarness(harness.type) || typeof factory !== 'string') return { agent, harness, runner };
   const id = own ? agentEnvironmentId('automation', factory, automation!) : agentEnvironmentId('agent', factory, agent);
-  return { id, agent, harness, runner, ...(own ? { automation } : {}) };
+  return { id, agent, harness, runner, harnessFrom, ...(own ? { automation } : {}) };
 }
 
 /** The skills an agent's runs get: every agent's (skills/), then its own (agents/<name>/skills/). */
@@ -68,7 +71,7 @@ export function instructionsOf(agent: AgentDef | undefined, skills: SkillDef[]):
 /** The environment of a Warp agent's runs, from the compiled agent, skills, runners and factory. */
 export function agentEnvironment(
   run: AgentRun & { id: string; agent: string; harness: HarnessDef & { type: RunnableHarness } },
-  parts: { agents: AgentDef[]; skills: SkillDef[]; runners: RunnerDef[]; factory: FactoryDef },
+  parts: { agents: AgentDef[]; skills: SkillDef[]; runners: RunnerDef[]; factory: FactoryDef; automationFiles: Map<string, string> },
 ): EnvironmentDef {
   const agent = parts.agents.find((a) => a.name === run.agent);
   const runner = run.runner ? parts.runners.find((r) => r.name === run.runner) : undefined;
@@ -91,6 +94,10 @@ export function agentEnvironment(
       repositories: (parts.factory.repositories ?? []).map((r) => ({ owner: r.owner, name: r.name })),
       instructions: instructionsOf(agent, parts.skills),
     },
-    source: agent?.source ?? parts.factory.source,
+    // The file that sets the harness, so plan points at the key's secretName there.
+    source:
+      run.harnessFrom === 'automation' && run.automation && parts.automationFiles.has(run.automation)
+        ? { file: parts.automationFiles.get(run.automation)! }
+        : run.harnessFrom === 'agent' && agent ? agent.source : parts.factory.source,
   };
 }

@@ -168,7 +168,10 @@ export function checkAgainstRuntime(
       errors.push({ file: env.source.file, pointer: '', code: 'environment.owned', conflict: true, message: `environment '${env.name}' belongs to factory '${owner}'; environment ids are unique across the runtime` });
     }
     for (const [key, value] of Object.entries(env.env)) {
-      if (typeof value === 'object') unusable(env.source.file, `/env/${key}/secret`, value.secret);
+      // A Warp agent's key comes from the harness of the file its environment names (docs/definitions.md#warp-agents-run-here).
+      const harness = env.source.file === snapshot.factory.source.file ? '/agentDefaults/harness' : '/harness';
+      const pointer = env.warp ? `${harness}/auth/secretName` : `/env/${key}/secret`;
+      if (typeof value === 'object') unusable(env.source.file, pointer, value.secret);
     }
   }
   // An automation runs with its environment's variables and secrets, so it may only use an

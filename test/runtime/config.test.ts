@@ -151,3 +151,15 @@ test('sandbox read-only binds: absolute, repeatable or colon-separated; never th
     assert.throws(() => parseConfig({ sandboxRoBind: [bad] }, {}, '/srv', LINUX_USER), /--sandbox-ro-bind must name a directory outside the data dir and the work dir/, bad);
   }
 });
+
+test('--repository-base: a URL git clones from, or a directory made absolute; default https://github.com', () => {
+  assert.equal(parseConfig({}, {}, '/srv', LINUX_USER).repositoryBase, 'https://github.com');
+  assert.equal(parseConfig({ repositoryBase: 'https://git.example.com/mirrors/' }, {}, '/srv', LINUX_USER).repositoryBase, 'https://git.example.com/mirrors');
+  assert.equal(parseConfig({ repositoryBase: 'ssh://git@github.com' }, {}, '/srv', LINUX_USER).repositoryBase, 'ssh://git@github.com');
+  assert.equal(parseConfig({ repositoryBase: 'mirrors' }, {}, '/srv', LINUX_USER).repositoryBase, '/srv/mirrors');
+  assert.equal(parseConfig({}, { FACTORY_REPOSITORY_BASE: '/opt/mirrors' }, '/srv', LINUX_USER).repositoryBase, '/opt/mirrors');
+  // A password would be in every clone command of a transcript; the variable's value is not repeated.
+  assert.throws(() => parseConfig({ repositoryBase: 'https://u:hunter2@github.com' }, {}, '/srv', LINUX_USER), /--repository-base must be a URL git can clone from/);
+  assert.throws(() => parseConfig({}, { FACTORY_REPOSITORY_BASE: 'https://u:hunter2@github.com' }, '/srv', LINUX_USER), (err: Error) => !err.message.includes('hunter2') && /FACTORY_REPOSITORY_BASE/.test(err.message));
+  assert.throws(() => parseConfig({ repositoryBase: 'ftp://example.com' }, {}, '/srv', LINUX_USER), /https, http, ssh, git or file/);
+});

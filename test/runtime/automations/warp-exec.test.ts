@@ -74,12 +74,15 @@ test('a Warp repo: a signed delivery runs the agent\'s claude harness with the r
   });
   t.after(() => rt.stop());
   await createSecret(rt);
-  for (const [name, value] of [['anthropic-key', KEY_VALUE]]) {
-    const res = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name, value } });
-    assert.equal(res.status, 201, await res.text());
-  }
   const { snapshot, diagnostics } = await compileDir(FIXTURE);
   assert.ok(snapshot, JSON.stringify(diagnostics));
+  // The harness's key is a team secret the factory must be able to use, as an environment's would be.
+  const refused = await rt.fetch('/api/v1/factories/warp-e2e/apply', { method: 'POST', json: { snapshot } });
+  assert.equal(refused.status, 400, await refused.clone().text());
+  const { errors } = (await refused.json()) as { errors: { file: string; pointer: string; code: string }[] };
+  assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code]), [['agents/reviewer/agent.md', '/harness/auth/secretName', 'secret.not_found']]);
+  const secret = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'anthropic-key', value: KEY_VALUE } });
+  assert.equal(secret.status, 201, await secret.text());
   const applied = await rt.fetch('/api/v1/factories/warp-e2e/apply', { method: 'POST', json: { snapshot } });
   assert.equal(applied.status, 200, await applied.text());
 
@@ -136,4 +139,13 @@ test('a Warp repo: a signed delivery runs the agent\'s claude harness with the r
   assert.equal(failed.state, 'FAILED');
   assert.equal(failed.config.environment_id, 'automation:warp-e2e/closed-with-codex');
   assert.match(failed.status_message, /^agent program "codex" was not found: the codex harness of agent "reviewer" needs it/);
+
+  // The run API may name the agent's environment; a malformed id is a 400 naming the field.
+  const created = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'Review the last commit.', config: { environment_id: 'agent:warp-e2e/reviewer' } } });
+  assert.equal(created.status, 201, await created.clone().text());
+  const apiRun = await waitForRun(rt, ((await created.json()) as { run_id: string }).run_id);
+  assert.equal(apiRun.state, 'SUCCEEDED', apiRun.status_message);
+  const bad = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'x', config: { environment_id: 'agent:Warp/x' } } });
+  assert.equal(bad.status, 400);
+  assert.match(await bad.text(), /environment_id/);
 });
