@@ -91,6 +91,9 @@ const CASES = (): Case[] => [
   uidCase('GET', '/deliveries'),
   uidCase('GET', '/deliveries?limit=5'),
   uidCase('GET', `/deliveries/${encodeURIComponent(deliveryId)}`),
+  // runtime/routes/replay-retry.ts: nothing is replayed, and the answer is the unknown webhook's.
+  uidCase('POST', `/deliveries/${encodeURIComponent(deliveryId)}/replay`),
+  uidCase('POST', `/deliveries/${encodeURIComponent(deliveryId)}/replay`, { automation: 'review' }),
   // runtime/routes/automations.ts
   factoryCase('GET', (f) => `/api/v1/automations?factory=${f}`),
   factoryCase('GET', (f) => `/api/v1/automations/${f}/review`),
