@@ -101,6 +101,8 @@ export const LOGGED_ROUTES: readonly string[] = [
   '/api/v1/agent/runs/:run/cancel',
   '/api/v1/agent/runs/:run/retry',
   '/api/v1/agent/runs/:run/transcript',
+  '/api/v1/agent/schedules',
+  '/api/v1/agent/schedules/:id',
   '/api/v1/openapi.json',
 ];
 
