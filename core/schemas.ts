@@ -13,7 +13,8 @@ import scorerSchema from '../schemas/scorer.schema.json' with { type: 'json' };
 import type { Snapshot } from './snapshot.ts';
 
 /**
- * The one Ajv instance: every schema under schemas/ is compiled here, once, at import.
+ * The one Ajv instance: every schema under schemas/ is compiled here, once, on its first use
+ * (compiling all of them takes longer than the CLI takes to start, and `factory --help` needs none).
  * allErrors so that validate reports every problem at once (docs/plan-apply.md); strict so that a
  * typo in a schema fails loudly instead of silently allowing anything. strictRequired is off only
  * because the draft-07 idiom `then: {required: [x]}` names a key that the parent's `properties`
@@ -21,7 +22,7 @@ import type { Snapshot } from './snapshot.ts';
  * grammar's scalars. verbose puts the failing schema on each error, which the compiler reads for
  * "did you mean".
  */
-const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
+let ajv: Ajv | undefined;
 
 /** What each definitions file kind is validated against. */
 export type DefinitionKind =
@@ -36,25 +37,37 @@ export type DefinitionKind =
   | 'benchmark_task'
   | 'scorer';
 
-const validators: Record<DefinitionKind | 'snapshot', ValidateFunction> = {
-  factory: ajv.compile(factorySchema),
-  webhook: ajv.compile(webhookSchema),
-  automation: ajv.compile(automationSchema),
-  environment: ajv.compile(environmentSchema),
-  agent: ajv.compile(agentSchema),
-  skill: ajv.compile(skillSchema),
-  runner: ajv.compile(runnerSchema),
-  benchmark: ajv.compile(benchmarkSchema),
-  benchmark_task: ajv.compile(benchmarkTaskSchema),
-  scorer: ajv.compile(scorerSchema),
-  snapshot: ajv.compile(snapshotSchema),
+const SCHEMAS: Record<DefinitionKind | 'snapshot', object> = {
+  factory: factorySchema,
+  webhook: webhookSchema,
+  automation: automationSchema,
+  environment: environmentSchema,
+  agent: agentSchema,
+  skill: skillSchema,
+  runner: runnerSchema,
+  benchmark: benchmarkSchema,
+  benchmark_task: benchmarkTaskSchema,
+  scorer: scorerSchema,
+  snapshot: snapshotSchema,
 };
+
+const compiled = new Map<DefinitionKind | 'snapshot', ValidateFunction>();
+
+function validatorOf(kind: DefinitionKind | 'snapshot'): ValidateFunction {
+  let validate = compiled.get(kind);
+  if (!validate) {
+    ajv ??= new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
+    validate = ajv.compile(SCHEMAS[kind]);
+    compiled.set(kind, validate);
+  }
+  return validate;
+}
 
 export type SchemaError = ErrorObject;
 
 /** Raw Ajv errors of a definitions file (an automation's front matter); [] when valid. */
 export function schemaErrors(kind: DefinitionKind, value: unknown): SchemaError[] {
-  const validate = validators[kind];
+  const validate = validatorOf(kind);
   return validate(value) ? [] : [...(validate.errors ?? [])];
 }
 
@@ -93,7 +106,7 @@ export function escapePointer(segment: string): string {
 export function validateSnapshot(
   value: unknown,
 ): { ok: true; value: Snapshot } | { ok: false; errors: { pointer: string; message: string }[] } {
-  const validate = validators.snapshot;
+  const validate = validatorOf('snapshot');
   if (validate(value)) return { ok: true, value: value as Snapshot };
   return { ok: false, errors: toProblems([...(validate.errors ?? [])]) };
 }

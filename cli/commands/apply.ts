@@ -81,7 +81,7 @@ export function registerApply(program: Command, io: CliIO): void {
     try {
       result = await requestApply(client, snapshot, { baseRevision, revision: opts.revision });
     } catch (err) {
-      if (printRuntimeErrors(io, err, dir, files, format)) throw exitWith(1);
+      if (await printRuntimeErrors(io, err, dir, files, format)) throw exitWith(1);
       throw err;
     }
     io.stdout(opts.json ? JSON.stringify(result, null, 2) + '\n' : renderApply(result));

@@ -2,7 +2,6 @@ import { writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError, exitWith } from '../../core/errors.ts';
-import { compileDir, formatDiagnostics, writeSnapshot } from '../compiler/index.ts';
 import { fsReason, type CliIO } from '../io.ts';
 import { asGiven, diagnosticFormat } from './validate.ts';
 
@@ -19,6 +18,7 @@ export function registerBuild(program: Command, io: CliIO): void {
     )
     .action(async (dir: string, opts: { out?: string; format?: string }) => {
       const format = diagnosticFormat(io, opts.format);
+      const { compileDir, formatDiagnostics, writeSnapshot } = await import('../compiler/index.ts');
       const result = await compileDir(dir, { cwd: io.cwd });
       if (result.diagnostics.length) io.stderr(formatDiagnostics(asGiven(dir, result.diagnostics), format));
       if (!result.snapshot) throw exitWith(1);

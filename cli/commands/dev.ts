@@ -3,11 +3,7 @@ import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import type { Command } from 'commander';
 import { newStandardWebhooksSecret, newTokenSecret } from '../../core/ids.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
-import { parseConfig, withDirectExecutor, type ConfigFlags } from '../../runtime/config.ts';
-import { isolationOf, probeIsolation } from '../../runtime/executor/sandbox.ts';
-import { startServer } from '../../runtime/server.ts';
-import { createLogger } from '../../runtime/log.ts';
-import { prettyDestination } from '../../runtime/log-pretty.ts';
+import type { ConfigFlags } from '../../runtime/config.ts';
 import type { Store } from '../../runtime/store/index.ts';
 import { createClient } from '../client.ts';
 import type { CliIO } from '../io.ts';
@@ -107,6 +103,14 @@ export function registerDev(program: Command, io: CliIO): void {
       '\nExamples:\n  $ factory dev examples/factory\n  $ npm start            # the same, for the example\n\nNot for production: it creates any missing team secret with a random value and prints it. Use `factory serve` and `factory apply` there.\n',
     )
     .action(async (dir: string, flags: ConfigFlags) => {
+      // The runtime (Koa, SQLite, the executor) is loaded when dev runs, never for `factory --help`.
+      const [{ parseConfig, withDirectExecutor }, { isolationOf, probeIsolation }, { startServer }, { createLogger }, { prettyDestination }] = await Promise.all([
+        import('../../runtime/config.ts'),
+        import('../../runtime/executor/sandbox.ts'),
+        import('../../runtime/server.ts'),
+        import('../../runtime/log.ts'),
+        import('../../runtime/log-pretty.ts'),
+      ]);
       // A dev runtime belongs to its factory repo: without --data-dir or FACTORY_DATA_DIR its data
       // lives in <dir>/.factory, where the CLI looks when run in the repo or pointed at it.
       const dataDir = flags.dataDir ?? (io.env.FACTORY_DATA_DIR ? undefined : join(dir, '.factory'));

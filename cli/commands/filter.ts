@@ -3,7 +3,6 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError, exitWith } from '../../core/errors.ts';
 import { checkFilter, explainFilter, formatPath, type PayloadFilter } from '../../core/filter.ts';
-import { parseYaml, toPosition } from '../compiler/yaml.ts';
 import { fsReason, type CliIO } from '../io.ts';
 
 const HELP = `
@@ -37,7 +36,7 @@ export function registerFilter(program: Command, io: CliIO): void {
     .option('--json', 'print {matches, path?, reason?} (or {problems} for a filter with grammar problems)')
     .addHelpText('after', HELP)
     .action(async (filterFile: string, payloadFile: string, opts: { json?: boolean }) => {
-      const filterValue = parseFilterFile(filterFile, await readText(io, filterFile, 'filter'));
+      const filterValue = await parseFilterFile(filterFile, await readText(io, filterFile, 'filter'));
       const problems = checkFilter(filterValue);
       if (problems.length) {
         if (opts.json) io.stdout(JSON.stringify({ problems }) + '\n');
@@ -67,7 +66,7 @@ async function readText(io: CliIO, file: string, what: string): Promise<string> 
 }
 
 /** JSON for `.json` files, else YAML without anchors, aliases, tags or duplicate keys (docs/definitions.md). */
-function parseFilterFile(file: string, text: string): unknown {
+async function parseFilterFile(file: string, text: string): Promise<unknown> {
   if (/\.json$/i.test(file)) {
     try {
       return JSON.parse(text) as unknown;
@@ -75,6 +74,8 @@ function parseFilterFile(file: string, text: string): unknown {
       throw new CliError(`the filter file ${file} is not valid JSON: ${(err as Error).message}`);
     }
   }
+  // The YAML parser is loaded here, not when the CLI starts.
+  const { parseYaml, toPosition } = await import('../compiler/yaml.ts');
   const parsed = parseYaml(text);
   const first = parsed.problems[0];
   if (first) {

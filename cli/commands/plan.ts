@@ -5,7 +5,7 @@ import { CliError, FactoryError, exitWith } from '../../core/errors.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { renderInactive } from '../compiler/inactive.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
-import { compile, factoryNameOf, formatDiagnostics, loadRepo, locate, type Diagnostic, type SourceFile } from '../compiler/index.ts';
+import type { Diagnostic, SourceFile } from '../compiler/index.ts';
 import { fsReason, type CliIO } from '../io.ts';
 import { asGiven, diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 
@@ -51,6 +51,8 @@ export interface Compiled {
  * runtime knows for it as its hint (docs/definitions.md).
  */
 export async function compileRepo(io: CliIO, dir: string, format: DiagnosticFormat, client?: Client): Promise<Compiled | undefined> {
+  // Loaded on use, not at start-up: the compiler (YAML, Ajv) is most of what `factory --help` would load.
+  const { compile, factoryNameOf, formatDiagnostics, loadRepo } = await import('../compiler/index.ts');
   const root = resolve(io.cwd, dir);
   const files = await loadRepo(root);
   let result = compile(files, { root });
@@ -77,11 +79,12 @@ async function runtimeWebhookUids(client: Client, factory: string | undefined): 
 /**
  * Prints a runtime refusal as diagnostics (`file:line:col: error CODE: message`,
  * docs/plan-apply.md), placing each `{file, pointer}` with the compiler's `locate`, then the
- * problem's sentence. Returns false for an error that is not a runtime refusal (the caller rethrows
- * it).
+ * problem's sentence. Resolves to false for an error that is not a runtime refusal (the caller
+ * rethrows it).
  */
-export function printRuntimeErrors(io: CliIO, err: unknown, dir: string, files: SourceFile[], format: DiagnosticFormat): boolean {
+export async function printRuntimeErrors(io: CliIO, err: unknown, dir: string, files: SourceFile[], format: DiagnosticFormat): Promise<boolean> {
   if (!(err instanceof FactoryError)) return false;
+  const { formatDiagnostics, locate } = await import('../compiler/index.ts');
   const diags: Diagnostic[] = [];
   for (const e of err.errors ?? []) {
     const code = e.code ?? err.code;
@@ -156,7 +159,7 @@ export function registerPlan(program: Command, io: CliIO): void {
     try {
       plan = await requestPlan(client, compiled.snapshot);
     } catch (err) {
-      if (printRuntimeErrors(io, err, dir, compiled.files, format)) throw exitWith(1);
+      if (await printRuntimeErrors(io, err, dir, compiled.files, format)) throw exitWith(1);
       throw err;
     }
     if (opts.out) {

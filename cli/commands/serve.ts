@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { parseConfig, type ConfigFlags } from '../../runtime/config.ts';
-import { startServer } from '../../runtime/server.ts';
+import type { ConfigFlags } from '../../runtime/config.ts';
 import type { CliIO } from '../io.ts';
 
 interface ServeFlags extends ConfigFlags {
@@ -45,6 +44,8 @@ export function registerServe(program: Command, io: CliIO): void {
       '\nExamples:\n  $ factory serve\n  $ FACTORY_MASTER_KEY=$(openssl rand -base64 32) factory serve --host 0.0.0.0 --base-url https://hooks.example.com\n\nOn first start an admin API key is written to <data-dir>/admin.key (mode 0600); the CLI uses it when run next to that data dir. Logs are JSON lines on stdout.\n\nRuns execute in a bubblewrap sandbox (apt-get install bubblewrap); serve refuses to start without it unless --executor direct is given. See docs/security.md.\n',
     )
     .action(async (flags: ServeFlags) => {
+      // The runtime (Koa, SQLite, the executor) is loaded when serve runs, never for `factory --help`.
+      const [{ parseConfig }, { startServer }] = await Promise.all([import('../../runtime/config.ts'), import('../../runtime/server.ts')]);
       const config = parseConfig(flags, io.env, io.cwd);
       const server = await startServer(config);
       io.stdout(`factory runtime listening on ${server.url}\n`);

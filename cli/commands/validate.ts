@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { exitWith, usageError } from '../../core/errors.ts';
-import { compileDir, formatDiagnostics, type Diagnostic } from '../compiler/index.ts';
+import type { Diagnostic } from '../compiler/index.ts';
 import type { CliIO } from '../io.ts';
 
 export type DiagnosticFormat = 'text' | 'json' | 'github';
@@ -35,6 +35,8 @@ export function registerValidate(program: Command, io: CliIO): void {
     )
     .action(async (dir: string, opts: { format?: string }) => {
       const format = diagnosticFormat(io, opts.format);
+      // Loaded here, not at start-up: the compiler (YAML, Ajv) is most of what `factory --help` would load.
+      const { compileDir, formatDiagnostics } = await import('../compiler/index.ts');
       const result = await compileDir(dir, { cwd: io.cwd });
       const diags = asGiven(dir, result.diagnostics);
       const errors = diags.filter((d) => d.severity === 'error').length;

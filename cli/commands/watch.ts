@@ -1,9 +1,7 @@
 import { relative, resolve, sep } from 'node:path';
-import { watch } from 'chokidar';
 import type { Command } from 'commander';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
-import { loadRepo } from '../compiler/index.ts';
 import type { CliIO } from '../io.ts';
 import { renderApply, requestApply } from './apply.ts';
 import { compileRepo, printRuntimeErrors } from './plan.ts';
@@ -51,7 +49,7 @@ export async function applyOnce(o: Omit<WatchOptions, 'signal' | 'onCycle'>): Pr
       o.io.stdout(renderApply(result));
       return result.applied ? 'applied' : 'unchanged';
     } catch (err) {
-      if (!printRuntimeErrors(o.io, err, o.dir, compiled.files, o.format)) throw err;
+      if (!(await printRuntimeErrors(o.io, err, o.dir, compiled.files, o.format))) throw err;
       o.io.stderr('Not applied; watching for changes.\n');
       return 'failed';
     }
@@ -85,6 +83,8 @@ export async function watchAndApply(o: WatchOptions): Promise<void> {
     } while (again && !o.signal.aborted);
     running = false;
   };
+  // Loaded on use: `factory --help` and the other commands never need a file watcher.
+  const { watch } = await import('chokidar');
   const watcher = watch(root, {
     ignoreInitial: true,
     ignored: (path: string) => watchIgnores(root, o.ignore ?? [], path),
@@ -110,6 +110,7 @@ export async function watchAndApply(o: WatchOptions): Promise<void> {
  * errors and go on, but a typo in the directory would otherwise watch nothing forever.
  */
 export async function assertFactoryRepo(io: CliIO, dir: string): Promise<void> {
+  const { loadRepo } = await import('../compiler/index.ts');
   await loadRepo(dir, { cwd: io.cwd });
 }
 

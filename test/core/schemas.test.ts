@@ -50,3 +50,10 @@ test('the filter grammar in the automation schema rejects what docs/filters.md c
     assert.notDeepEqual(schemaErrors('automation', front(bad)), [], JSON.stringify(bad));
   }
 });
+
+test('every schema compiles under Ajv strict mode (they are compiled on first use, so a broken one would wait for its kind)', () => {
+  const kinds = ['factory', 'webhook', 'automation', 'environment', 'agent', 'skill', 'runner', 'benchmark', 'benchmark_task', 'scorer'] as const;
+  assert.equal(kinds.length + 1, SCHEMAS.length, 'a kind for every schema file, and the snapshot');
+  for (const kind of kinds) assert.ok(Array.isArray(schemaErrors(kind, {})), kind);
+  assert.equal(validateSnapshot({}).ok, false);
+});
