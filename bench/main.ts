@@ -5,6 +5,7 @@
  *
  * `npm run bench -- compile runs` runs a subset; `--quick` makes the ingress bench one short round.
  */
+import { benchCli } from './cli.ts';
 import { benchCompile } from './compile.ts';
 import { benchIngress } from './ingress.ts';
 import { benchRuns } from './runs.ts';
@@ -13,6 +14,7 @@ const BENCHES: Record<string, (print: (line: string) => void, opts: { quick: boo
   compile: benchCompile,
   runs: (print) => benchRuns(print),
   ingress: benchIngress,
+  cli: (print) => benchCli(print),
 };
 
 const print = (line: string) => void process.stdout.write(line + '\n');
