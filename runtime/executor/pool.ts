@@ -24,7 +24,7 @@ import type { FinalState, FinishInput, RunRecord } from '../store/runs.ts';
 import { parseDuration } from './duration.ts';
 import { runJob, type JobResult } from './job.ts';
 import { killOrphanGroup } from './process.ts';
-import { assertIsolation, isolationOf, SANDBOX_PATH, type Isolation } from './sandbox.ts';
+import { assertIsolation, isolationOf, type Isolation } from './sandbox.ts';
 import { removeWorkspace } from './workspace.ts';
 
 declare module '../services.ts' {
@@ -267,7 +267,8 @@ export class ExecutorPool implements Service {
     }
     let statusMessage = result.statusMessage;
     if (env?.warp && result.errorCode === 'agent_not_found') {
-      statusMessage = `${statusMessage}: the ${env.warp.harness} harness of agent "${env.warp.agent}" needs it; install it where runs find programs (the sandbox's PATH, or a --sandbox-ro-bind directory or its bin/) (docs/definitions.md#warp-agents-run-here)`;
+      const where = this.isolation.kind === 'sandbox' ? "the sandbox's PATH, or a --sandbox-ro-bind directory or its bin/" : "the runtime's PATH";
+      statusMessage = `${statusMessage}: the ${env.warp.harness} harness of agent "${env.warp.agent}" needs it; install it where runs find programs (${where}) (docs/definitions.md#warp-agents-run-here)`;
     }
     finish(result.state, { statusMessage, errorCode: result.errorCode, retryable: false });
   }
@@ -275,8 +276,7 @@ export class ExecutorPool implements Service {
   /**
    * What an environment made for a Warp agent adds at run start (docs/definitions.md#warp-agents-run-here):
    * factory.yaml's repositories from --repository-base, the agent's instructions and skills before
-   * the prompt, and the harness program found in a --sandbox-ro-bind directory when the sandbox's
-   * fixed PATH does not have it.
+   * the prompt, and the harness program found in a --sandbox-ro-bind directory (findInBinds).
    */
   private warpParts(env: EnvironmentDef, warp: WarpExecution, prompt: string): { repos: RepoDef[]; command: string[]; prompt: string } {
     const repos: RepoDef[] = [];
@@ -358,8 +358,9 @@ export class ExecutorPool implements Service {
 }
 
 /**
- * A program the sandbox's fixed PATH lacks, found in an operator's read-only bind (`D/prog` or
- * `D/bin/prog`), as its absolute path; undefined when PATH has it or no bind does.
+ * A harness program in an operator's read-only bind (`D/prog` or `D/bin/prog`), as its absolute
+ * path; undefined when no bind has it, and the sandbox's fixed PATH is searched. A bind is the
+ * operator's explicit choice, so it wins over a copy in the system directories.
  */
 function findInBinds(program: string, binds: readonly string[]): string | undefined {
   if (program.includes('/')) return undefined;
@@ -371,7 +372,6 @@ function findInBinds(program: string, binds: readonly string[]): string | undefi
       return false;
     }
   };
-  if (SANDBOX_PATH.split(':').some((d) => executable(path.join(d, program)))) return undefined;
   for (const dir of binds) {
     for (const p of [path.join(dir, program), path.join(dir, 'bin', program)]) if (executable(p)) return p;
   }

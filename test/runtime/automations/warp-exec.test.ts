@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { compileDir } from '../../../cli/compiler/index.ts';
 import { EXAMPLE_AGENTS, startTestRuntime } from '../helpers.ts';
+import { testExecutor } from '../executor/helpers.ts';
 import { waitForRun } from '../routes/runs-helpers.ts';
 import { createSecret, deliverGithub, deliveryRuns, PR_OPENED } from './helpers.ts';
 
@@ -111,7 +112,8 @@ test('a Warp repo: a signed delivery runs the agent\'s claude harness with the r
   assert.match(commands.find((c) => c.data.text === 'ls app')!.data.output, /README\.md/);
   // The harness command, with the agent's model.
   const agent = commands.find((c) => c.data.phase === 'agent')!;
-  assert.equal(path.basename(agent.data.argv[0]), 'claude');
+  // Found in the operator's bind (the sandbox's PATH does not have it); unsandboxed, through PATH.
+  assert.equal(agent.data.argv[0], testExecutor() === 'sandbox' ? path.join(install, 'bin', 'claude') : 'claude');
   assert.deepEqual(agent.data.argv.slice(1), ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions', '--model', 'claude-sonnet-4-5']);
 
   // The stream-json reader turned the session into messages.
