@@ -1,0 +1,120 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ajv } from 'ajv';
+import { API_SCHEMAS } from '../../../core/openapi.ts';
+import { parseCreateWebhook } from '../../../runtime/ingress/lifecycle.ts';
+import { parseCreateRun } from '../../../runtime/routes/run-input.ts';
+import { checkNewKey } from '../../../runtime/store/keys.ts';
+
+/**
+ * The request schemas under schemas/api/ (docs/api.md#openapi) against the routes' own checks:
+ * for each body both accept it or both refuse it. The few rules a schema cannot state (a secret
+ * that decodes to 24 to 64 bytes, metadata's size) are left out of the table on purpose.
+ */
+const ajv = new Ajv({ strict: true, strictRequired: false, allowUnionTypes: true });
+for (const schema of Object.values(API_SCHEMAS)) ajv.addSchema(schema);
+const schemaAccepts = (name: string, body: unknown) => ajv.getSchema(`https://factory.dev/schemas/api/${name}.schema.json`)!(body) as boolean;
+const accepts = (check: () => unknown) => {
+  try {
+    check();
+    return true;
+  } catch {
+    return false;
+  }
+};
+const SECRET = 'whsec_' + Buffer.alloc(32, 7).toString('base64');
+const IMAGE = { data: Buffer.from('png').toString('base64'), mime_type: 'image/png' };
+
+test('run-create: the schema and parseCreateRun agree', () => {
+  const bodies: unknown[] = [
+    { prompt: 'p' },
+    { prompt: 'p', config: { environment_id: 'sandbox' } },
+    { prompt: 'p', config: { environment_id: 'agent:tools/reviewer' } },
+    { prompt: 'p', config: { environment_id: 'Not An Id' } },
+    { prompt: 'p', config: { environment_id: null, model_id: 'm', name: null, computer_use_enabled: true, mcp_servers: { a: {} } } },
+    { prompt: 'p', config: { mcp_servers: [] } },
+    { prompt: 'p', config: { computer_use_enabled: 'yes' } },
+    { prompt: 'p', config: { model_id: 'm'.repeat(1001) } },
+    { prompt: 'p', config: { other: 1 } },
+    { prompt: 'p', config: null },
+    { prompt: 'p', config: [] },
+    { prompt: '' },
+    { prompt: ' \n\t' },
+    { prompt: 7 },
+    {},
+    { skill: 's' },
+    { prompt: 'p', title: null, metadata: null, skill: null, conversation_id: null, team: null, images: null, webhook: null },
+    { prompt: 'p', title: 't'.repeat(256) },
+    { prompt: 'p', title: 't'.repeat(257) },
+    { prompt: 'p', metadata: { a: [1, { b: 2 }] } },
+    { prompt: 'p', metadata: [1] },
+    { prompt: 'p', metadata: 'x' },
+    { prompt: 'p', skill: '' },
+    { prompt: 'p', conversation_id: 'c'.repeat(1001) },
+    { prompt: 'p', team: 'yes' },
+    { prompt: 'p', images: [IMAGE] },
+    { prompt: 'p', images: Array(6).fill(IMAGE) },
+    { prompt: 'p', images: [{ ...IMAGE, mime_type: 'image/bmp' }] },
+    { prompt: 'p', images: [{ ...IMAGE, data: 'not base64!' }] },
+    { prompt: 'p', images: [{ ...IMAGE, extra: 1 }] },
+    { prompt: 'p', images: {} },
+    { prompt: 'p', webhook: { url: 'https://hooks.example.com/runs' } },
+    { prompt: 'p', webhook: { url: 'https://hooks.example.com/runs', secret: SECRET } },
+    { prompt: 'p', webhook: { url: 'ftp://hooks.example.com/runs' } },
+    { prompt: 'p', webhook: { url: 'https://hooks.example.com/' + 'a'.repeat(2048) } },
+    { prompt: 'p', webhook: { secret: SECRET } },
+    { prompt: 'p', webhook: { url: 'https://hooks.example.com/runs', secret: 'plain' } },
+    { prompt: 'p', webhook: { url: 'https://hooks.example.com/runs', other: 1 } },
+    { prompt: 'p', webhook: 'https://hooks.example.com/runs' },
+    { prompt: 'p', extra: true },
+    [],
+    null,
+    'p',
+  ];
+  for (const body of bodies) {
+    assert.equal(schemaAccepts('run-create', body), parseCreateRun(body).errors.length === 0, JSON.stringify(body).slice(0, 200));
+  }
+});
+
+test('webhook-create: the schema and parseCreateWebhook agree', () => {
+  const bodies: unknown[] = [
+    { name: 'ci' },
+    { name: 'ci', auth_mode: 'url_token', description: 'd', delivery_id_header: 'X-Build-Id' },
+    { name: 'gh', auth_mode: 'signature', signature_scheme: 'github', secret: 's', secret_name: 'gh-signing' },
+    { name: 'Bad Name' },
+    { name: 7 },
+    {},
+    { name: 'ci', auth_mode: 'magic' },
+    { name: 'ci', secret_name: 'has space' },
+    { name: 'ci', delivery_id_header: 'not a header' },
+    { name: 'ci', extra: 1 },
+    { name: 'ci', description: 5 },
+    null,
+  ];
+  for (const body of bodies) {
+    assert.equal(schemaAccepts('webhook-create', body), accepts(() => parseCreateWebhook(body)), JSON.stringify(body));
+  }
+});
+
+test('key-create: the schema and the store\'s checks agree on shapes', () => {
+  const bodies: unknown[] = [
+    { name: 'ci', kind: 'agent' },
+    { name: 'Alice Smith', kind: 'personal', scopes: ['manage', 'runs'], factories: ['web', 'api'] },
+    { name: '', kind: 'agent' },
+    { name: 'a\nb', kind: 'agent' },
+    { name: 'x'.repeat(129), kind: 'agent' },
+    { name: 'ci', kind: 'robot' },
+    { name: 'ci', kind: 'agent', scopes: [] },
+    { name: 'ci', kind: 'agent', scopes: ['runs', 'runs'] },
+    { name: 'ci', kind: 'agent', scopes: ['everything'] },
+    { name: 'ci', kind: 'agent', scopes: 'runs' },
+    { name: 'ci', kind: 'personal', scopes: ['manage'], factories: [] },
+    { name: 'ci', kind: 'personal', scopes: ['manage'], factories: ['Not A Name'] },
+    { name: 'ci', kind: 'personal', scopes: ['manage'], factories: null },
+  ];
+  for (const body of bodies) {
+    const b = body as Record<string, unknown>;
+    const store = accepts(() => checkNewKey({ ...b, scopes: b.scopes === undefined ? ['runs'] : b.scopes }));
+    assert.equal(schemaAccepts('key-create', body), store, JSON.stringify(body));
+  }
+});
