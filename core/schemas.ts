@@ -10,6 +10,9 @@ import runnerSchema from '../schemas/runner.schema.json' with { type: 'json' };
 import benchmarkSchema from '../schemas/benchmark.schema.json' with { type: 'json' };
 import benchmarkTaskSchema from '../schemas/benchmark-task.schema.json' with { type: 'json' };
 import scorerSchema from '../schemas/scorer.schema.json' with { type: 'json' };
+import secretCreateSchema from '../schemas/api/secret-create.schema.json' with { type: 'json' };
+import secretUpdateSchema from '../schemas/api/secret-update.schema.json' with { type: 'json' };
+import factoriesChangeSchema from '../schemas/api/factories-change.schema.json' with { type: 'json' };
 import type { Snapshot } from './snapshot.ts';
 
 /**
@@ -52,12 +55,12 @@ const SCHEMAS: Record<DefinitionKind | 'snapshot', object> = {
 };
 
 const compiled = new Map<DefinitionKind | 'snapshot', ValidateFunction>();
+const ajvOf = () => (ajv ??= new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true }));
 
 function validatorOf(kind: DefinitionKind | 'snapshot'): ValidateFunction {
   let validate = compiled.get(kind);
   if (!validate) {
-    ajv ??= new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
-    validate = ajv.compile(SCHEMAS[kind]);
+    validate = ajvOf().compile(SCHEMAS[kind]);
     compiled.set(kind, validate);
   }
   return validate;
@@ -109,4 +112,42 @@ export function validateSnapshot(
   const validate = validatorOf('snapshot');
   if (validate(value)) return { ok: true, value: value as Snapshot };
   return { ok: false, errors: toProblems([...(validate.errors ?? [])]) };
+}
+
+/** Request bodies the routes validate against their schema under schemas/api/ (docs/api.md#openapi). */
+const API_BODIES = {
+  'secret-create': secretCreateSchema,
+  'secret-update': secretUpdateSchema,
+  'factories-change': factoriesChangeSchema,
+};
+export type ApiBody = keyof typeof API_BODIES;
+const apiCompiled = new Map<ApiBody, ValidateFunction>();
+
+/**
+ * Every problem of a request body against its schema, each a pointer and a sentence that names the
+ * field (`grace_seconds must be integer`); [] when valid. `skip` leaves out the problems of these
+ * keywords, for a caller whose own checks say them in better words.
+ */
+export function apiBodyProblems(name: ApiBody, value: unknown, options: { skip?: readonly string[] } = {}): SchemaProblem[] {
+  const validate = apiCompiled.get(name) ?? ajvOf().compile(API_BODIES[name]);
+  apiCompiled.set(name, validate);
+  if (validate(value)) return [];
+  const errors = (validate.errors ?? []).filter((e) => !options.skip?.includes(e.keyword));
+  return toProblems(errors).map((p, i) => {
+    const e = errors[i];
+    if (e.keyword === 'required' || e.keyword === 'additionalProperties') return p;
+    const field = p.pointer === '' ? 'the body' : p.pointer.split('/').at(-1)!.replace(/~1/g, '/').replace(/~0/g, '~');
+    return { pointer: p.pointer, message: `${/^\d+$/.test(field) ? `item ${field}` : field} ${plainMessage(e) ?? p.message}` };
+  });
+}
+
+const A_TYPE: Record<string, string> = { object: 'an object', array: 'an array', string: 'a string', boolean: 'true or false', integer: 'an integer', number: 'a number', null: 'null' };
+
+/** Ajv's terse messages of the common keywords in words (`must be an array or null`); undefined keeps Ajv's. */
+function plainMessage(e: SchemaError): string | undefined {
+  const params = e.params as { type?: string | string[]; limit?: number };
+  if (e.keyword === 'type') return `must be ${([] as string[]).concat(params.type ?? []).map((t) => A_TYPE[t] ?? t).join(' or ')}`;
+  if (e.keyword === 'maximum') return `must be at most ${params.limit}`;
+  if (e.keyword === 'minimum') return `must be at least ${params.limit}`;
+  return undefined;
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { invalidRequest, notFound } from '../../core/errors.ts';
-import { MAX_GRACE_SECONDS, updateSecret } from '../ingress/lifecycle.ts';
+import { apiBodyProblems, type ApiBody } from '../../core/schemas.ts';
+import { updateSecret } from '../ingress/lifecycle.ts';
 import { readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/auth.ts';
 import type { RouteModule } from './index.ts';
@@ -18,23 +19,25 @@ import type { RouteModule } from './index.ts';
  * - `DELETE /api/v1/secrets/:name` → 204
  * Which factories may use a secret is docs/runtime.md#which-factories-may-use-a-secret.
  */
+/** Keywords whose problems the store states itself, in the words the CLI shows (names, values, factory names). */
+const STORE_JUDGES = ['pattern', 'minLength', 'maxLength', 'minItems', 'maxItems'];
+
 export const secretRoutes: RouteModule = (router, { config, store, clock }) => {
   const admin = requireScope('admin');
-  const readObject = async (ctx: Context, allowed: string[]) => {
+  /**
+   * The body, checked against its schema under schemas/api/ (docs/api.md#openapi): unknown fields,
+   * types, grace_seconds' range. Names, values and factory names are the store's to judge: its
+   * sentences say what a valid one looks like, and the CLI shows them.
+   */
+  const readObject = async (ctx: Context, schema: ApiBody) => {
     const body = await readJsonBody(ctx, { limit: config.limits.apiBodyBytes });
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest('The body must be a JSON object.');
-    const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
-    if (unknown.length) {
-      throw invalidRequest('The request has unknown fields.', unknown.map((k) => ({ pointer: `/${k}`, message: 'unknown field' })));
-    }
+    const problems = apiBodyProblems(schema, body, { skip: STORE_JUDGES });
+    if (problems.length) throw invalidRequest(`The request is not valid: ${problems[0].pointer || 'body'}: ${problems[0].message}.`, problems);
     return body as Record<string, unknown>;
   };
 
   router.post('/api/v1/secrets', admin, async (ctx) => {
-    const b = await readObject(ctx, ['name', 'value', 'pending', 'factories']);
-    if (b.pending !== undefined && typeof b.pending !== 'boolean') {
-      throw invalidRequest('pending must be a boolean.', [{ pointer: '/pending', message: 'must be true or false' }]);
-    }
+    const b = await readObject(ctx, 'secret-create');
     if (b.pending === true && b.value !== undefined) {
       throw invalidRequest('A pending secret has no value.', [{ pointer: '/value', message: 'omit the value, or drop pending' }]);
     }
@@ -58,14 +61,9 @@ export const secretRoutes: RouteModule = (router, { config, store, clock }) => {
   });
 
   router.put('/api/v1/secrets/:name', admin, async (ctx) => {
-    const b = await readObject(ctx, ['value', 'grace_seconds']);
-    if (b.value === undefined) throw invalidRequest('The new value is missing.', [{ pointer: '/value', message: 'required' }]);
+    // The schema holds the value's presence and grace_seconds' range (0 to MAX_GRACE_SECONDS).
+    const b = await readObject(ctx, 'secret-update');
     const grace = b.grace_seconds;
-    if (grace !== undefined && !(Number.isInteger(grace) && (grace as number) >= 0 && (grace as number) <= MAX_GRACE_SECONDS)) {
-      throw invalidRequest('grace_seconds must be a whole number of seconds from 0 to 30 days.', [
-        { pointer: '/grace_seconds', message: `must be an integer from 0 to ${MAX_GRACE_SECONDS}` },
-      ]);
-    }
     const done = updateSecret(store, ctx.params.name, b.value as string, { graceSeconds: grace as number | undefined, now: clock.now() });
     // The secret's metadata as before, plus what a graceful rotation did.
     ctx.body = done.grace ? { ...done.secret, grace: done.grace } : done.secret;
@@ -73,10 +71,7 @@ export const secretRoutes: RouteModule = (router, { config, store, clock }) => {
 
   /** The `factories` of a body: a list, or null (every factory) where `nullable`. */
   const factoriesOf = async (ctx: Context, nullable: boolean) => {
-    const b = await readObject(ctx, ['factories']);
-    if (b.factories === undefined) {
-      throw invalidRequest('factories is missing.', [{ pointer: '/factories', message: nullable ? 'required: a list of factory names, or null for every factory' : 'required: a list of factory names' }]);
-    }
+    const b = await readObject(ctx, 'factories-change');
     if (b.factories === null && !nullable) {
       throw invalidRequest('factories must be a list of factory names.', [{ pointer: '/factories', message: 'to let every factory use the secret, PUT /api/v1/secrets/<name>/factories {"factories": null}' }]);
     }

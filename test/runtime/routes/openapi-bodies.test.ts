@@ -4,7 +4,9 @@ import { Ajv } from 'ajv';
 import { API_SCHEMAS } from '../../../core/openapi.ts';
 import { parseCreateWebhook } from '../../../runtime/ingress/lifecycle.ts';
 import { parseCreateRun } from '../../../runtime/routes/run-input.ts';
+import { MAX_GRACE_SECONDS } from '../../../runtime/ingress/lifecycle.ts';
 import { checkNewKey } from '../../../runtime/store/keys.ts';
+import { startTestRuntime } from '../helpers.ts';
 
 /**
  * The request schemas under schemas/api/ (docs/api.md#openapi) against the routes' own checks:
@@ -117,4 +119,37 @@ test('key-create: the schema and the store\'s checks agree on shapes', () => {
     const store = accepts(() => checkNewKey({ ...b, scopes: b.scopes === undefined ? ['runs'] : b.scopes }));
     assert.equal(schemaAccepts('key-create', body), store, JSON.stringify(body));
   }
+});
+
+test('the secrets routes check bodies against their schemas: a 400 naming each problem, in the field\'s words', async (t) => {
+  assert.equal((API_SCHEMAS['secret-update'] as { properties: { grace_seconds: { maximum: number } } }).properties.grace_seconds.maximum, MAX_GRACE_SECONDS);
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'tools', value: 'v1' } })).status, 201);
+  const cases: [string, string, unknown, { pointer: string; message: RegExp }[]][] = [
+    ['POST', '/api/v1/secrets', { name: 'x', value: 'v', pending: 'yes', extra: 1 }, [{ pointer: '/extra', message: /^unknown key 'extra'$/ }, { pointer: '/pending', message: /^pending must be true or false$/ }]],
+    ['POST', '/api/v1/secrets', [], [{ pointer: '', message: /^the body must be an object$/ }]],
+    ['POST', '/api/v1/secrets', { name: 'x', value: 7 }, [{ pointer: '/value', message: /^value must be a string$/ }]],
+    ['PUT', '/api/v1/secrets/tools', { grace_seconds: 60 }, [{ pointer: '/value', message: /^missing required key 'value'$/ }]],
+    ['PUT', '/api/v1/secrets/tools', { value: 'v2', grace_seconds: 1.5 }, [{ pointer: '/grace_seconds', message: /^grace_seconds must be an integer$/ }]],
+    ['PUT', '/api/v1/secrets/tools', { value: 'v2', grace_seconds: MAX_GRACE_SECONDS + 1 }, [{ pointer: '/grace_seconds', message: /^grace_seconds must be at most 2592000$/ }]],
+    ['PUT', '/api/v1/secrets/tools/factories', { factories: {} }, [{ pointer: '/factories', message: /^factories must be an array or null$/ }]],
+    ['POST', '/api/v1/secrets/tools/grant', {}, [{ pointer: '/factories', message: /^missing required key 'factories'$/ }]],
+  ];
+  for (const [method, path, json, expected] of cases) {
+    const res = await rt.fetch(path, { method, json });
+    const what = `${method} ${path} ${JSON.stringify(json)}`;
+    assert.equal(res.status, 400, what);
+    const problem = (await res.json()) as { code: string; detail: string; errors: { pointer: string; message: string }[] };
+    assert.equal(problem.code, 'invalid_request', what);
+    assert.equal(problem.errors.length, expected.length, `${what}: ${JSON.stringify(problem.errors)}`);
+    expected.forEach((e, i) => {
+      assert.equal(problem.errors[i].pointer, e.pointer, what);
+      assert.match(problem.errors[i].message, e.message, what);
+    });
+    assert.equal(problem.detail, `The request is not valid: ${expected[0].pointer || 'body'}: ${problem.errors[0].message}.`, what);
+  }
+  // Nothing was written by the refused requests.
+  assert.equal(((await (await rt.fetch('/api/v1/secrets/tools')).json()) as { current_version: number }).current_version, 1);
+  assert.equal((await rt.fetch('/api/v1/secrets/x')).status, 404);
 });
