@@ -87,7 +87,7 @@ test('the scope each operation names is the scope the route enforces (test/runti
 test('answers of the main routes match their documented schemas', async (t) => {
   const rt = await startTestRuntime();
   t.after(() => rt.stop());
-  await applyEnvironments(rt, { ok: envYaml({ command: ['sh', '-c', 'echo hello from the agent'] }) });
+  await applyEnvironments(rt, { ok: envYaml({ command: ['sh', '-c', 'echo hello from the agent'] }), bad: envYaml({ command: ['false'] }) });
   const ajv = documentAjv((await servedDocument(rt)) as unknown as Record<string, unknown>);
   const check = async (res: Response, status: number, component: string) => {
     const body = await res.json();
@@ -108,7 +108,7 @@ test('answers of the main routes match their documented schemas', async (t) => {
   );
   assert.equal(oz.agent_skill.name, 's');
   // A generated notification secret is shown once, in the 201; the target refuses connections, so attempts fail.
-  const notified = await check(await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'p', webhook: { url: 'http://127.0.0.1:9/hook' } } }), 201, 'Run');
+  const notified = await check(await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'p', config: { environment_id: 'ok' }, webhook: { url: 'http://127.0.0.1:9/hook' } } }), 201, 'Run');
   assert.match(notified.webhook.secret, /^whsec_/);
 
   const done = await waitForRun(rt, created.run_id);
@@ -122,17 +122,27 @@ test('answers of the main routes match their documented schemas', async (t) => {
   const page = await check(await rt.fetch(`/api/v1/agent/runs/${created.run_id}/transcript`), 200, 'TranscriptPage');
   assert.ok(page.events.length > 0);
   await check(await rt.fetch(`/api/v1/agent/runs/${created.run_id}/cancel`, { method: 'POST' }), 400, 'Problem');
+  const failing = await check(await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'fail', config: { environment_id: 'bad' } } }), 201, 'Run');
+  assert.equal((await waitForRun(rt, failing.run_id)).state, 'FAILED');
+  const retried = await check(await rt.fetch(`/api/v1/agent/runs/${failing.run_id}/retry`, { method: 'POST' }), 201, 'Run');
+  assert.equal(retried.retry_of, failing.run_id);
 
   await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'ci' } }), 201, 'WebhookChange');
   await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'gh', auth_mode: 'signature', signature_scheme: 'github', secret: 'a-signing-secret' } }), 201, 'WebhookChange');
   const hooks = await check(await rt.fetch('/api/v1/webhooks'), 200, 'WebhookList');
   assert.equal(hooks.webhooks.length, 2);
+  await check(await rt.fetch(`/api/v1/webhooks/${hooks.webhooks[0].uid}`), 200, 'Webhook');
+  await check(await rt.fetch(`/api/v1/webhooks/${hooks.webhooks[0].uid}/disable`, { method: 'POST' }), 200, 'WebhookChange');
 
-  await check(await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'ci', kind: 'agent', scopes: ['runs'] } }), 201, 'KeyCreated');
+  const key = await check(await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'ci', kind: 'agent', scopes: ['runs'] } }), 201, 'KeyCreated');
+  await check(await rt.fetch(`/api/v1/keys/${key.id}/revoke`, { method: 'POST' }), 200, 'Key');
   await check(await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'ops', kind: 'personal', scopes: ['manage'], factories: ['hooks'] } }), 201, 'KeyCreated');
   await check(await rt.fetch('/api/v1/keys'), 200, 'KeyList');
   await check(await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'token', value: 'v' } }), 201, 'Secret');
   await check(await rt.fetch('/api/v1/secrets'), 200, 'SecretList');
+  await check(await rt.fetch('/api/v1/secrets/token', { method: 'PUT', json: { value: 'v2', grace_seconds: 60 } }), 200, 'Secret');
+  await check(await rt.fetch('/api/v1/secrets/token/factories', { method: 'PUT', json: { factories: ['hooks'] } }), 200, 'Secret');
+  await check(await rt.fetch('/api/v1/secrets/token/grant', { method: 'POST', json: { factories: ['tests'] } }), 200, 'Secret');
   const bad = await check(await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 7 } }), 400, 'Problem');
   assert.ok(bad.errors.length > 0);
 });
