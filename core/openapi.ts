@@ -12,6 +12,8 @@
 
 import pkg from '../package.json' with { type: 'json' };
 import automationTest from '../schemas/api/automation-test.schema.json' with { type: 'json' };
+import deliveryList from '../schemas/api/delivery-list.schema.json' with { type: 'json' };
+import delivery from '../schemas/api/delivery.schema.json' with { type: 'json' };
 import factoriesChange from '../schemas/api/factories-change.schema.json' with { type: 'json' };
 import keyCreate from '../schemas/api/key-create.schema.json' with { type: 'json' };
 import keyCreated from '../schemas/api/key-created.schema.json' with { type: 'json' };
@@ -39,6 +41,8 @@ import webhook from '../schemas/api/webhook.schema.json' with { type: 'json' };
 /** Every API schema by file name (schemas/api/<name>.schema.json). */
 export const API_SCHEMAS: Readonly<Record<string, object>> = {
   'automation-test': automationTest,
+  'delivery-list': deliveryList,
+  delivery,
   'factories-change': factoriesChange,
   'key-create': keyCreate,
   'key-created': keyCreated,
@@ -168,8 +172,8 @@ export const OPERATIONS: Operation[] = [
   { method: 'post', path: '/api/v1/webhooks/{uid}/disable', id: 'disableWebhook', summary: 'Disable a webhook', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#webhook-lifecycle', ok: 200, answer: 'webhook-change' },
   { method: 'post', path: '/api/v1/webhooks/{uid}/rotate', id: 'rotateWebhook', summary: 'Rotate a webhook\'s secret', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#webhook-lifecycle', body: 'webhook-secret', bodyOptional: true, ok: 200, answer: 'webhook-change' },
   { method: 'post', path: '/api/v1/webhooks/{uid}/secret', id: 'setWebhookSecret', summary: 'Set a pending webhook\'s secret', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#webhook-lifecycle', body: 'webhook-secret', ok: 200, answer: 'webhook-change' },
-  { method: 'get', path: '/api/v1/webhooks/{uid}/deliveries', id: 'listDeliveries', summary: 'The delivery log, newest first', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#delivery-log', query: PAGE_QUERY, ok: 200 },
-  { method: 'get', path: '/api/v1/webhooks/{uid}/deliveries/{delivery_id}', id: 'getDelivery', summary: 'One delivery, with its payload', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#delivery-log', ok: 200 },
+  { method: 'get', path: '/api/v1/webhooks/{uid}/deliveries', id: 'listDeliveries', summary: 'The delivery log, newest first', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#delivery-log', query: PAGE_QUERY, ok: 200, answer: 'delivery-list' },
+  { method: 'get', path: '/api/v1/webhooks/{uid}/deliveries/{delivery_id}', id: 'getDelivery', summary: 'One delivery, with its payload', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#delivery-log', ok: 200, answer: 'delivery' },
   { method: 'post', path: '/api/v1/webhooks/{uid}/deliveries/{delivery_id}/replay', id: 'replayDelivery', summary: 'Run a stored delivery again', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md#replay', body: 'replay', bodyOptional: true, ok: 201, alsoOk: { status: 200, description: 'No automation matches now: no run was started (detail says so).' }, answer: 'replay-result' },
   // Automations (runtime/routes/automations.ts)
   { method: 'get', path: '/api/v1/automations', id: 'listAutomations', summary: 'List automations', tag: 'automations', scope: 'manage', doc: 'docs/automations.md', ok: 200 },

@@ -127,12 +127,24 @@ test('answers of the main routes match their documented schemas', async (t) => {
   const retried = await check(await rt.fetch(`/api/v1/agent/runs/${failing.run_id}/retry`, { method: 'POST' }), 201, 'Run');
   assert.equal(retried.retry_of, failing.run_id);
 
-  await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'ci' } }), 201, 'WebhookChange');
-  await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'gh', auth_mode: 'signature', signature_scheme: 'github', secret: 'a-signing-secret' } }), 201, 'WebhookChange');
+  const ci = await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'ci' } }), 201, 'WebhookChange');
+  const gh = await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'gh', auth_mode: 'signature', signature_scheme: 'github', secret: 'a-signing-secret' } }), 201, 'WebhookChange');
   const hooks = await check(await rt.fetch('/api/v1/webhooks'), 200, 'WebhookList');
   assert.equal(hooks.webhooks.length, 2);
-  await check(await rt.fetch(`/api/v1/webhooks/${hooks.webhooks[0].uid}`), 200, 'Webhook');
-  await check(await rt.fetch(`/api/v1/webhooks/${hooks.webhooks[0].uid}/disable`, { method: 'POST' }), 200, 'WebhookChange');
+  await check(await rt.fetch(`/api/v1/webhooks/${gh.webhook.uid}`), 200, 'Webhook');
+  await check(await rt.fetch(`/api/v1/webhooks/${gh.webhook.uid}/disable`, { method: 'POST' }), 200, 'WebhookChange');
+
+  // The delivery log: one Accepted delivery and one Rejected (auth), then a replay that starts nothing.
+  const sent = await fetch(ci.webhook.url, { method: 'POST', headers: { Authorization: `Bearer ${ci.secret}`, 'Content-Type': 'application/json' }, body: '{"status":"failed"}' });
+  assert.equal(sent.status, 202);
+  const { delivery_id } = (await sent.json()) as { delivery_id: string };
+  assert.equal((await fetch(ci.webhook.url, { method: 'POST', headers: { Authorization: 'Bearer wrong' }, body: '{}' })).status, 401);
+  const log = await check(await rt.fetch(`/api/v1/webhooks/${ci.webhook.uid}/deliveries`), 200, 'DeliveryList');
+  assert.deepEqual(log.deliveries.map((d: { outcome: string }) => d.outcome), ['rejected_auth', 'accepted']);
+  const one = await check(await rt.fetch(`/api/v1/webhooks/${ci.webhook.uid}/deliveries/${encodeURIComponent(delivery_id)}`), 200, 'Delivery');
+  assert.deepEqual(one.payload, { status: 'failed' });
+  const replayed = await check(await rt.fetch(`/api/v1/webhooks/${ci.webhook.uid}/deliveries/${encodeURIComponent(delivery_id)}/replay`, { method: 'POST' }), 200, 'ReplayResult');
+  assert.deepEqual(replayed.runs, []);
 
   const key = await check(await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'ci', kind: 'agent', scopes: ['runs'] } }), 201, 'KeyCreated');
   await check(await rt.fetch(`/api/v1/keys/${key.id}/revoke`, { method: 'POST' }), 200, 'Key');
