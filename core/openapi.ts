@@ -11,6 +11,7 @@
  */
 
 import pkg from '../package.json' with { type: 'json' };
+import applyResult from '../schemas/api/apply-result.schema.json' with { type: 'json' };
 import automationTest from '../schemas/api/automation-test.schema.json' with { type: 'json' };
 import deliveryList from '../schemas/api/delivery-list.schema.json' with { type: 'json' };
 import delivery from '../schemas/api/delivery.schema.json' with { type: 'json' };
@@ -20,6 +21,7 @@ import keyCreated from '../schemas/api/key-created.schema.json' with { type: 'js
 import keyList from '../schemas/api/key-list.schema.json' with { type: 'json' };
 import key from '../schemas/api/key.schema.json' with { type: 'json' };
 import planRequest from '../schemas/api/plan-request.schema.json' with { type: 'json' };
+import planResult from '../schemas/api/plan-result.schema.json' with { type: 'json' };
 import problem from '../schemas/api/problem.schema.json' with { type: 'json' };
 import replayResult from '../schemas/api/replay-result.schema.json' with { type: 'json' };
 import replay from '../schemas/api/replay.schema.json' with { type: 'json' };
@@ -40,6 +42,7 @@ import webhook from '../schemas/api/webhook.schema.json' with { type: 'json' };
 
 /** Every API schema by file name (schemas/api/<name>.schema.json). */
 export const API_SCHEMAS: Readonly<Record<string, object>> = {
+  'apply-result': applyResult,
   'automation-test': automationTest,
   'delivery-list': deliveryList,
   delivery,
@@ -49,6 +52,7 @@ export const API_SCHEMAS: Readonly<Record<string, object>> = {
   'key-list': keyList,
   key,
   'plan-request': planRequest,
+  'plan-result': planResult,
   problem,
   'replay-result': replayResult,
   replay,
@@ -161,8 +165,8 @@ export const OPERATIONS: Operation[] = [
     query: [q('after', { name: '', description: 'Events after this seq; default 0.', schema: { type: 'integer', minimum: 0 } })], ok: 200, answer: 'transcript-page',
   },
   // Plan and apply (runtime/routes/definitions.ts)
-  { method: 'post', path: '/api/v1/factories/{factory}/plan', id: 'planFactory', summary: 'Plan a snapshot against the runtime', tag: 'definitions', scope: 'manage', doc: 'docs/plan-apply.md', body: 'plan-request', ok: 200 },
-  { method: 'post', path: '/api/v1/factories/{factory}/apply', id: 'applyFactory', summary: 'Apply a snapshot', tag: 'definitions', scope: 'manage', doc: 'docs/plan-apply.md', body: 'plan-request', ok: 200 },
+  { method: 'post', path: '/api/v1/factories/{factory}/plan', id: 'planFactory', summary: 'Plan a snapshot against the runtime', tag: 'definitions', scope: 'manage', doc: 'docs/plan-apply.md', body: 'plan-request', ok: 200, answer: 'plan-result' },
+  { method: 'post', path: '/api/v1/factories/{factory}/apply', id: 'applyFactory', summary: 'Apply a snapshot', tag: 'definitions', scope: 'manage', doc: 'docs/plan-apply.md', body: 'plan-request', ok: 200, answer: 'apply-result' },
   // Webhooks and deliveries (runtime/routes/definitions.ts, webhooks-manage.ts, replay-retry.ts)
   { method: 'get', path: '/api/v1/webhooks', id: 'listWebhooks', summary: 'List webhooks', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md', ok: 200, answer: 'webhook-list' },
   { method: 'get', path: '/api/v1/webhooks/{uid}', id: 'getWebhook', summary: 'Read a webhook', tag: 'webhooks', scope: 'manage', doc: 'docs/ingress.md', ok: 200, answer: 'webhook' },

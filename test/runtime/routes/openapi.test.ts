@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Router } from '@koa/router';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { compile } from '../../../cli/compiler/compile.ts';
 import { ROUTES } from '../../../runtime/routes/index.ts';
 import { documentAjv } from '../../core/openapi-ajv.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
@@ -97,6 +98,18 @@ test('answers of the main routes match their documented schemas', async (t) => {
     return body as Record<string, any>;
   };
 
+  // Plan and apply, as the CLI sends them (runs-helpers applied the environments the same way).
+  const { snapshot } = compile([{ path: 'factory.yaml', text: 'name: docs\n' }, { path: 'webhooks/ci.yaml', text: 'secretName: docs-token\n' }]);
+  assert.ok(snapshot);
+  // A failed runtime check names the file and the check beside the pointer.
+  const refused = await check(await rt.fetch('/api/v1/factories/docs/plan', { method: 'POST', json: { snapshot } }), 400, 'Problem');
+  assert.equal(refused.errors[0].file, 'webhooks/ci.yaml');
+  assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'docs-token', value: 'a-token-of-enough-length-for-a-webhook-0123' } })).status, 201);
+  const planned = await check(await rt.fetch('/api/v1/factories/docs/plan', { method: 'POST', json: { snapshot } }), 200, 'PlanResult');
+  const applied = await check(await rt.fetch('/api/v1/factories/docs/apply', { method: 'POST', json: { snapshot, base_revision: planned.base_revision, revision: 'abc123' } }), 200, 'ApplyResult');
+  assert.equal(applied.webhooks.length, 1);
+  await check(await rt.fetch('/api/v1/factories/docs/apply', { method: 'POST', json: { snapshot, base_revision: planned.base_revision } }), 409, 'Problem');
+
   const created = await check(await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'Say hello', config: { environment_id: 'ok' }, title: 't', metadata: { a: [1] } } }), 201, 'Run');
   const oz = await check(
     await rt.fetch('/api/v1/agent/run', {
@@ -130,7 +143,7 @@ test('answers of the main routes match their documented schemas', async (t) => {
   const ci = await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'ci' } }), 201, 'WebhookChange');
   const gh = await check(await rt.fetch('/api/v1/factories/hooks/webhooks', { method: 'POST', json: { name: 'gh', auth_mode: 'signature', signature_scheme: 'github', secret: 'a-signing-secret' } }), 201, 'WebhookChange');
   const hooks = await check(await rt.fetch('/api/v1/webhooks'), 200, 'WebhookList');
-  assert.equal(hooks.webhooks.length, 2);
+  assert.deepEqual(hooks.webhooks.map((w: { factory: string; name: string }) => `${w.factory}/${w.name}`).sort(), ['docs/ci', 'hooks/ci', 'hooks/gh']);
   await check(await rt.fetch(`/api/v1/webhooks/${gh.webhook.uid}`), 200, 'Webhook');
   await check(await rt.fetch(`/api/v1/webhooks/${gh.webhook.uid}/disable`, { method: 'POST' }), 200, 'WebhookChange');
 
