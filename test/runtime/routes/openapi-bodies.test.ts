@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
-import { API_SCHEMAS } from '../../../core/openapi.ts';
+import { API_SCHEMAS, RUN_LIST_QUERY } from '../../../core/openapi.ts';
 import { parseCreateWebhook } from '../../../runtime/ingress/lifecycle.ts';
-import { parseCreateRun } from '../../../runtime/routes/run-input.ts';
+import { LIST_PARAMS, parseCreateRun } from '../../../runtime/routes/run-input.ts';
 import { MAX_GRACE_SECONDS } from '../../../runtime/ingress/lifecycle.ts';
 import { checkNewKey } from '../../../runtime/store/keys.ts';
 import { startTestRuntime } from '../helpers.ts';
@@ -152,4 +152,8 @@ test('the secrets routes check bodies against their schemas: a 400 naming each p
   // Nothing was written by the refused requests.
   assert.equal(((await (await rt.fetch('/api/v1/secrets/tools')).json()) as { current_version: number }).current_version, 1);
   assert.equal((await rt.fetch('/api/v1/secrets/x')).status, 404);
+});
+
+test('the run list\'s documented parameters are the ones parseListRuns reads', () => {
+  assert.deepEqual(RUN_LIST_QUERY.map((p) => p.name).sort(), [...LIST_PARAMS].sort());
 });
