@@ -7,7 +7,7 @@ export type MarkdownKind = 'automation' | 'agent' | 'skill' | 'scorer';
 const NO_FRONT_MATTER: Record<Exclude<MarkdownKind, 'agent'>, string> = {
   automation: "an automation starts with YAML front matter between '---' lines (triggers, environment or agent), then the prompt",
   skill: "a SKILL.md starts with YAML front matter between '---' lines (name, description), then the skill's instructions",
-  scorer: "a scorer starts with YAML front matter between '---' lines (name, agents, labels, passingScore, model), then the rubric",
+  scorer: "a scorer starts with YAML front matter between '---' lines (agents, labels, passingScore, model; name optional), then the rubric",
 };
 
 /** A Markdown definitions file split into its front matter text and its body. */

@@ -40,18 +40,26 @@ function duplicateNames(files: ParsedFile[], report: Report): void {
   const seen = new Map<string, ParsedFile[]>();
   for (const f of files) {
     if (f.kind === 'factory') continue;
-    // A scorer's identity is its name field, not its folder; an agent's skill is its agent's own.
-    const name = f.kind === 'scorer' && f.value !== null && typeof f.value === 'object' && typeof (f.value as { name?: unknown }).name === 'string' ? (f.value as { name: string }).name : f.name;
-    const key = `${f.kind}:${f.scope ?? ''}:${name}`;
+    // An agent's skill is its agent's own, hence the scope.
+    const key = `${f.kind}:${f.scope ?? ''}:${identityOf(f)}`;
     seen.set(key, [...(seen.get(key) ?? []), f]);
   }
   for (const group of seen.values()) {
     if (group.length < 2) continue;
     const paths = group.map((g) => g.path).sort();
     for (const f of group) {
-      report(f, '', 'repo.duplicate_name', `${f.kind} '${f.kind === 'scorer' ? (f.value as { name: string }).name : f.name}' is defined more than once (${paths.join(' and ')}); keep one`);
+      report(f, '', 'repo.duplicate_name', `${f.kind} '${identityOf(f)}' is defined more than once (${paths.join(' and ')}); keep one`);
     }
   }
+}
+
+/**
+ * A scorer's identity is its `name` key when it has one, else its folder, as in Warp's own
+ * examples (docs/definitions.md#every-warp-key); every other definition's is its path.
+ */
+function identityOf(f: ParsedFile): string {
+  const v = f.value as { name?: unknown } | null;
+  return f.kind === 'scorer' && v !== null && typeof v === 'object' && typeof v.name === 'string' ? v.name : f.name;
 }
 
 function tooManyWebhooks(files: ParsedFile[], report: Report): void {

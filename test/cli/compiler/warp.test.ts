@@ -95,7 +95,7 @@ test('warp-full: the snapshot holds agents, skills, runners, schedules and what 
   }
   // Honoured here, so not inactive.
   assert.ok(!inactive.has('factory.yaml#/agentDefaults/environmentId'));
-  for (const file of ['benchmarks/pull-request-review/suite.yaml', 'scorers/tests-run/scorer.md', 'runners/linux-build.yaml', 'skills/repository-conventions/SKILL.md', 'agents/reviewer/agent.md']) {
+  for (const file of ['benchmarks/pull-request-review/suite.yaml', 'scorers/tests-run/scorer.md', 'scorers/review-depth/scorer.md', 'runners/linux-build.yaml', 'skills/repository-conventions/SKILL.md', 'agents/reviewer/agent.md']) {
     assert.ok(inactive.has(`${file}#`), file);
   }
   assert.ok(inactive.has('automations/labeled-issue/automation.md#/triggers/0'));
@@ -191,6 +191,15 @@ test('v1alpha1 rules: required keys, one foreman, harness auth, integrations, sc
   assert.match(only(diagnostics, 'factory.invalid_value').message, /linear and jira exclude each other/);
   assert.match(only(diagnostics, 'scorer.invalid_value').message, /one below it/);
   assert.deepEqual(diagnostics.filter((d) => d.code === 'factory.missing_key').map((d) => d.pointer), ['/agentDefaults', '/repositories']);
+});
+
+test('a scorer without name is named by its folder, and a name may not repeat another scorer folder', () => {
+  const scorer = (name: string) => `---\n${name}agents: [foreman]\nlabels: [{value: yes, score: 1}, {value: no, score: 0}]\npassingScore: 1\nmodel: m\n---\nJudge.\n`;
+  const base = { 'factory.yaml': WARP_FACTORY, [FOREMAN.path]: FOREMAN.text };
+  assert.deepEqual(compileFiles({ ...base, 'scorers/speed/scorer.md': scorer(''), 'scorers/depth/scorer.md': scorer('name: depth-v2\n') }).diagnostics, []);
+  const { diagnostics } = compileFiles({ ...base, 'scorers/speed/scorer.md': scorer(''), 'scorers/other/scorer.md': scorer('name: speed\n') });
+  assert.deepEqual(diagnostics.map(brief), ['scorers/other/scorer.md:2:1 error repo.duplicate_name', 'scorers/speed/scorer.md:2:1 error repo.duplicate_name']);
+  assert.match(diagnostics[0].message, /^scorer 'speed' is defined more than once \(scorers\/other\/scorer.md and scorers\/speed\/scorer.md\)/);
 });
 
 test('a v1alpha1 repo without a foreman is told where to declare one', () => {
