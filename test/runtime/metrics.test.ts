@@ -4,6 +4,7 @@ import { parseConfig } from '../../runtime/config.ts';
 import { startTestRuntime, type TestRuntime } from './helpers.ts';
 import { createRun, waitForRun } from './routes/runs-helpers.ts';
 import { GITHUB_UID, PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns } from './automations/helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 /** `GET /metrics` (docs/runtime.md#metrics): scraped over real HTTP while real deliveries and runs happen. */
 
@@ -67,11 +68,10 @@ describe('metrics on their own port', () => {
     assert.equal((await waitForRun(rt, created.body.run_id)).state, 'SUCCEEDED');
 
     // The executor reports a run once its job has wound down, a moment after the state is written.
-    let text = await scrape();
-    for (let i = 0; i < 200 && sample(text, 'factory_run_duration_seconds_count', { state: 'SUCCEEDED' }) < 2; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      text = await scrape();
-    }
+    const text = await eventually(scrape, 'two SUCCEEDED run durations in the metrics', {
+      until: (t) => sample(t, 'factory_run_duration_seconds_count', { state: 'SUCCEEDED' }) >= 2,
+      tries: 200,
+    });
     const delta = (name: string, labels: Record<string, string> = {}) => sample(text, name, labels) - sample(before, name, labels);
     assert.equal(delta('factory_deliveries_total', { ...hook, outcome: 'accepted' }), 1);
     assert.equal(delta('factory_deliveries_total', { ...hook, outcome: 'duplicate' }), 1);

@@ -6,6 +6,7 @@ import { runCli } from '../../../cli/main.ts';
 import { bufferIO } from '../helpers.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 import { AGENTS, applyEnvironments, envYaml, waitForRun } from '../../runtime/routes/runs-helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 
 test('factory run create --wait, get, list, transcript and cancel against a real runtime', async (t) => {
@@ -72,22 +73,21 @@ test('run transcript --follow ends when the run finishes; run create --wait exit
   const follow = cli('run', 'transcript', runId, '--follow', '--poll-interval', '20');
   const waiting = cli('run', 'create', '--prompt', 'never released', '--environment', 'stuck', '--wait', '--poll-interval', '20');
   // Open the gate only once --follow has printed the agent's first line.
-  let events: { type: string; data: { text?: string } }[] = [];
-  for (let i = 0; i < 600 && !events.some((e) => e.type === 'output' && e.data.text?.includes('waiting')); i++) {
-    events = ((await (await rt.fetch(`/api/v1/agent/runs/${runId}/transcript`)).json()) as { events: typeof events }).events;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  type Events = { type: string; data: { text?: string } }[];
+  await eventually(async () => ((await (await rt.fetch(`/api/v1/agent/runs/${runId}/transcript`)).json()) as { events: Events }).events, "the agent's first line in the transcript", {
+    until: (events) => events.some((e) => e.type === 'output' && e.data.text?.includes('waiting')),
+    everyMs: 20,
+  });
   writeFileSync(path.join(rt.config.workDir, runId, 'gate'), '');
   const followed = await follow;
   assert.equal(followed.code, 0, followed.err);
   assert.match(followed.out, /waiting\n[^]*released\n[^]*-- SUCCEEDED\n$/);
 
   // The second run (newest) never ends on its own; cancel it.
-  let secondId = runId;
-  for (let i = 0; i < 600 && secondId === runId; i++) {
-    secondId = ((await (await rt.fetch('/api/v1/agent/runs?limit=1')).json()) as { runs: { run_id: string }[] }).runs[0].run_id;
-    if (secondId === runId) await new Promise((r) => setTimeout(r, 20));
-  }
+  const secondId = await eventually(async () => ((await (await rt.fetch('/api/v1/agent/runs?limit=1')).json()) as { runs: { run_id: string }[] }).runs[0].run_id, 'the second run', {
+    until: (id) => id !== runId,
+    everyMs: 20,
+  });
   assert.notEqual(secondId, runId);
   await waitForRun(rt, secondId, (r) => r.state === 'INPROGRESS');
   assert.equal((await rt.fetch(`/api/v1/agent/runs/${secondId}/cancel`, { method: 'POST' })).status, 200);

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseConfig, type ExecutorKind } from '../../../runtime/config.ts';
 import { runJob, type JobOptions, type JobResult, type JobSpec, type TranscriptEventInput } from '../../../runtime/executor/job.ts';
 import { isolationOf, probeIsolation, type Isolation } from '../../../runtime/executor/sandbox.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 export const AGENTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples/agents');
 
@@ -160,10 +161,7 @@ export function processesOfRun(runId: string): number[] {
   return found;
 }
 
+/** Waits until `cond()` holds (see test/helpers/eventually.ts). */
 export async function waitFor(cond: () => boolean, what: string, tries = 400, everyMs = 50): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`gave up waiting for ${what}`);
+  await eventually(cond, what, { tries, everyMs });
 }

@@ -1,31 +1,24 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compile } from '../../../cli/compiler/compile.ts';
+import { startCli } from '../../helpers/cli.ts';
+import { eventually } from '../../helpers/eventually.ts';
 import { AGENTS, isGone, processesOfRun, processesWith, sandboxSkip, waitFor } from './helpers.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /** `factory serve` as a child process; resolves with its URL once it listens. */
-function serve(dataDir: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--max-concurrent-runs', '1', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve({ child, url: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
-  });
+async function serve(dataDir: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const serving = startCli(['serve', '--port', '0', '--data-dir', dataDir, '--max-concurrent-runs', '1', ...args], { cwd: ROOT, env: { ...process.env } as Record<string, string> });
+  const listening = () => /listening on (http:\/\/\S+)/.exec(serving.stdout());
+  await serving.waitFor(() => listening() !== null, 'serve to listen');
+  return { child: serving.child, url: listening()![1] };
 }
 
 async function apply(url: string, key: string, sleeper: string[]): Promise<void> {
@@ -51,14 +44,7 @@ function call(key: string) {
   };
 }
 
-async function untilFinished(get: () => Promise<Record<string, any>>): Promise<Record<string, any>> {
-  let next: Record<string, any> = {};
-  for (let i = 0; i < 400 && !['SUCCEEDED', 'FAILED', 'ERROR'].includes(next.state); i++) {
-    next = await get();
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return next;
-}
+const finished = (run: Record<string, any>) => ['SUCCEEDED', 'FAILED', 'ERROR'].includes(run.state);
 
 test('sandbox: SIGKILL of the runtime during a run takes the run\'s sandbox with it; after a restart the run is ERROR, retryable, and the queue continues', { skip: sandboxSkip() }, async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-recovery-'));
@@ -96,7 +82,7 @@ test('sandbox: SIGKILL of the runtime during a run takes the run\'s sandbox with
     [crashed.state, crashed.retryable, crashed.error_code, crashed.status_message],
     ['ERROR', true, 'runtime_stopped', 'the runtime stopped while the run was in progress'],
   );
-  const next = await untilFinished(() => api(second.url, `/api/v1/agent/runs/${queued.run_id}`));
+  const next = await eventually(() => api(second.url, `/api/v1/agent/runs/${queued.run_id}`), 'the queued run to finish', { until: finished, tries: 400 });
   assert.equal(next.state, 'SUCCEEDED', JSON.stringify(next));
   second.child.kill('SIGTERM');
   await new Promise((r) => second.child.once('exit', r));
@@ -162,11 +148,7 @@ test('direct: SIGKILL of the runtime during a run: after a restart the agent is 
     [crashed.state, crashed.retryable, crashed.error_code, crashed.status_message],
     ['ERROR', true, 'runtime_stopped', 'the runtime stopped while the run was in progress'],
   );
-  let next: Record<string, any> = {};
-  for (let i = 0; i < 400 && !['SUCCEEDED', 'FAILED', 'ERROR'].includes(next.state); i++) {
-    next = await call(second.url, `/api/v1/agent/runs/${queued.run_id}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const next = await eventually(() => call(second.url, `/api/v1/agent/runs/${queued.run_id}`), 'the queued run to finish', { until: finished, tries: 400 });
   assert.equal(next.state, 'SUCCEEDED', JSON.stringify(next));
 
   second.child.kill('SIGTERM');

@@ -15,6 +15,7 @@ import { compile } from '../../../cli/compiler/compile.ts';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
 import { removeWorkspace } from '../../../runtime/executor/workspace.ts';
 import { AGENTS, makeRepo, processesOfRun, processesWith, run, sandboxSkip, scratch, spec, waitFor } from './helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 const SKIP = sandboxSkip();
 const LOOT_UID = 'wh_lootlootlootlootlootlootlo';
@@ -96,12 +97,10 @@ async function applyFactory(rt: ChildRuntime, repo: string, privateValue: string
 
 async function runToEnd(rt: ChildRuntime, environment: string): Promise<Record<string, any>> {
   const created = (await (await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'go', config: { environment_id: environment } } })).json()) as { run_id: string };
-  for (let i = 0; i < 1200; i++) {
-    const run = (await (await rt.fetch(`/api/v1/agent/runs/${created.run_id}`)).json()) as Record<string, any>;
-    if (!['QUEUED', 'INPROGRESS'].includes(run.state)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${created.run_id} did not end`);
+  return eventually(async () => (await (await rt.fetch(`/api/v1/agent/runs/${created.run_id}`)).json()) as Record<string, any>, `run ${created.run_id} to end`, {
+    until: (run) => !['QUEUED', 'INPROGRESS'].includes(run.state),
+    tries: 1200,
+  });
 }
 
 async function transcriptOf(rt: ChildRuntime, runId: string): Promise<string> {

@@ -12,6 +12,7 @@ import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from '../routes/runs-helpers.ts';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { FACTORY, PR_OPENED, createSecret, deliverGithub, deliveryRuns as automationDeliveryRuns, factoryFiles } from '../automations/helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 /** A real HTTP listener: records every request; `answer` decides each status (undefined: never answers). */
 class Listener {
@@ -53,14 +54,9 @@ const newSecret = () => 'whsec_' + randomBytes(32).toString('base64');
 
 /** The notifications of a run once `done` holds for them (the run view's `notifications`). */
 async function notificationsWhen(rt: TestRuntime, runId: string, done: (n: any[]) => boolean): Promise<any[]> {
-  let last: any[] = [];
-  for (let i = 0; i < 600; i++) {
-    const run = (await (await rt.fetch(`/api/v1/agent/runs/${runId}`)).json()) as any;
-    last = run.notifications ?? [];
-    if (done(last)) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`notifications of ${runId} stayed ${JSON.stringify(last)}`);
+  return eventually(async () => (((await (await rt.fetch(`/api/v1/agent/runs/${runId}`)).json()) as any).notifications ?? []) as any[], `the notifications of ${runId}`, {
+    until: done,
+  });
 }
 
 describe('run notifications', () => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 /**
  * A sender that closes the connection before its body ends
@@ -36,13 +37,7 @@ function sendAndHangUp(headers: Record<string, string>, partial: string): Promis
 }
 
 async function waitForEntry(id: string): Promise<Record<string, any>> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const entry = (await logOf(rt, hook.uid)).find((d) => d.delivery_id === id);
-    if (entry) return entry;
-    if (Date.now() > deadline) throw new Error(`no log entry for ${id}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  return (await eventually(async () => (await logOf(rt, hook.uid)).find((d) => d.delivery_id === id), `a log entry for ${id}`))!;
 }
 
 test('a declared body cut short is logged Rejected (invalid JSON), body_incomplete, with the bytes that came', async () => {
@@ -58,12 +53,7 @@ test('a declared body cut short is logged Rejected (invalid JSON), body_incomple
 test('a chunked body cut short is logged the same way; no id header gives a generated id', async () => {
   const before = (await logOf(rt, hook.uid)).length;
   await sendAndHangUp({ Authorization: `Bearer ${hook.secret}`, 'Transfer-Encoding': 'chunked' }, '5\r\n{"a":\r\n');
-  const deadline = Date.now() + 10_000;
-  let log = await logOf(rt, hook.uid);
-  while (log.length === before && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-    log = await logOf(rt, hook.uid);
-  }
+  const log = await eventually(() => logOf(rt, hook.uid), 'a new log entry', { until: (l) => l.length !== before });
   assert.equal(log.length, before + 1);
   assert.equal(log[0].outcome, 'rejected_invalid_json');
   assert.equal(log[0].reason, 'body_incomplete');

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compile } from '../../../cli/compiler/compile.ts';
 import type { TestRuntime } from '../helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 export const AGENTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples/agents');
 
@@ -50,13 +51,10 @@ export async function waitForRun(
   done: (run: Record<string, any>) => boolean = (r) => !['QUEUED', 'INPROGRESS'].includes(r.state),
   tries = 600,
 ): Promise<Record<string, any>> {
-  let run: Record<string, any> = {};
-  for (let i = 0; i < tries; i++) {
-    run = (await (await rt.fetch(`/api/v1/agent/runs/${runId}`)).json()) as Record<string, any>;
-    if (done(run)) return run;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${runId} stayed ${run.state}`);
+  return eventually(async () => (await (await rt.fetch(`/api/v1/agent/runs/${runId}`)).json()) as Record<string, any>, `run ${runId}`, {
+    until: done,
+    tries,
+  });
 }
 
 export async function createRun(rt: TestRuntime, body: unknown, init: { key?: string | null; headers?: Record<string, string> } = {}) {
