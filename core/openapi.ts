@@ -186,6 +186,8 @@ export const OPERATIONS: Operation[] = [
   // Schedules (runtime/routes/schedules.ts)
   { method: 'get', path: '/api/v1/agent/schedules', id: 'listSchedules', summary: 'The automations\' schedule triggers, in Oz\'s shape', tag: 'automations', scope: 'manage', doc: 'docs/api.md#schedules', ok: 200 },
   { method: 'get', path: '/api/v1/agent/schedules/{schedule_id}', id: 'getSchedule', summary: 'One schedule', tag: 'automations', scope: 'manage', doc: 'docs/api.md#schedules', ok: 200 },
+  { method: 'post', path: '/api/v1/agent/schedules/{schedule_id}/pause', id: 'pauseSchedule', summary: 'Pause a schedule: it does not fire until resumed', tag: 'automations', scope: 'manage', doc: 'docs/api.md#pause-and-resume', ok: 200 },
+  { method: 'post', path: '/api/v1/agent/schedules/{schedule_id}/resume', id: 'resumeSchedule', summary: 'Resume a schedule, armed again from now', tag: 'automations', scope: 'manage', doc: 'docs/api.md#pause-and-resume', ok: 200 },
   // Keys (runtime/routes/keys.ts)
   { method: 'post', path: '/api/v1/keys', id: 'createKey', summary: 'Create an API key', tag: 'keys', scope: 'admin', doc: 'docs/runtime.md#api-keys-and-scopes', body: 'key-create', ok: 201, answer: 'key-created', location: true },
   { method: 'get', path: '/api/v1/keys', id: 'listKeys', summary: 'List API keys', tag: 'keys', scope: 'admin', doc: 'docs/runtime.md#api-keys-and-scopes', ok: 200, answer: 'key-list' },

@@ -103,6 +103,8 @@ export const LOGGED_ROUTES: readonly string[] = [
   '/api/v1/agent/runs/:run/transcript',
   '/api/v1/agent/schedules',
   '/api/v1/agent/schedules/:id',
+  '/api/v1/agent/schedules/:id/pause',
+  '/api/v1/agent/schedules/:id/resume',
   '/api/v1/openapi.json',
 ];
 

@@ -5,7 +5,7 @@ import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 
-/** `factory automation list | test NAME --delivery ID` (docs/automations.md, README.md#commands). */
+/** `factory automation list | test NAME --delivery ID | pause|resume SCHEDULE` (docs/automations.md, README.md#commands). */
 
 export interface AutomationView {
   factory: string;
@@ -26,6 +26,7 @@ export interface ScheduleView {
   name: string;
   cron_schedule: string;
   enabled: boolean;
+  paused: { at: string; by: string } | null;
   history: { last_ran: string | null; next_run: string | null };
   factory: string;
   automation: string;
@@ -64,7 +65,7 @@ Exit status: 0 when the delivery would trigger the automation; 1 when it would n
 
 export function registerAutomation(program: Command, io: CliIO): void {
   const group = program.command('automation').description('list automations and test their filters against stored deliveries')
-    .addHelpText('after', '\nExamples:\n  $ factory automation list\n  $ factory automation test triage-pr --delivery 72d3162e-cc78-11e3-81ab-4c9367dc0958\n');
+    .addHelpText('after', '\nExamples:\n  $ factory automation list\n  $ factory automation test triage-pr --delivery 72d3162e-cc78-11e3-81ab-4c9367dc0958\n  $ factory automation pause shop/nightly/#0\n');
 
   const list = group
     .command('list')
@@ -112,6 +113,24 @@ export function registerAutomation(program: Command, io: CliIO): void {
     io.stdout(opts.json ? JSON.stringify(answer, null, 2) + '\n' : formatTestFilter(answer));
     if (!answer.would_trigger) throw exitWith(1);
   });
+
+  for (const [verb, description, done] of [
+    ['pause', 'pause a schedule trigger: it does not fire until resumed', 'paused'],
+    ['resume', 'resume a paused schedule trigger: it is armed again from now, the fires it missed are skipped', 'resumed'],
+  ] as const) {
+    const cmd = group
+      .command(verb)
+      .description(description)
+      .argument('<schedule>', 'the schedule id: <factory>/<automation>/<schedule name, or #index>, as `factory automation list --json` shows it')
+      .option('--json', 'print JSON')
+      .addHelpText('after', `\nSee docs/definitions.md#pausing-a-schedule.\n\nExamples:\n  $ factory automation ${verb} shop/triage/mornings\n  $ factory automation ${verb} shop/nightly/#0 --json\n`);
+    addClientOptions(cmd).action(async (id: string, opts: Flags) => {
+      if (id.split('/').length < 3) throw new CliError(`a schedule id is <factory>/<automation>/<schedule name, or #index>, got "${id}"; see \`factory automation list --json\`.`, 2);
+      const client = clientFromFlags(opts, io);
+      const s = await client.request<ScheduleView>('POST', `/api/v1/agent/schedules/${encodeURIComponent(id)}/${verb}`);
+      io.stdout(opts.json ? JSON.stringify(s, null, 2) + '\n' : `Schedule ${s.id} ${done}: ${scheduleLabel(s)}.\n`);
+    });
+  }
 }
 
 /** The text answer of `automation test`. */
@@ -134,6 +153,7 @@ function webhookLabel(t: AutomationView['triggers'][number]): string {
 
 /** `0 9 * * 1-5 (next 2026-03-03 09:00 UTC)`; a disabled automation's schedule is not armed. */
 function scheduleLabel(s: ScheduleView): string {
+  if (s.paused) return `${s.cron_schedule} (paused)`;
   const next = s.history.next_run ? `next ${s.history.next_run.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC')}` : 'not armed';
   return `${s.cron_schedule} (${next})`;
 }
@@ -144,7 +164,7 @@ async function listAutomations(client: Client, factory?: string): Promise<Automa
   const { schedules } = await client.request<{ schedules: ScheduleView[] }>('GET', '/api/v1/agent/schedules');
   for (const a of automations) {
     const own = schedules.filter((s) => s.factory === a.factory && s.automation === a.name);
-    if (own.length) a.schedules = own.map(({ id, name, cron_schedule, enabled, history, factory: f, automation }) => ({ id, name, cron_schedule, enabled, history, factory: f, automation }));
+    if (own.length) a.schedules = own.map(({ id, name, cron_schedule, enabled, paused, history, factory: f, automation }) => ({ id, name, cron_schedule, enabled, paused, history, factory: f, automation }));
   }
   return automations;
 }

@@ -39,9 +39,11 @@ export function scheduledPrompt(a: Pick<AutomationRecord, 'factory' | 'name' | '
 
 /**
  * What is wanted now: one entry per schedule of an enabled automation, with the first fire time
- * after `now`. A schedule that no longer parses (it was validated at compile time) is left out.
+ * after `now`. A schedule that no longer parses (it was validated at compile time) is left out, and
+ * so is a paused one: the store then forgets its armed time, so resuming arms it from that moment
+ * (docs/definitions.md#pausing-a-schedule).
  */
-export function wantedSchedules(automations: readonly AutomationRecord[], now: Date): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }> } {
+export function wantedSchedules(automations: readonly AutomationRecord[], now: Date, paused: { has(id: string): boolean } = new Set()): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }> } {
   const wanted: WantedSchedule[] = [];
   const byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
   for (const a of automations) {
@@ -52,6 +54,7 @@ export function wantedSchedules(automations: readonly AutomationRecord[], now: D
       const next = nextFire(parsed.value, now, now);
       if (!next) return;
       const id = scheduleId(a, s, i);
+      if (paused.has(id)) return;
       wanted.push({ id, cron: s.cron, next: iso(next) });
       byId.set(id, { automation: a, schedule: s });
     });
@@ -76,7 +79,7 @@ export const schedulerService: ServiceFactory = {
     let timer: NodeJS.Timeout | undefined;
     const tick = (): RunRecord[] => {
       const now = clock.now();
-      const { wanted, byId } = wantedSchedules(store.defs.listAutomations(), now);
+      const { wanted, byId } = wantedSchedules(store.defs.listAutomations(), now, store.schedules.paused());
       const firedAt = iso(now);
       const runFor = (w: WantedSchedule): NewRun => {
         const { automation: a, schedule: s } = byId.get(w.id)!;

@@ -10,6 +10,12 @@ export interface WantedSchedule {
   next: string;
 }
 
+/** Who paused a schedule, and when (RFC 3339 UTC). */
+export interface SchedulePause {
+  at: string;
+  by: string;
+}
+
 /**
  * When each schedule fires next (docs/definitions.md#schedules). `fire` reconciles the table with
  * the schedules wanted now and creates the runs of those that are due in the same transaction as
@@ -27,6 +33,9 @@ export class ScheduleStore {
       upsert: db.prepare(`INSERT INTO schedule_state (schedule_id, cron, next_fire_at) VALUES (?, ?, ?)
         ON CONFLICT (schedule_id) DO UPDATE SET cron = excluded.cron, next_fire_at = excluded.next_fire_at`),
       remove: db.prepare('DELETE FROM schedule_state WHERE schedule_id = ?'),
+      pauses: db.prepare('SELECT schedule_id, paused_at, paused_by FROM schedule_pauses'),
+      pause: db.prepare('INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES (?, ?, ?) ON CONFLICT (schedule_id) DO NOTHING'),
+      unpause: db.prepare('DELETE FROM schedule_pauses WHERE schedule_id = ?'),
     };
   }
 
@@ -48,6 +57,30 @@ export class ScheduleStore {
       }
       for (const id of known.keys()) this.stmts.remove.run(id);
       return due.length ? runs.createInTx(due.map(runFor)) : [];
+    })();
+  }
+
+  /** The paused schedules, by id (docs/definitions.md#pausing-a-schedule). */
+  paused(): Map<string, SchedulePause> {
+    const rows = this.stmts.pauses.all() as { schedule_id: string; paused_at: string; paused_by: string }[];
+    return new Map(rows.map((r) => [r.schedule_id, { at: r.paused_at, by: r.paused_by }]));
+  }
+
+  /** Pauses a schedule; pausing a paused one keeps the first pause. */
+  pause(id: string, at: string, by: string): void {
+    this.stmts.pause.run(id, at, by);
+  }
+
+  /**
+   * Resumes a schedule: its pause and its armed time go, so the scheduler arms it again from now
+   * as a new schedule and the fires missed while it was paused never start a run. False when it
+   * was not paused: then nothing changes.
+   */
+  resume(id: string): boolean {
+    return this.ctx.db.transaction(() => {
+      if (this.stmts.unpause.run(id).changes === 0) return false;
+      this.stmts.remove.run(id);
+      return true;
     })();
   }
 

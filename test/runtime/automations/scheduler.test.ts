@@ -112,3 +112,59 @@ test('a fire due while the runtime was down starts one run when it is back', asy
   assert.deepEqual(scheduled(again).map((r) => r.schedule?.schedule_id), ['tests/hourly/#0']);
   assert.equal(again.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T12:00:00.000Z');
 });
+
+test('a paused schedule does not fire; resumed, it is armed from now and the fires it missed are skipped', async (t) => {
+  // Monday 2026-03-02 08:00.
+  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
+  const rt = await startTestRuntime({ clock });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  const scheduler = rt.services.scheduler!;
+  await apply(rt, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly', 'check')}${sched('@daily', 'other')}---\nCheck.\n` });
+  scheduler.tick();
+  assert.equal(rt.store.schedules.nextFireAt('tests/hourly/check'), '2026-03-02T09:00:00.000Z');
+
+  // Paused just before it is due: no run at nine, nor at ten; its sibling is untouched.
+  const pause = await rt.fetch(`/api/v1/agent/schedules/${encodeURIComponent('tests/hourly/check')}/pause`, { method: 'POST' });
+  assert.equal(pause.status, 200, await pause.clone().text());
+  for (const at of ['2026-03-02T09:00:00.000Z', '2026-03-02T10:00:00.000Z', '2026-03-02T10:30:00.000Z']) {
+    clock.set(at);
+    scheduler.tick();
+  }
+  assert.equal(scheduled(rt).length, 0, 'a paused schedule starts no run');
+  assert.equal(rt.store.schedules.nextFireAt('tests/hourly/check'), undefined, 'a paused schedule is not armed');
+  assert.equal(rt.store.schedules.nextFireAt('tests/hourly/other'), '2026-03-03T00:00:00.000Z');
+
+  // A re-apply of the same definitions keeps the pause.
+  await apply(rt, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly', 'check')}${sched('@daily', 'other')}---\nCheck.\n` });
+  scheduler.tick();
+  assert.equal(scheduled(rt).length, 0);
+
+  // Resumed at 10:30: the 09:00 and 10:00 fires are skipped, not collapsed into one run; it fires at 11:00.
+  const resume = await rt.fetch(`/api/v1/agent/schedules/${encodeURIComponent('tests/hourly/check')}/resume`, { method: 'POST' });
+  assert.equal(resume.status, 200, await resume.clone().text());
+  scheduler.tick();
+  assert.equal(scheduled(rt).length, 0, 'resuming does not make up the missed fires');
+  assert.equal(rt.store.schedules.nextFireAt('tests/hourly/check'), '2026-03-02T11:00:00.000Z');
+  clock.set('2026-03-02T11:00:00.000Z');
+  scheduler.tick();
+  assert.deepEqual(scheduled(rt).map((r) => [r.schedule?.schedule_id, r.created_at]), [['tests/hourly/check', '2026-03-02T11:00:00.000Z']]);
+});
+
+test('resumed before the scheduler saw the pause, a schedule whose time passed meanwhile does not fire late', async (t) => {
+  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
+  const rt = await startTestRuntime({ clock });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  const scheduler = rt.services.scheduler!;
+  await apply(rt, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly')}---\nCheck.\n` });
+  scheduler.tick();
+  // Paused and resumed with no tick between, across the 09:00 fire.
+  rt.store.schedules.pause('tests/hourly/#0', '2026-03-02T08:30:00.000Z', 'test');
+  clock.set('2026-03-02T09:10:00.000Z');
+  assert.equal(rt.store.schedules.resume('tests/hourly/#0'), true);
+  assert.equal(rt.store.schedules.resume('tests/hourly/#0'), false, 'resuming a running schedule changes nothing');
+  scheduler.tick();
+  assert.equal(scheduled(rt).length, 0);
+  assert.equal(rt.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T10:00:00.000Z');
+});

@@ -101,6 +101,8 @@ const CASES = (): Case[] => [
   // runtime/routes/schedules.ts: a foreign factory's schedules are not listed, and one is a 404 like an unknown id.
   factoryCase('GET', () => '/api/v1/agent/schedules'),
   factoryCase('GET', (f) => `/api/v1/agent/schedules/${encodeURIComponent(`${f}/review/#0`)}`),
+  factoryCase('POST', (f) => `/api/v1/agent/schedules/${encodeURIComponent(`${f}/review/#0`)}/pause`),
+  factoryCase('POST', (f) => `/api/v1/agent/schedules/${encodeURIComponent(`${f}/review/#0`)}/resume`),
   // Test filter on the key's own automation, naming the foreign webhook or its delivery.
   {
     method: 'POST',

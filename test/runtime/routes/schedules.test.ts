@@ -88,3 +88,67 @@ test('schedules in Oz\'s shape: next_run, last_ran, enabled; a foreign factory\'
     ['tests/triage/sweep', '2026-03-02T09:59:30.000Z'],
   ]);
 });
+
+test('pause and resume through Oz\'s SDK and the CLI: enabled and paused follow, a foreign or unknown schedule is a 404', async (t) => {
+  const clock = new FakeClock('2026-03-02T08:59:30.000Z');
+  const rt = await startTestRuntime({ clock });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  for (const factory of ['tests', 'elsewhere']) {
+    const files = [
+      { path: 'factory.yaml', text: `name: ${factory}\n` },
+      { path: `environments/${factory}-env.yaml`, text: 'agent:\n  command: ["true"]\n' },
+      { path: 'automations/triage.md', text: `---\nenvironment: ${factory}-env\ntriggers:\n${sched('0 9 * * 1-5', 'mornings')}---\nTriage.\n` },
+    ];
+    const { snapshot, diagnostics } = compile(files);
+    assert.ok(snapshot, JSON.stringify(diagnostics));
+    const res = await rt.fetch(`/api/v1/factories/${factory}/apply`, { method: 'POST', json: { snapshot } });
+    assert.equal(res.status, 200, await res.text());
+  }
+  rt.services.scheduler!.tick();
+  const { raw } = rt.store.keys.create({ name: 'ops', kind: 'agent', scopes: ['manage'], factories: ['tests'] });
+  const client = new OzAPI({ apiKey: raw, baseURL: `${rt.url}/api/v1`, maxRetries: 0 });
+
+  const paused = await client.agent.schedules.pause('tests/triage/mornings');
+  assert.equal(paused.enabled, false);
+  assert.equal(paused.history?.next_run, null);
+  assert.deepEqual((paused as unknown as { paused: unknown }).paused, { at: '2026-03-02T08:59:30.000Z', by: 'ops' });
+  // Pausing again keeps the first pause.
+  clock.set('2026-03-02T08:59:40.000Z');
+  const again = await client.agent.schedules.pause('tests/triage/mornings');
+  assert.deepEqual((again as unknown as { paused: unknown }).paused, { at: '2026-03-02T08:59:30.000Z', by: 'ops' });
+  const listed = (await client.agent.schedules.list()).schedules;
+  assert.deepEqual(listed.map((s) => [s.id, s.enabled]), [['tests/triage/mornings', false]]);
+
+  // The other factory's schedule exists, and still answers like an unknown one; it stays running.
+  for (const id of ['elsewhere/triage/mornings', 'tests/nothing/#0']) {
+    for (const verb of ['pause', 'resume']) {
+      const res = await rt.fetch(`/api/v1/agent/schedules/${encodeURIComponent(id)}/${verb}`, { method: 'POST', key: raw });
+      assert.equal(res.status, 404, `${verb} ${id}`);
+      assert.match(((await res.json()) as { detail: string }).detail, new RegExp(`^schedule ${id} does not exist`));
+    }
+  }
+  assert.equal(rt.store.schedules.paused().has('elsewhere/triage/mornings'), false);
+
+  // The CLI shows it paused, and resumes it: armed again from now, so for today's nine.
+  const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
+  assert.equal(await runCli(['automation', 'list'], io), 0, io.err);
+  assert.match(io.out, /tests\s+triage\s+enabled\s+tests-env\s+-\s+0 9 \* \* 1-5 \(paused\)/);
+  const resumed = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
+  assert.equal(await runCli(['automation', 'resume', 'tests/triage/mornings'], resumed), 0, resumed.err);
+  assert.equal(resumed.out, 'Schedule tests/triage/mornings resumed: 0 9 * * 1-5 (next 2026-03-02 09:00 UTC).\n');
+  const one = await client.agent.schedules.retrieve('tests/triage/mornings');
+  assert.equal(one.enabled, true);
+  assert.equal((one as unknown as { paused: unknown }).paused, null);
+  const pausedCli = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
+  assert.equal(await runCli(['automation', 'pause', 'tests/triage/mornings'], pausedCli), 0, pausedCli.err);
+  assert.equal(pausedCli.out, 'Schedule tests/triage/mornings paused: 0 9 * * 1-5 (paused).\n');
+
+  // A malformed id is a one-sentence usage error; an unknown one the API's 404 sentence.
+  const bad = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
+  assert.equal(await runCli(['automation', 'pause', 'mornings'], bad), 2);
+  assert.match(bad.err, /a schedule id is <factory>\/<automation>\/<schedule name, or #index>, got "mornings"/);
+  const unknown = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
+  assert.equal(await runCli(['automation', 'resume', 'elsewhere/triage/mornings'], unknown), 1);
+  assert.match(unknown.err, /schedule elsewhere\/triage\/mornings does not exist/);
+});

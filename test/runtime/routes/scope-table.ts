@@ -65,4 +65,6 @@ export const ROUTE_SCOPES: RouteScope[] = [
   // runtime/routes/schedules.ts
   { method: 'GET', path: '/api/v1/agent/schedules', scope: 'manage' },
   { method: 'GET', path: '/api/v1/agent/schedules/placeholder%2Fplaceholder%2F%230', scope: 'manage' },
+  { method: 'POST', path: '/api/v1/agent/schedules/placeholder%2Fplaceholder%2F%230/pause', scope: 'manage' },
+  { method: 'POST', path: '/api/v1/agent/schedules/placeholder%2Fplaceholder%2F%230/resume', scope: 'manage' },
 ];
