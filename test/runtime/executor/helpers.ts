@@ -8,7 +8,6 @@ import { fileURLToPath } from 'node:url';
 import { parseConfig, type ExecutorKind } from '../../../runtime/config.ts';
 import { runJob, type JobOptions, type JobResult, type JobSpec, type TranscriptEventInput } from '../../../runtime/executor/job.ts';
 import { isolationOf, probeIsolation, type Isolation } from '../../../runtime/executor/sandbox.ts';
-import { eventually } from '../../helpers/eventually.ts';
 
 export const AGENTS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../examples/agents');
 
@@ -159,9 +158,4 @@ export function processesOfRun(runId: string): number[] {
     }
   }
   return found;
-}
-
-/** Waits until `cond()` holds (see test/helpers/eventually.ts). */
-export async function waitFor(cond: () => boolean, what: string, tries = 400, everyMs = 50): Promise<void> {
-  await eventually(cond, what, { tries, everyMs });
 }

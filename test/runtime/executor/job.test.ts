@@ -7,7 +7,8 @@ import { pathToFileURL } from 'node:url';
 import { INHERITED_ENV, parseConfig } from '../../../runtime/config.ts';
 import { SANDBOX_PATH } from '../../../runtime/executor/sandbox.ts';
 import type { JobSpec } from '../../../runtime/executor/job.ts';
-import { AGENTS, isolation, isGone, makeRepo, processesOfRun, processesWith, run as runIn, sandboxSkip, scratch, spec, waitFor } from './helpers.ts';
+import { AGENTS, isolation, isGone, makeRepo, processesOfRun, processesWith, run as runIn, sandboxSkip, scratch, spec } from './helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 /**
  * Every behaviour of a run, under both executors: the sandbox (the default on Linux) and direct
@@ -235,14 +236,14 @@ for (const executor of ['sandbox', 'direct'] as const) {
     const ac = new AbortController();
     const s = spec(dir, { runId: `run_cancel_${executor}`, agent: { command: ['/bin/sh', '-c', `${sleep} & touch "$FACTORY_WORKSPACE/started"; wait`] } });
     const job = run(s, { signal: ac.signal });
-    await waitFor(() => existsSync(path.join(s.workspaceDir, 'started')) && processesWith(sleep).length > 0, 'the grandchild sleep');
+    await eventually(() => existsSync(path.join(s.workspaceDir, 'started')) && processesWith(sleep).length > 0, 'the grandchild sleep');
     const [pid] = processesWith(sleep);
     ac.abort();
     const { result } = await job;
     assert.equal(result.state, 'CANCELLED');
     assert.equal(result.errorCode, 'cancelled');
-    await waitFor(() => isGone(pid), `the grandchild ${pid} to be gone`);
-    await waitFor(() => processesOfRun(s.runId).length === 0, 'no process of the run to be left');
+    await eventually(() => isGone(pid), `the grandchild ${pid} to be gone`);
+    await eventually(() => processesOfRun(s.runId).length === 0, 'no process of the run to be left');
   });
 
   test('cancel during setup stops it and never starts the agent', async (t) => {
@@ -251,7 +252,7 @@ for (const executor of ['sandbox', 'direct'] as const) {
     const marker = path.join(s.workspaceDir, 'setup-started');
     const ac = new AbortController();
     const job = run(s, { signal: ac.signal });
-    await waitFor(() => existsSync(marker), 'setup to start');
+    await eventually(() => existsSync(marker), 'setup to start');
     ac.abort();
     const { result, events } = await job;
     assert.equal(result.state, 'CANCELLED');

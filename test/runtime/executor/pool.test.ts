@@ -7,7 +7,8 @@ import { parseConfig } from '../../../runtime/config.ts';
 import { ExecutorPool } from '../../../runtime/executor/pool.ts';
 import { createLogger } from '../../../runtime/log.ts';
 import { openStore } from '../../../runtime/store/index.ts';
-import { scratch, waitFor } from './helpers.ts';
+import { scratch } from './helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 test('the clean-up timer removes workspaces of runs finished longer ago than the retention; transcripts stay (docs/runs.md)', async (t) => {
   const dir = scratch(t);
@@ -23,7 +24,7 @@ test('the clean-up timer removes workspaces of runs finished longer ago than the
   // A run whose environment does not exist: claimed (it started), then FAILED at once.
   const run = store.runs.create({ prompt: 'x', environmentId: 'missing', source: 'API', creator: { type: 'user', name: 'tester' } });
   await pool.start();
-  await waitFor(() => store.runs.get(run.run_id)?.state === 'FAILED', 'the run to finish');
+  await eventually(() => store.runs.get(run.run_id)?.state === 'FAILED', 'the run to finish');
   // Workspaces live in the work dir, outside the data dir (default `<data-dir>-workspaces`).
   assert.equal(config.workDir, path.join(dir, 'data-workspaces'));
   const ws = path.join(config.workDir, run.run_id);
@@ -36,7 +37,7 @@ test('the clean-up timer removes workspaces of runs finished longer ago than the
 
   // Past it, the timer (not a direct call) removes the workspace.
   clock.advance(config.limits.workspaceRetentionHours * 3_600_000 + 1_000);
-  await waitFor(() => !existsSync(ws), 'the timer to remove the workspace');
+  await eventually(() => !existsSync(ws), 'the timer to remove the workspace');
   assert.ok(store.runs.events(run.run_id, 0, 100).length > 0, 'the transcript stays');
   await pool.cleanWorkspaces(); // lets a pass still under way finish recording the removal
   assert.deepEqual(store.runs.workspacesDue(clock.now()), [], 'a removed workspace is not due again');

@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { killOrphanGroup } from '../../../runtime/executor/process.ts';
-import { isGone, scratch, waitFor } from './helpers.ts';
+import { isGone, scratch } from './helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 /**
  * A group like one a crashed runtime left behind: a detached shell (leader of its own group) with
@@ -24,7 +25,7 @@ async function orphanGroup(t: { after: (fn: () => void) => void }, env: Record<s
       // already gone
     }
   });
-  await waitFor(() => {
+  await eventually(() => {
     try {
       return readFileSync(pidFile, 'utf8').trim() !== '';
     } catch {
@@ -38,13 +39,13 @@ async function orphanGroup(t: { after: (fn: () => void) => void }, env: Record<s
 test('killOrphanGroup kills a group whose processes carry the run id, leader and grandchild', async (t) => {
   const g = await orphanGroup(t, { FACTORY_RUN_ID: 'run_aaaa' });
   assert.equal(killOrphanGroup(g.pgid, 'run_aaaa'), 'killed');
-  await waitFor(() => isGone(g.leader) && isGone(g.sleep), 'the group to be gone');
+  await eventually(() => isGone(g.leader) && isGone(g.sleep), 'the group to be gone');
 });
 
 test('killOrphanGroup finds the group by a surviving member when the leader already exited', async (t) => {
   const g = await orphanGroup(t, { FACTORY_RUN_ID: 'run_bbbb' }, true);
   assert.equal(killOrphanGroup(g.pgid, 'run_bbbb'), 'killed');
-  await waitFor(() => isGone(g.sleep), 'the sleep to be gone');
+  await eventually(() => isGone(g.sleep), 'the sleep to be gone');
 });
 
 test('killOrphanGroup leaves alone a group that is not the run\'s (a reused group id)', async (t) => {

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { startCli } from '../../helpers/cli.ts';
 import { eventually } from '../../helpers/eventually.ts';
-import { AGENTS, isGone, processesOfRun, processesWith, sandboxSkip, waitFor } from './helpers.ts';
+import { AGENTS, isGone, processesOfRun, processesWith, sandboxSkip } from './helpers.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -65,7 +65,7 @@ test('sandbox: SIGKILL of the runtime during a run takes the run\'s sandbox with
   await apply(first.url, key, ['/bin/sh', '-c', `setsid ${sleep} & ${sleep} & wait`]);
 
   const long = await api(first.url, '/api/v1/agent/runs', { prompt: 'sleep', config: { environment_id: 'sleeper' } });
-  await waitFor(() => processesWith(sleep).length === 2, 'the agent and its daemon to start');
+  await eventually(() => processesWith(sleep).length === 2, 'the agent and its daemon to start');
   const queued = await api(first.url, '/api/v1/agent/runs', { prompt: 'after the crash', config: { environment_id: 'ok' } });
   assert.equal(queued.state, 'QUEUED');
 
@@ -73,7 +73,7 @@ test('sandbox: SIGKILL of the runtime during a run takes the run\'s sandbox with
   await new Promise((r) => first.child.once('exit', r));
   // bubblewrap dies with its parent, and its PID namespace with it: nothing of the run is left,
   // before any restart.
-  await waitFor(() => processesWith(sleep).length === 0 && processesOfRun(long.run_id).length === 0, 'the run\'s processes to be gone');
+  await eventually(() => processesWith(sleep).length === 0 && processesOfRun(long.run_id).length === 0, 'the run\'s processes to be gone');
 
   const second = await serve(dataDir, args);
   children.push(second.child);
@@ -128,7 +128,7 @@ test('direct: SIGKILL of the runtime during a run: after a restart the agent is 
   const long = await call(first.url, '/api/v1/agent/runs', { prompt: 'sleep', config: { environment_id: 'sleeper' } });
   leaderFile = path.join(workDir, long.run_id, 'agent.pid');
   pidFile = path.join(workDir, long.run_id, 'sleep.pid');
-  await waitFor(() => existsSync(pidFile) && existsSync(leaderFile), 'the agent to start');
+  await eventually(() => existsSync(pidFile) && existsSync(leaderFile), 'the agent to start');
   const queued = await call(first.url, '/api/v1/agent/runs', { prompt: 'after the crash', config: { environment_id: 'ok' } });
   assert.equal(queued.state, 'QUEUED');
 
@@ -142,7 +142,7 @@ test('direct: SIGKILL of the runtime during a run: after a restart the agent is 
   const second = await serve(dataDir, args);
   children.push(second.child);
   // Restart recovery killed the recorded group: the agent and its grandchild are gone.
-  await waitFor(() => isGone(agentPid) && isGone(sleepPid), 'the orphaned agent and its sleep to be gone');
+  await eventually(() => isGone(agentPid) && isGone(sleepPid), 'the orphaned agent and its sleep to be gone');
   const crashed = await call(second.url, `/api/v1/agent/runs/${long.run_id}`);
   assert.deepEqual(
     [crashed.state, crashed.retryable, crashed.error_code, crashed.status_message],

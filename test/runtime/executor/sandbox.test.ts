@@ -14,7 +14,7 @@ import path from 'node:path';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
 import { removeWorkspace } from '../../../runtime/executor/workspace.ts';
-import { AGENTS, makeRepo, processesOfRun, processesWith, run, sandboxSkip, scratch, spec, waitFor } from './helpers.ts';
+import { AGENTS, makeRepo, processesOfRun, processesWith, run, sandboxSkip, scratch, spec } from './helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
 const SKIP = sandboxSkip();
@@ -219,13 +219,13 @@ for (const how of ['cancel', 'timeout'] as const) {
     const s = spec(dir, { runId: `run_${how}_daemons`, agent: { command: ['/bin/sh', '-c', script], timeoutMs: how === 'timeout' ? 1_500 : 60_000 } });
     const ac = new AbortController();
     const job = run(s, { signal: ac.signal });
-    await waitFor(() => existsSync(path.join(s.workspaceDir, 'started')) && sleeps.every((c) => processesWith(c).length === 1), 'the daemons to start');
+    await eventually(() => existsSync(path.join(s.workspaceDir, 'started')) && sleeps.every((c) => processesWith(c).length === 1), 'the daemons to start');
     assert.ok(processesOfRun(s.runId).length >= 4, 'every process of the run carries its marker');
     if (how === 'cancel') ac.abort();
     const { result } = await job;
     assert.equal(result.state, how === 'cancel' ? 'CANCELLED' : 'FAILED');
     if (how === 'timeout') assert.equal(result.errorCode, 'agent_timeout');
-    await waitFor(() => sleeps.every((c) => processesWith(c).length === 0) && processesOfRun(s.runId).length === 0, 'no process of the run to be left');
+    await eventually(() => sleeps.every((c) => processesWith(c).length === 0) && processesOfRun(s.runId).length === 0, 'no process of the run to be left');
   });
 }
 

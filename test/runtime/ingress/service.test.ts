@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '../../../runtime/clock.ts';
 import type { IngressService } from '../../../runtime/ingress/service.ts';
-import { waitFor } from '../executor/helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf } from './helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 /**
  * docs/ingress.md#delivery-log "older entries are pruned in the background": the ingress service
@@ -18,7 +18,7 @@ import { createHook, deliver, logOf } from './helpers.ts';
  */
 
 /** Waits for the first background pass of a freshly started runtime to finish. */
-const firstPass = (rt: TestRuntime) => waitFor(() => (rt.services.ingress as IngressService).prunePasses > 0, 'the first pruning pass');
+const firstPass = (rt: TestRuntime) => eventually(() => (rt.services.ingress as IngressService).prunePasses > 0, 'the first pruning pass');
 
 const DAY = 86_400_000;
 

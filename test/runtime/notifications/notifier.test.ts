@@ -7,7 +7,6 @@ import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { runCli } from '../../../cli/main.ts';
 import { bufferIO } from '../../cli/helpers.ts';
-import { waitFor } from '../executor/helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from '../routes/runs-helpers.ts';
 import { compile } from '../../../cli/compiler/compile.ts';
@@ -202,7 +201,7 @@ describe('run notifications: allow-list and restarts', () => {
     const secret = newSecret();
     const { body } = await createRun(first, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/slow`, secret } });
     await waitForRun(first, body.run_id);
-    await waitFor(() => listener.of('/slow').length === 2, 'both notifications in flight');
+    await eventually(() => listener.of('/slow').length === 2, 'both notifications in flight');
     await first.stop();
     hang = false;
     const second = await startTestRuntime({ dataDir: first.dataDir });

@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { createHash, randomInt } from 'node:crypto';
 import path from 'node:path';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
-import { isGone, processesWith, waitFor } from '../executor/helpers.ts';
+import { isGone, processesWith } from '../executor/helpers.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, makeRepo, waitForRun } from './runs-helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 async function runtime(
   t: { after: (fn: () => Promise<void> | void) => void },
@@ -124,14 +125,14 @@ test('cancel of a running run kills its process group and ends CANCELLED; cancel
   const sleep = `sleep ${randomInt(3000, 9000)}`;
   const rt = await runtime(t, { sleeper: envYaml({ command: ['/bin/sh', '-c', `${sleep} & wait`] }) });
   const { body } = await createRun(rt, { prompt: 'sleep', config: { environment_id: 'sleeper' } });
-  await waitFor(() => processesWith(sleep).length === 1, 'the grandchild sleep');
+  await eventually(() => processesWith(sleep).length === 1, 'the grandchild sleep');
   const [pid] = processesWith(sleep);
   const res = await rt.fetch(`/api/v1/agent/runs/${body.run_id}/cancel`, { method: 'POST' });
   assert.equal(res.status, 200);
   assert.deepEqual(await res.json(), { run_id: body.run_id });
   const run = await waitForRun(rt, body.run_id);
   assert.deepEqual([run.state, run.error_code, run.status_message, run.retryable, run.session_link], ['CANCELLED', 'cancelled', 'the run was cancelled', false, null]);
-  await waitFor(() => isGone(pid), 'the grandchild to be gone');
+  await eventually(() => isGone(pid), 'the grandchild to be gone');
 
   const again = await rt.fetch(`/api/v1/agent/runs/${body.run_id}/cancel`, { method: 'POST' });
   assert.equal(again.status, 400);
