@@ -1,10 +1,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import type { Command } from 'commander';
 import { CliError, ERROR_CODES, FactoryError, type ErrorCode, type FieldError } from '../core/errors.ts';
 import { fsReason, type CliIO } from './io.ts';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
+
+/** Plan and apply take gzip bodies; every other route takes uncompressed ones only. */
+const DEFINITIONS_ROUTE = /^\/api\/v1\/factories\/[^/]+\/(plan|apply)$/;
+const gzipAsync = promisify(gzip);
 
 /** The options every online command shares (docs/runtime.md): where the runtime is and which key to use. */
 export interface ClientFlags {
@@ -208,9 +214,15 @@ export function createClient(options: { server: string; apiKey: string; origin?:
   const send = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ClientResponse<T>> => {
     const h: Record<string, string> = { Accept: 'application/json', Authorization: `Bearer ${options.apiKey}`, ...headers };
     if (body !== undefined) h['Content-Type'] = 'application/json';
+    let payload: string | Buffer | undefined = body === undefined ? undefined : JSON.stringify(body);
+    if (payload !== undefined && DEFINITIONS_ROUTE.test(path)) {
+      // A snapshot of thousands of automations is megabytes of repetitive JSON (docs/plan-apply.md#large-factories).
+      payload = await gzipAsync(payload);
+      h['Content-Encoding'] = 'gzip';
+    }
     let res: Response;
     try {
-      res = await fetch(server + path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+      res = await fetch(server + path, { method, headers: h, body: payload });
     } catch {
       throw new CliError(unreachable(server, origin));
     }

@@ -27,6 +27,8 @@ export interface Limits {
   workspaceRetentionHours: number;
   /** Cap on management and run API JSON bodies (not the ingress). */
   apiBodyBytes: number;
+  /** Cap on plan and apply bodies, as sent and once gzip-decompressed (docs/plan-apply.md#large-factories). */
+  definitionsBodyBytes: number;
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -167,6 +169,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   runListMax: 100,
   workspaceRetentionHours: 24,
   apiBodyBytes: 1_048_576,
+  definitionsBodyBytes: 33_554_432,
 });
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

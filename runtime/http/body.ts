@@ -1,3 +1,4 @@
+import { gunzip } from 'node:zlib';
 import type { Context } from 'koa';
 import { FactoryError } from '../../core/errors.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
@@ -5,6 +6,11 @@ import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 export interface ReadJsonOptions {
   /** Hard cap in bytes (config.limits.apiBodyBytes for the management and run APIs). */
   limit: number;
+  /**
+   * Accept `Content-Encoding: gzip` (plan and apply only, docs/plan-apply.md#large-factories):
+   * `limit` then caps both the bytes received and the bytes they decompress to.
+   */
+  gzip?: boolean;
 }
 
 /**
@@ -17,7 +23,9 @@ export interface ReadJsonOptions {
  * (docs/api.md).
  */
 export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Promise<unknown> {
-  const bytes = await readCapped(ctx, options.limit);
+  const gzipped = contentEncoding(ctx, options.gzip === true);
+  let bytes = await readCapped(ctx, options.limit);
+  if (gzipped) bytes = await gunzipCapped(bytes, options.limit);
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -35,6 +43,36 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
     throw new FactoryError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
   }
   return value;
+}
+
+/**
+ * True for a gzip body where one is accepted. Any other encoding is refused before the body is
+ * read (415), rather than parsed as if it were plain JSON and reported as invalid JSON.
+ */
+function contentEncoding(ctx: Context, gzipAccepted: boolean): boolean {
+  const raw = ctx.get('Content-Encoding').trim().toLowerCase();
+  if (raw === '' || raw === 'identity') return false;
+  if (gzipAccepted && (raw === 'gzip' || raw === 'x-gzip')) return true;
+  const what = gzipAccepted
+    ? `Content-Encoding '${raw}' is not accepted here; send the body uncompressed or gzip-compressed.`
+    : `Content-Encoding '${raw}' is not accepted here; send the body uncompressed (only plan and apply take gzip).`;
+  throw new FactoryError('unsupported_media_type', `The request body's ${what}`);
+}
+
+/**
+ * Decompresses a gzip body, stopping as soon as the output passes `limit`: a small body that
+ * inflates to gigabytes (a zip bomb) costs at most `limit` bytes of memory before the 413.
+ */
+function gunzipCapped(bytes: Buffer, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    gunzip(bytes, { maxOutputLength: limit }, (err, out) => {
+      if (!err) return resolve(out);
+      if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+        return reject(new FactoryError('payload_too_large', `The request body is larger than ${limit} bytes once decompressed.`));
+      }
+      reject(new FactoryError('invalid_json', 'The request body is declared gzip (Content-Encoding) but is not valid gzip data.'));
+    });
+  });
 }
 
 function tooLarge(limit: number): FactoryError {

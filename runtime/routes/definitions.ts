@@ -22,9 +22,12 @@ import { unknownWebhookDetail } from './webhooks-manage.ts';
 export const definitionsRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
   const factoryParam = { factory: (ctx: Context) => String(ctx.params.name) };
+  // A snapshot grows with the repo (about 540 bytes per automation): plan and apply take gzip and a
+  // larger cap than the other routes (docs/plan-apply.md#large-factories).
+  const definitionsBody = { limit: config.limits.definitionsBodyBytes, gzip: true };
 
   router.post('/api/v1/factories/:name/plan', requireScope('manage', factoryParam), async (ctx) => {
-    const req = parseRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
+    const req = parseRequest(await readJsonBody(ctx, definitionsBody));
     const { snapshot, input } = prepare(store, String(ctx.params.name), req.snapshot, config.limits.webhooksPerFactory);
     const plan = computePlan(snapshot, input);
     ctx.body = {
@@ -40,7 +43,7 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
   });
 
   router.post('/api/v1/factories/:name/apply', requireScope('manage', factoryParam), async (ctx) => {
-    const req = parseRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
+    const req = parseRequest(await readJsonBody(ctx, definitionsBody));
     const name = String(ctx.params.name);
     const { snapshot, input } = prepare(store, name, req.snapshot, config.limits.webhooksPerFactory);
     const before = baseRevision(input);
