@@ -64,7 +64,7 @@ Exit status: 0 when the delivery would trigger the automation; 1 when it would n
 `;
 
 export function registerAutomation(program: Command, io: CliIO): void {
-  const group = program.command('automation').description('list automations and test their filters against stored deliveries')
+  const group = program.command('automation').description('list automations, test their filters against stored deliveries, pause and resume their schedules')
     .addHelpText('after', '\nExamples:\n  $ factory automation list\n  $ factory automation test triage-pr --delivery 72d3162e-cc78-11e3-81ab-4c9367dc0958\n  $ factory automation pause shop/nightly/#0\n');
 
   const list = group

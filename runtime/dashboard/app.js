@@ -33,7 +33,7 @@ function signOut(message) {
   $('secret-once').hidden = true;
   $('deliveries').hidden = true;
   $('transcript').hidden = true;
-  Object.assign(state, { webhooks: [], automations: [], factory: null });
+  Object.assign(state, { webhooks: [], automations: [], schedules: [], factory: null });
   showSignedIn(false);
   $('signin-error').textContent = message ?? '';
   $('signin-key').focus();

@@ -1,15 +1,18 @@
-// Automations (docs/automations.md, docs/dashboard.md): the list with its triggers and payload filters, and Test filter,
-// which asks whether a stored delivery would start an automation.
+// Automations (docs/automations.md, docs/dashboard.md): the list with its triggers and payload filters, its
+// schedules with Pause and Resume, and Test filter, which asks whether a stored delivery would start an automation.
 
 import { $, api, badge, busy, dataTable, enc, h, showError } from './dom.js';
 import { app, state } from './state.js';
 
 export async function loadAutomations() {
   try {
-    state.automations = (await api('GET', '/api/v1/automations')).automations;
+    const [automations, schedules] = await Promise.all([api('GET', '/api/v1/automations'), api('GET', '/api/v1/agent/schedules')]);
+    state.automations = automations.automations;
+    state.schedules = schedules.schedules;
     showError($('automations-error'));
   } catch (err) {
     state.automations = [];
+    state.schedules = [];
     showError($('automations-error'), err);
   }
   renderAutomations();
@@ -37,11 +40,42 @@ export function renderAutomations() {
         {},
         h('ul', { class: 'plain' }, a.triggers.map((t) => h('li', {}, `${t.webhook_name ?? '(unknown)'} `, h('code', { class: 'small', text: t.webhook_uid ?? '' }), ` ${t.webhook_state}`, t.payload ? h('pre', { class: 'small', text: JSON.stringify(t.payload, null, 2) }) : h('div', { class: 'muted small', text: 'no payload filter' })))),
       ),
+      h('td', {}, scheduleList(state.schedules.filter((s) => s.factory === a.factory && s.automation === a.name))),
     ),
   );
   $('automations-list').replaceChildren(
-    dataTable(['Name', 'Factory', 'State', 'Environment', 'Triggers (webhook, payload filter)'], rows),
+    dataTable(['Name', 'Factory', 'State', 'Environment', 'Triggers (webhook, payload filter)', 'Schedules (UTC)'], rows),
   );
+}
+
+/** `2026-03-02 09:00 UTC`: cron is UTC (docs/definitions.md#schedules), so the times are shown in UTC too, not local time. */
+const utc = (t) => h('time', { datetime: t, title: t, text: t.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC') });
+
+function scheduleList(schedules) {
+  if (!schedules.length) return h('span', { class: 'muted', text: '—' });
+  return h('ul', { class: 'plain' }, schedules.map((s) => {
+    const verb = s.paused ? 'Resume' : 'Pause';
+    const button = h('button', { type: 'button', 'aria-label': `${verb} schedule ${s.name}`, text: verb });
+    button.addEventListener('click', () => busy(button, async () => {
+      try {
+        if (s.paused) await api('POST', `/api/v1/agent/schedules/${enc(s.id)}/resume`);
+        else await api('POST', `/api/v1/agent/schedules/${enc(s.id)}/pause`);
+        await loadAutomations();
+      } catch (err) {
+        showError($('automations-error'), err);
+      }
+    }));
+    const next = s.paused
+      ? h('div', { class: 'small' }, badge('paused', 'neutral'), ` by ${s.paused.by} at `, utc(s.paused.at))
+      : h('div', { class: 'small' }, 'Next: ', s.history.next_run ? utc(s.history.next_run) : 'not armed (the automation is disabled)');
+    return h(
+      'li',
+      { 'aria-label': `Schedule ${s.name}` },
+      h('strong', { text: s.name }), ' ', h('code', { text: s.cron_schedule }), ' ', button,
+      next,
+      h('div', { class: 'small' }, 'Last run: ', s.history.last_ran ? utc(s.history.last_ran) : 'never'),
+    );
+  }));
 }
 
 export function prefillTest(w, d) {

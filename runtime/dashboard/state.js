@@ -7,6 +7,7 @@ export const KEY_STORAGE = 'factory.apiKey';
 export const state = {
   webhooks: [],
   automations: [],
+  schedules: [], // GET /api/v1/agent/schedules: the automations' schedule triggers
   factory: null, // the selected factory, or null for all
   deliveries: { webhook: null, cursor: null },
   runs: { cursor: null },
