@@ -40,8 +40,11 @@ export const scheduleRoutes: RouteModule = (router, { store, clock, log }) => {
   // Paused, a schedule does not fire; pausing a paused one changes nothing.
   router.post('/api/v1/agent/schedules/:id/pause', requireScope('manage'), (ctx: Context) => {
     const item = findItem(ctx);
-    store.schedules.pause(item.id, iso(clock.now()), principalOf(ctx).name);
-    log.info({ schedule: item.id, key: principalOf(ctx).name }, 'schedule paused');
+    if (store.schedules.pause(item.id, iso(clock.now()), principalOf(ctx).name)) {
+      // The id is a known schedule's (findItem found it), so a name from the definitions, never a token:
+      // the dev feed prints it, where the request line shows the path redacted.
+      log.info({ schedule: item.id, key: principalOf(ctx).name }, `schedule ${item.id} paused by ${principalOf(ctx).name}`);
+    }
     ctx.body = findItem(ctx);
   });
 
@@ -49,7 +52,7 @@ export const scheduleRoutes: RouteModule = (router, { store, clock, log }) => {
   // one that is not paused changes nothing (its armed time stays).
   router.post('/api/v1/agent/schedules/:id/resume', requireScope('manage'), (ctx: Context) => {
     const item = findItem(ctx);
-    if (store.schedules.resume(item.id)) log.info({ schedule: item.id, key: principalOf(ctx).name }, 'schedule resumed');
+    if (store.schedules.resume(item.id)) log.info({ schedule: item.id, key: principalOf(ctx).name }, `schedule ${item.id} resumed by ${principalOf(ctx).name}`);
     ctx.body = findItem(ctx);
   });
 

@@ -66,9 +66,9 @@ export class ScheduleStore {
     return new Map(rows.map((r) => [r.schedule_id, { at: r.paused_at, by: r.paused_by }]));
   }
 
-  /** Pauses a schedule; pausing a paused one keeps the first pause. */
-  pause(id: string, at: string, by: string): void {
-    this.stmts.pause.run(id, at, by);
+  /** Pauses a schedule; pausing a paused one keeps the first pause and answers false. */
+  pause(id: string, at: string, by: string): boolean {
+    return this.stmts.pause.run(id, at, by).changes > 0;
   }
 
   /**

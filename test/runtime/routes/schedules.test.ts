@@ -117,6 +117,8 @@ test('pause and resume through Oz\'s SDK and the CLI: enabled and paused follow,
   clock.set('2026-03-02T08:59:40.000Z');
   const again = await client.agent.schedules.pause('tests/triage/mornings');
   assert.deepEqual((again as unknown as { paused: unknown }).paused, { at: '2026-03-02T08:59:30.000Z', by: 'ops' });
+  // One line for the change (the dev feed prints it), none for the repeat.
+  assert.deepEqual(rt.logs.records().filter((l) => String(l.msg).startsWith('schedule ')).map((l) => l.msg), ['schedule tests/triage/mornings paused by ops']);
   const listed = (await client.agent.schedules.list()).schedules;
   assert.deepEqual(listed.map((s) => [s.id, s.enabled]), [['tests/triage/mornings', false]]);
 
