@@ -1,8 +1,13 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createClient } from '../cli/client.ts';
+import { requestApply } from '../cli/commands/apply.ts';
 import { compile, loadRepo } from '../cli/compiler/index.ts';
+import { parseConfig } from '../runtime/config.ts';
+import { createLogger } from '../runtime/log.ts';
+import { startServer } from '../runtime/server.ts';
 
 const WEBHOOKS = 20;
 const ITERATIONS = 5;
@@ -73,6 +78,46 @@ export async function benchCompile(print: (line: string) => void): Promise<void>
   }
   // Ten times the automations should take about ten times as long; far more means a quadratic step.
   print(`compile: ${SIZES[1].automations} automations took ${(medians[1] / medians[0]).toFixed(1)}× the time of ${SIZES[0].automations} (linear: about ${SIZES[1].automations / SIZES[0].automations}×)`);
+  await benchApply(print);
+}
+
+/** Automations of the apply figure: a snapshot of about 2.7 MB, gzip-compressed by the CLI's client. */
+const APPLY_AUTOMATIONS = 5000;
+
+/**
+ * `factory apply` of 20 webhooks and APPLY_AUTOMATIONS automations over HTTP to a real runtime
+ * (docs/plan-apply.md#large-factories): the request the CLI makes, through its own client, timed
+ * from sending the compiled snapshot to the answer. The target is that it succeeds at all; the
+ * time is printed for the record.
+ */
+async function benchApply(print: (line: string) => void): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'factory-bench-apply-'));
+  const config = parseConfig({ port: 0, dataDir: join(dir, 'data'), logLevel: 'silent', executor: 'direct' }, {});
+  const server = await startServer(config, { log: createLogger({ level: 'silent' }) });
+  try {
+    const repo = join(dir, 'repo');
+    await writeBenchRepo(repo, { webhooks: WEBHOOKS, automations: APPLY_AUTOMATIONS });
+    const result = compile(await loadRepo(repo), { root: resolve(repo) });
+    if (!result.snapshot) throw new Error(`bench repo did not compile: ${result.diagnostics[0]?.message}`);
+    const apiKey = (await readFile(server.adminKeyPath, 'utf8')).trim();
+    const client = createClient({ server: server.url, apiKey });
+    for (let i = 0; i < WEBHOOKS; i++) await client.request('POST', '/api/v1/secrets', { name: `hook-${i}-token`, value: `bench-token-${i}-${'x'.repeat(32)}` });
+    const bytes = Buffer.byteLength(JSON.stringify({ snapshot: result.snapshot }));
+    const start = performance.now();
+    let outcome: string;
+    try {
+      const answer = await requestApply(client, result.snapshot);
+      outcome = answer.applied ? 'met' : 'NOT met (nothing applied)';
+    } catch (err) {
+      outcome = `NOT met (${(err as Error).message})`;
+    }
+    const ms = performance.now() - start;
+    print(`apply: ${WEBHOOKS} webhooks + ${APPLY_AUTOMATIONS} automations over HTTP (snapshot ${(bytes / 1e6).toFixed(1)} MB, sent gzip): ${ms.toFixed(0)} ms; target: applies (${outcome})`);
+  } finally {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+    await rm(config.workDir, { recursive: true, force: true });
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await benchCompile((line) => console.log(line));

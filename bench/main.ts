@@ -9,12 +9,15 @@ import { benchCli } from './cli.ts';
 import { benchCompile } from './compile.ts';
 import { benchIngress } from './ingress.ts';
 import { benchRuns } from './runs.ts';
+import { benchServeStart } from './serve.ts';
 
 const BENCHES: Record<string, (print: (line: string) => void, opts: { quick: boolean }) => Promise<void>> = {
   compile: benchCompile,
   runs: (print) => benchRuns(print),
   ingress: benchIngress,
   cli: (print) => benchCli(print),
+  // Also the last part of runs; alone here to measure only it.
+  serve: (print) => benchServeStart(print),
 };
 
 const print = (line: string) => void process.stdout.write(line + '\n');
