@@ -5,7 +5,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startCli, terminalEnv, type RunningCli } from './helpers.ts';
+import { startCli, terminalEnv, type RunningCli } from '../helpers/cli.ts';
 
 /**
  * The README's tour, as written: its shell block is read from README.md and pasted line by line

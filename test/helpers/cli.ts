@@ -74,6 +74,8 @@ export interface RunningCli {
   stderr(): string;
   /** The exit code, once the process has exited. */
   exited: Promise<number | null>;
+  /** The exit code, once the process has exited and its output is all read (stdout() and stderr() are complete). */
+  closed: Promise<number | null>;
   /** Resolves once `what()` holds, checked on every output; fails if the process exits first. */
   waitFor(what: () => boolean, label: string): Promise<void>;
 }
@@ -88,11 +90,13 @@ export function startCli(args: string[], options: { cwd?: string; env?: Record<s
   child.stdout.on('data', (d) => ((stdout += d), wake()));
   child.stderr.on('data', (d) => ((stderr += d), wake()));
   const exited = new Promise<number | null>((done) => child.on('exit', (code) => (wake(), done(code))));
+  const closed = new Promise<number | null>((done) => child.on('close', (code) => done(code)));
   return {
     child,
     stdout: () => stdout,
     stderr: () => stderr,
     exited,
+    closed,
     async waitFor(what, label) {
       while (!what()) {
         if (child.exitCode !== null || child.signalCode !== null) assert.fail(`factory ${args[0]} exited while waiting for ${label}:\n${stdout}\n${stderr}`);

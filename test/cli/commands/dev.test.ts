@@ -1,11 +1,11 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startCli, terminalEnv } from '../helpers.ts';
+import { execCli, startCli, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 
 /**
  * `factory dev` as a user runs it: a child process serving on port 0 with a temp data dir, the
@@ -13,7 +13,6 @@ import { startCli, terminalEnv } from '../helpers.ts';
  */
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const BIN = join(ROOT, 'bin', 'factory.js');
 const tmp = mkdtempSync(join(tmpdir(), 'factory-dev-'));
 let child: ChildProcessWithoutNullStreams | undefined;
 
@@ -78,20 +77,9 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
 });
 
 /** Runs bin/factory.js to its end; a child still running after `limitMs` is killed and reported. */
-function runToEnd(args: string[], cwd: string, limitMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string; killed: boolean }> {
-  const env = terminalEnv({ FACTORY_API_KEY: 'fk_unused' });
-  return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [BIN, ...args], { cwd, env });
-    let stdout = '';
-    let stderr = '';
-    let killed = false;
-    // Not a timed assertion: a safety net so a regression (serving forever) fails instead of hanging.
-    const guard = setTimeout(() => ((killed = true), c.kill('SIGKILL')), limitMs);
-    c.stdout.on('data', (d) => (stdout += d));
-    c.stderr.on('data', (d) => (stderr += d));
-    c.on('error', reject);
-    c.on('close', (code) => (clearTimeout(guard), resolve({ code, stdout, stderr, killed })));
-  });
+function runToEnd(args: string[], cwd: string, limitMs = 20_000): Promise<CliResult> {
+  // limitMs is not a timed assertion: a safety net so a regression (serving forever) fails instead of hanging.
+  return execCli(args, { cwd, env: terminalEnv({ FACTORY_API_KEY: 'fk_unused' }), limitMs });
 }
 
 for (const [label, dir, sentence] of [

@@ -1,6 +1,5 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -12,7 +11,7 @@ import { parseConfig } from '../../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../../runtime/server.ts';
 import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
 import type { Snapshot } from '../../../core/snapshot.ts';
-import { terminalEnv } from '../helpers.ts';
+import { execCli, terminalEnv } from '../../helpers/cli.ts';
 
 /**
  * Issue 3's end-to-end test: the real CLI (child processes of bin/factory.js) against a real
@@ -20,7 +19,6 @@ import { terminalEnv } from '../helpers.ts';
  */
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const BIN = join(ROOT, 'bin', 'factory.js');
 const UID_TAKEN = 'wh_ownedbyfowner2345abcdefghi';
 
 let server: RunningServer;
@@ -39,24 +37,14 @@ after(async () => {
 });
 
 interface Result {
-  code: number;
+  code: number | null;
   stdout: string;
   stderr: string;
 }
 
 /** The CLI as a user runs it: a child process, the key in FACTORY_API_KEY. */
 function cli(args: string[], stdin = ''): Promise<Result> {
-  const env = terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey });
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: tmp, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(stdin);
-  });
+  return execCli(args, { cwd: tmp, env: terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey }), stdin });
 }
 
 /** The same CLI in-process (cli/main.ts runCli), with captured output. */

@@ -1,26 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripOneNewline } from '../../../cli/commands/secret.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
+import { execCli } from '../../helpers/cli.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'factory.js');
-
-/** Runs the real CLI as a child process. */
-function factory(args: string[], env: Record<string, string>, stdin?: string | Buffer): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'pipe' });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-    child.stdin.end(stdin ?? '');
-  });
-}
+/** Runs the real CLI as a child process, with only PATH and the given variables in its environment. */
+const factory = (args: string[], env: Record<string, string>, stdin?: string | Buffer) => execCli(args, { env: { PATH: process.env.PATH ?? '', ...env }, stdin });
 
 test('stripOneNewline removes exactly one trailing newline', () => {
   assert.equal(stripOneNewline('a\n'), 'a');
@@ -37,44 +24,44 @@ test('factory secret create/update/list/delete through the real CLI; the value n
   const FILE_VALUE = 'file-canary-77ab';
   try {
     const created = await factory(['secret', 'create', 'github-signing'], env, VALUE + '\n');
-    assert.equal(created.code, 0, created.err);
-    assert.match(created.out, /created secret github-signing \(version 1\)/);
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /created secret github-signing \(version 1\)/);
     assert.equal(rt.store.secrets.reveal('github-signing'), VALUE, 'one trailing newline stripped, nothing else');
 
     const file = join(rt.dataDir, 'value.txt');
     writeFileSync(file, FILE_VALUE + '\r\n');
     const updated = await factory(['secret', 'update', 'github-signing', '--from-file', file], env);
-    assert.equal(updated.code, 0, updated.err);
+    assert.equal(updated.code, 0, updated.stderr);
     assert.equal(rt.store.secrets.reveal('github-signing'), FILE_VALUE);
 
     const pending = await factory(['secret', 'create', 'paddle', '--pending'], env);
-    assert.equal(pending.code, 0, pending.err);
-    assert.match(pending.out, /pending/);
+    assert.equal(pending.code, 0, pending.stderr);
+    assert.match(pending.stdout, /pending/);
 
     const list = await factory(['secret', 'list', '--json'], env);
-    assert.equal(list.code, 0, list.err);
-    const rows = JSON.parse(list.out) as { name: string; current_version: number; has_value: boolean }[];
+    assert.equal(list.code, 0, list.stderr);
+    const rows = JSON.parse(list.stdout) as { name: string; current_version: number; has_value: boolean }[];
     assert.deepEqual(rows.map((r) => [r.name, r.current_version, r.has_value]), [['github-signing', 2, true], ['paddle', 0, false]]);
     const table = await factory(['secret', 'list'], env);
-    assert.match(table.out, /^NAME\s+VERSION\s+VALUE\s+FACTORIES\s+UPDATED\n/);
+    assert.match(table.stdout, /^NAME\s+VERSION\s+VALUE\s+FACTORIES\s+UPDATED\n/);
 
     const empty = await factory(['secret', 'create', 'empty'], env, '\n');
     assert.equal(empty.code, 1);
-    assert.match(empty.err, /^error: the value is empty/);
+    assert.match(empty.stderr, /^error: the value is empty/);
     const dup = await factory(['secret', 'create', 'paddle'], env, 'x');
     assert.equal(dup.code, 1);
-    assert.match(dup.err, /already exists/);
+    assert.match(dup.stderr, /already exists/);
     const usage = await factory(['secret', 'create', 'x', '--pending', '--from-file', file], env);
     assert.equal(usage.code, 2);
 
     const del = await factory(['secret', 'delete', 'paddle'], env);
-    assert.equal(del.code, 0, del.err);
+    assert.equal(del.code, 0, del.stderr);
 
     const unreachable = await factory(['secret', 'list'], { ...env, FACTORY_SERVER: 'http://127.0.0.1:1' });
     assert.equal(unreachable.code, 1);
-    assert.match(unreachable.err, /cannot reach the runtime at http:\/\/127\.0\.0\.1:1/);
+    assert.match(unreachable.stderr, /cannot reach the runtime at http:\/\/127\.0\.0\.1:1/);
 
-    const outputs = [created, updated, pending, list, table].map((r) => r.out + r.err).join('\n');
+    const outputs = [created, updated, pending, list, table].map((r) => r.stdout + r.stderr).join('\n');
     const db = join(rt.dataDir, 'factory.db');
     const files = [db, db + '-wal'].filter(existsSync).map((f) => readFileSync(f));
     for (const v of [VALUE.trim(), FILE_VALUE]) {

@@ -1,31 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execCli, startCli } from '../../helpers/cli.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'factory.js');
-
-/** Starts `factory serve` as a child process; resolves once it printed its URL. */
+/** Starts `factory serve` as a child process; `started` resolves once it printed its URL and key line. */
 function serve(dataDir: string) {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data-dir', dataDir], {
-    env: { PATH: process.env.PATH ?? '', FACTORY_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  const started = new Promise<{ url: string; out: () => string }>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/\S+)\n/.exec(out);
-      if (m && /admin key: .*\n/.test(out)) resolve({ url: m[1], out: () => out });
-    });
-    child.on('close', (code) => reject(new Error(`serve exited with ${code}: ${err}`)));
-  });
-  return { child, started, exited };
+  const serving = startCli(['serve', '--port', '0', '--data-dir', dataDir], { env: { PATH: process.env.PATH ?? '', FACTORY_LOG_LEVEL: 'warn' } });
+  const started = serving
+    .waitFor(() => /listening on http:\/\/\S+\n/.test(serving.stdout()) && /admin key: .*\n/.test(serving.stdout()), 'the URL and the admin key')
+    .then(() => ({ url: /listening on (http:\/\/\S+)\n/.exec(serving.stdout())![1], out: serving.stdout }));
+  return { child: serving.child, started, exited: serving.closed };
 }
 
 test('factory serve: prints URL and admin key path; SIGTERM exits 0; a restart keeps the key', async () => {
@@ -57,10 +43,7 @@ test('factory serve: prints URL and admin key path; SIGTERM exits 0; a restart k
 });
 
 test('factory serve: an invalid flag is a usage error naming it', async () => {
-  const bad = spawn(process.execPath, [BIN, 'serve', '--port', 'http'], { env: { PATH: process.env.PATH ?? '' } });
-  let err = '';
-  bad.stderr.on('data', (d) => (err += d));
-  const code = await new Promise((r) => bad.on('close', r));
-  assert.equal(code, 2);
-  assert.match(err, /--port must be an integer/);
+  const bad = await execCli(['serve', '--port', 'http'], { env: { PATH: process.env.PATH ?? '' } });
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--port must be an integer/);
 });

@@ -1,10 +1,10 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type SpawnOptions } from 'node:child_process';
+import { execFileSync, type SpawnOptions } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { terminalEnv } from '../helpers.ts';
+import { join } from 'node:path';
+import { execCli, type CliResult } from '../../helpers/cli.ts';
 
 /**
  * Issue 2: bad input never crashes the CLI. Each case runs the real CLI (bin/factory.js) as a child
@@ -13,29 +13,17 @@ import { terminalEnv } from '../helpers.ts';
  * ends with exit 1 and says what is wrong, with no stack trace.
  */
 
-const ROOT = resolve(import.meta.dirname, '../../..');
-const BIN = join(ROOT, 'bin', 'factory.js');
 const tmp = mkdtempSync(join(tmpdir(), 'factory-bad-input-'));
 // Other users may enter it: the unreadable-file case runs as `nobody` when the tests run as root.
 chmodSync(tmp, 0o755);
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-const childEnv = () => terminalEnv();
-
 /**
  * `factory validate <dir>` as a child process. The kill timer only guards against a hang (it is
  * far longer than any of these takes); a killed child fails the exit-code assertion.
  */
-function validate(dir: string, options: SpawnOptions = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, 'validate', dir], { cwd: tmp, env: childEnv(), timeout: 120_000, ...options });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (d) => (stdout += d));
-    child.stderr!.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolvePromise({ code, stdout, stderr }));
-  });
+function validate(dir: string, options: SpawnOptions = {}): Promise<CliResult> {
+  return execCli(['validate', dir], { cwd: tmp, limitMs: 120_000, spawn: options });
 }
 
 /** A repo with a valid factory.yaml plus the given files (text, bytes, or a callback that makes them). */

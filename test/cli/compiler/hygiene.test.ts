@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { loadRepo } from '../../../cli/compiler/index.ts';
-import { terminalEnv } from '../helpers.ts';
+import { execCli } from '../../helpers/cli.ts';
 
 /**
  * Two rules of the compiler, through the real CLI (`bin/factory.js validate`) on real files:
@@ -14,12 +13,9 @@ import { terminalEnv } from '../helpers.ts';
  * that leaves the repo.
  */
 
-const BIN = resolve(import.meta.dirname, '../../../bin/factory.js');
-
 /** `factory validate .` run in `dir`, so diagnostics name repo-relative paths. */
 function validate(dir: string, ...flags: string[]) {
-  const r = spawnSync(process.execPath, [BIN, 'validate', '.', ...flags], { cwd: dir, encoding: 'utf8', env: terminalEnv() });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return execCli(['validate', '.', ...flags], { cwd: dir });
 }
 
 async function tempDir(t: { after(fn: () => Promise<void>): void }, prefix: string): Promise<string> {
@@ -42,7 +38,7 @@ test('deliveryIdHeader naming a credential header is an error at the value, for 
   headers.forEach((h, i) => (files[`webhooks/w${i}.yaml`] = `# a comment first\nauthMode: token\nsecretName: s\ndeliveryIdHeader:   ${h}\n`));
   await write(dir, files);
 
-  const r = validate(dir);
+  const r = await validate(dir);
   assert.equal(r.code, 1, r.stdout + r.stderr);
   const lines = r.stdout.split('\n').filter((l) => l.includes('webhook.credential_delivery_id_header'));
   assert.equal(lines.length, headers.length, r.stdout);
@@ -61,7 +57,7 @@ test('schemes\' own id headers and ordinary id headers validate clean', async (t
     'webhooks/b.yaml': 'authMode: signature\nsignatureScheme: github\nsecretName: s\ndeliveryIdHeader: X-GitHub-Delivery\n',
     'webhooks/c.yaml': 'secretName: s\ndeliveryIdHeader: X-Request-Id\n',
   });
-  const r = validate(dir);
+  const r = await validate(dir);
   assert.equal(r.code, 0, r.stdout + r.stderr);
 });
 
@@ -92,7 +88,7 @@ test('a definitions file or directory linked from outside the repo is reported, 
   await symlink(join(dir, 'common', 'inside.yaml'), join(dir, 'webhooks', 'inside.yaml'));
   await symlink('../common/inside.yaml', join(dir, 'webhooks', 'relative-inside.yaml'));
 
-  const r = validate(dir, '--format', 'json');
+  const r = await validate(dir, '--format', 'json');
   assert.equal(r.code, 1, r.stdout + r.stderr);
   const diags = JSON.parse(r.stdout) as { file: string; line: number; column: number; code: string; message: string; severity: string }[];
   const outsideDiags = diags.filter((d) => d.code === 'file.outside_repo');
@@ -105,7 +101,7 @@ test('a definitions file or directory linked from outside the repo is reported, 
   assert.deepEqual(diags.filter((d) => d.code !== 'file.outside_repo' && d.severity === 'error'), [], r.stdout);
 
   // The text format names the file with its position, like every diagnostic.
-  const text = validate(dir);
+  const text = await validate(dir);
   assert.match(text.stdout, /^webhooks\/stolen\.yaml:1:1: error file\.outside_repo: /m);
 
   // The same repo without the outside links compiles, with the inside links read as files.
@@ -124,7 +120,7 @@ test('a linked definitions directory, or factory.yaml, that leads outside the re
   await write(outside, { 'hooks/a.yaml': 'secretName: s\n', 'hooks/b.yaml': 'secretName: s\n', 'factory.yaml': 'name: hygiene\n' });
   await symlink(join(outside, 'hooks'), join(dir, 'webhooks'));
   await symlink(join(outside, 'factory.yaml'), join(dir, 'factory.yaml'));
-  const r = validate(dir, '--format', 'json');
+  const r = await validate(dir, '--format', 'json');
   assert.equal(r.code, 1, r.stdout + r.stderr);
   const diags = JSON.parse(r.stdout) as { file: string; code: string }[];
   assert.deepEqual(
@@ -138,6 +134,6 @@ test('a repo reached through a symbolic link is judged by its real path (its own
   const real = join(parent, 'real');
   await write(real, { 'factory.yaml': 'name: hygiene\n', 'webhooks/a.yaml': 'secretName: s\n' });
   await symlink(real, join(parent, 'link'));
-  const r = validate(join(parent, 'link'));
+  const r = await validate(join(parent, 'link'));
   assert.equal(r.code, 0, r.stdout + r.stderr);
 });

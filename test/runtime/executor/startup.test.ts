@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startCli, terminalEnv } from '../../cli/helpers.ts';
+import { startCli, terminalEnv } from '../../helpers/cli.ts';
 
 const MISSING = '/nonexistent/factory-test/bwrap';
 

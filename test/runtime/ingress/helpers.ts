@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import type { Limits } from '../../../runtime/config.ts';
 import type { Clock } from '../../../runtime/clock.ts';
 import { apiFetch, startTestRuntime, type ApiInit, type TestRuntime } from '../helpers.ts';
 import { testExecutor } from '../executor/helpers.ts';
+import { startCli } from '../../helpers/cli.ts';
 
 /** A real runtime for ingress tests; `trustProxy` lets a test pick the sender with X-Forwarded-For. */
 export function startIngressRuntime(options: { clock?: Clock; limits?: Partial<Limits>; trustProxy?: boolean } = {}) {
@@ -92,19 +92,13 @@ export async function startChildRuntime(env: Record<string, string> = {}, option
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-child-'));
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
-  const args = [join(ROOT, 'bin/factory.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--sandbox-ro-bind', join(ROOT, 'examples/agents'), '--executor', testExecutor(), ...(options.args ?? [])];
-  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, FACTORY_MASTER_KEY: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-      const m = /factory runtime listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    proc.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${out}`)));
-  });
+  const args = ['serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--sandbox-ro-bind', join(ROOT, 'examples/agents'), '--executor', testExecutor(), ...(options.args ?? [])];
+  const serving = startCli(args, { cwd: ROOT, env: { ...process.env, FACTORY_MASTER_KEY: '', ...env } as Record<string, string> });
+  const proc = serving.child;
+  const exited = serving.exited;
+  const listening = () => /factory runtime listening on (http:\/\/\S+)/.exec(serving.stdout());
+  await serving.waitFor(() => listening() !== null, 'serve to listen');
+  const url = listening()![1];
   const adminKey = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim();
   return {
     proc,

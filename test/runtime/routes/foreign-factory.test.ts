@@ -1,12 +1,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
 import { Router } from '@koa/router';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { ROUTES } from '../../../runtime/routes/index.ts';
 import { applyFactory, createSecret, deliverGithub, factoryFiles, GITHUB_UID, OTHER_UID, PR_OPENED, FACTORY } from '../automations/helpers.ts';
-import { terminalEnv } from '../../cli/helpers.ts';
+import { execCli, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { ROUTE_SCOPES } from './scope-table.ts';
 
@@ -166,12 +164,8 @@ test('the same key works on its own factory (the 404s above are not a broken key
 });
 
 /** `bin/factory.js ...args` with the limited key, as a child process (the server runs in this one). */
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const bin = resolve(import.meta.dirname, '../../../bin/factory.js');
-  const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: key });
-  return new Promise((done) => {
-    execFile(process.execPath, [bin, ...args], { env }, (err, stdout, stderr) => done({ code: err ? Number(err.code) : 0, stdout, stderr }));
-  });
+function cli(args: string[]): Promise<CliResult> {
+  return execCli(args, { env: terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: key }) });
 }
 
 test('through the CLI: the same one-line "not found" for a foreign webhook as for an unknown one', async () => {

@@ -1,8 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
-import { terminalEnv } from '../../cli/helpers.ts';
+import { execCli, terminalEnv } from '../../helpers/cli.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 /**
@@ -108,12 +106,8 @@ test('a valid limited key: names deduplicated and sorted; absent or null factori
 });
 
 test('through the CLI: a limit without manage, or with admin, is a one-sentence error and exit 1', async () => {
-  const bin = resolve(import.meta.dirname, '../../../bin/factory.js');
   const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
-  const run = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-      execFile(process.execPath, [bin, 'key', 'create', ...args], { env }, (err, stdout, stderr) => done({ code: err ? Number(err.code) : 0, stdout, stderr }));
-    });
+  const run = (args: string[]) => execCli(['key', 'create', ...args], { env });
   const before = rt.store.keys.list().length;
   for (const [args, pattern] of [
     [['--name', 'x', '--kind', 'agent', '--factory', 'payments'], /factories limit the manage scope/],
