@@ -42,12 +42,14 @@ export interface ExecCliOptions {
   limitMs?: number;
   /** Further spawn options (uid, gid, ...). */
   spawn?: SpawnOptions;
+  /** What node runs: `[BIN]` by default; the build's tests give the built entry or the sources instead. */
+  entry?: string[];
 }
 
 /** Runs `bin/factory.js ...args` to its end and collects its exit code and output. */
 export function execCli(args: string[], options: ExecCliOptions = {}): Promise<CliResult> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [...(options.entry ?? [BIN]), ...args], {
       cwd: options.cwd ?? ROOT,
       env: options.env ?? terminalEnv(),
       ...options.spawn,
@@ -81,8 +83,8 @@ export interface RunningCli {
 }
 
 /** Starts `bin/factory.js ...args`; waits are for its output, never for a fixed time. */
-export function startCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): RunningCli {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: options.env ?? terminalEnv() });
+export function startCli(args: string[], options: Pick<ExecCliOptions, 'cwd' | 'env' | 'entry'> = {}): RunningCli {
+  const child = spawn(process.execPath, [...(options.entry ?? [BIN]), ...args], { cwd: options.cwd ?? ROOT, env: options.env ?? terminalEnv() });
   let stdout = '';
   let stderr = '';
   const waiters: (() => void)[] = [];

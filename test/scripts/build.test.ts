@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Command } from 'commander';
 import { buildCli } from '../../scripts/build.ts';
 import * as source from '../../cli/main.ts';
-import { bufferIO, terminalEnv } from '../cli/helpers.ts';
+import { bufferIO } from '../cli/helpers.ts';
+import { execCli, startCli, terminalEnv } from '../helpers/cli.ts';
 
 /**
  * `npm run build` (README.md#commands): the built CLI must behave as the sources do. Built into a
@@ -46,11 +46,11 @@ test('the built CLI prints the same help as the sources, for every command and s
 
 test('as a child process, the built CLI and the tsx CLI print the same top-level help', async () => {
   await built;
-  const run = (args: string[]) => spawnSync(process.execPath, args, { cwd: ROOT, env: terminalEnv({ FACTORY_CLI_ENTRY: '1' }), encoding: 'utf8' });
-  const fromBuild = run([builtMain, '--help']);
-  const fromSource = run(['--import', 'tsx', join(ROOT, 'cli', 'main.ts'), '--help']);
-  assert.equal(fromBuild.status, 0, fromBuild.stderr);
-  assert.equal(fromSource.status, 0, fromSource.stderr);
+  const run = (entry: string[]) => execCli(['--help'], { env: terminalEnv({ FACTORY_CLI_ENTRY: '1' }), entry });
+  const fromBuild = await run([builtMain]);
+  const fromSource = await run(['--import', 'tsx', join(ROOT, 'cli', 'main.ts')]);
+  assert.equal(fromBuild.code, 0, fromBuild.stderr);
+  assert.equal(fromSource.code, 0, fromSource.stderr);
   assert.match(fromBuild.stdout, /^Usage: factory /);
   assert.equal(fromBuild.stdout, fromSource.stdout);
 });
@@ -95,23 +95,15 @@ test('every file the built chunks find next to a source module exists (migration
 test('the built serve applies its migrations and serves the dashboard', async () => {
   await built;
   const data = mkdtempSync(join(outdir, 'data-'));
-  const child = spawn(process.execPath, [builtMain, 'serve', '--port', '0', '--data-dir', data, '--executor', 'direct', '--log-level', 'silent'], {
-    cwd: ROOT,
+  const serving = startCli(['serve', '--port', '0', '--data-dir', data, '--executor', 'direct', '--log-level', 'silent'], {
     env: terminalEnv({ FACTORY_CLI_ENTRY: '1' }),
+    entry: [builtMain],
   });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  const { child, exited } = serving;
+  const listening = () => /listening on (http:\/\/\S+)/.exec(serving.stdout());
   try {
-    const url = await new Promise<string>((found, fail) => {
-      child.stdout.on('data', (d) => {
-        out += d;
-        const m = /listening on (http:\/\/\S+)/.exec(out);
-        if (m) found(m[1]!);
-      });
-      child.on('exit', () => fail(new Error(`serve exited:\n${out}\n${err}`)));
-    });
+    await serving.waitFor(() => listening() !== null, 'serve to listen');
+    const url = listening()![1]!;
     const page = await fetch(url + '/');
     assert.equal(page.status, 200);
     assert.match(await page.text(), /<title>factory dashboard<\/title>/);
@@ -120,11 +112,11 @@ test('the built serve applies its migrations and serves the dashboard', async ()
     assert.equal(list.status, 200, 'the database was migrated');
   } finally {
     child.kill('SIGTERM');
-    assert.equal(await exited, 0, err);
+    assert.equal(await exited, 0, serving.stderr());
   }
 });
 
-test('bin/factory.js runs dist/ only while no source it was built from has changed since', () => {
+test('bin/factory.js runs dist/ only while no source it was built from has changed since', async () => {
   // A copy of the launcher in a scratch repo: stub sources and a stub build that say which ran.
   const repo = mkdtempSync(join(outdir, 'repo-'));
   mkdirSync(join(repo, 'bin'));
@@ -133,18 +125,18 @@ test('bin/factory.js runs dist/ only while no source it was built from has chang
   copyFileSync(join(ROOT, 'bin', 'factory.js'), join(repo, 'bin', 'factory.js'));
   writeFileSync(join(repo, 'cli', 'main.ts'), "process.stdout.write('source ' + (process.env.FACTORY_CLI_ENTRY ?? '') + '\\n');\n");
   writeFileSync(join(repo, 'dist', 'cli', 'main.js'), "process.stdout.write('built ' + (process.env.FACTORY_CLI_ENTRY ?? '') + '\\n');\n");
-  const run = () => spawnSync(process.execPath, [join(repo, 'bin', 'factory.js')], { cwd: repo, env: terminalEnv(), encoding: 'utf8' }).stdout;
+  const run = async () => (await execCli([], { cwd: repo, entry: [join(repo, 'bin', 'factory.js')] })).stdout;
 
-  assert.equal(run(), 'source 1\n', 'no build.json: the sources');
+  assert.equal(await run(), 'source 1\n', 'no build.json: the sources');
   const startedAt = Date.now();
   writeFileSync(join(repo, 'dist', 'build.json'), JSON.stringify({ startedAt, inputs: ['cli/main.ts'] }));
   const before = new Date(startedAt - 60_000);
   utimesSync(join(repo, 'cli', 'main.ts'), before, before);
-  assert.equal(run(), 'built 1\n', 'every input older than the build: dist/');
+  assert.equal(await run(), 'built 1\n', 'every input older than the build: dist/');
   const after = new Date(startedAt + 60_000);
   utimesSync(join(repo, 'cli', 'main.ts'), after, after);
-  assert.equal(run(), 'source 1\n', 'an input changed after the build: the sources');
+  assert.equal(await run(), 'source 1\n', 'an input changed after the build: the sources');
   writeFileSync(join(repo, 'dist', 'build.json'), JSON.stringify({ startedAt, inputs: ['cli/main.ts', 'cli/gone.ts'] }));
   utimesSync(join(repo, 'cli', 'main.ts'), before, before);
-  assert.equal(run(), 'source 1\n', 'an input removed since the build: the sources');
+  assert.equal(await run(), 'source 1\n', 'an input removed since the build: the sources');
 });
