@@ -1,5 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { connect } from 'node:net';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, logOf, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
@@ -23,12 +24,14 @@ after(() => rt.stop());
 /** Writes a request head and part of a body, then closes the socket without waiting for an answer. */
 function sendAndHangUp(headers: Record<string, string>, partial: string): Promise<void> {
   const url = new URL(hook.url);
+  // Nothing else talks to the server meanwhile, so its next request is this one.
+  const received = once(rt.server, 'request');
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname, () => {
       const head = [`POST ${url.pathname} HTTP/1.1`, `Host: ${url.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
       socket.write(head + '\r\n\r\n' + partial, () => {
-        // Give the server a moment to take the head, then hang up mid-body.
-        setTimeout(() => socket.destroy(), 50);
+        // Hang up mid-body once the server has taken the head.
+        received.then(() => socket.destroy(), reject);
       });
     });
     socket.on('close', () => resolve());
