@@ -1,6 +1,5 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { writeBenchRepo } from '../../../bench/compile.ts';
 import { parseConfig } from '../../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../../runtime/server.ts';
-import { terminalEnv } from '../helpers.ts';
+import { execCli, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 
 /**
  * docs/plan-apply.md#large-factories: a factory of 20 webhooks and 5,000 automations (a snapshot
@@ -16,7 +15,6 @@ import { terminalEnv } from '../helpers.ts';
  * which sends it gzip-compressed; a gzip bomb is a 413 and gzip elsewhere is a 415.
  */
 
-const BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'factory.js');
 const AUTOMATIONS = 5000;
 
 let server: RunningServer;
@@ -41,17 +39,8 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey });
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: tmp, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+function cli(args: string[]): Promise<CliResult> {
+  return execCli(args, { cwd: tmp, env: terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey }) });
 }
 
 const post = (path: string, body: Buffer | string, headers: Record<string, string> = {}) =>
