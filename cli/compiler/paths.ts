@@ -1,16 +1,7 @@
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
+import type { DefinitionKind } from '../../core/schemas.ts';
 
-export type DefinitionKind =
-  | 'factory'
-  | 'webhook'
-  | 'automation'
-  | 'environment'
-  | 'agent'
-  | 'skill'
-  | 'runner'
-  | 'benchmark'
-  | 'benchmark_task'
-  | 'scorer';
+export type { DefinitionKind };
 
 /** Kinds whose file is Markdown with YAML front matter (the body is a prompt, instructions or a rubric). */
 export const MARKDOWN_KINDS: readonly DefinitionKind[] = ['automation', 'agent', 'skill', 'scorer'];

@@ -9,7 +9,7 @@ import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { jsonValueDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 import { isNotifySecret, notifyUrlProblem } from '../../core/notify.ts';
 import { isRunState, type RunState } from '../../core/run-state.ts';
-import { decodeCursor, type OzFields, type RunCursor, type RunSortKey, type RunSource } from '../store/runs.ts';
+import { decodeCursor, type OzFields, type RunCursor, type RunListQuery, type RunSortKey, type RunSource } from '../store/runs.ts';
 
 export const TITLE_MAX = 256;
 export const METADATA_MAX_BYTES = 16 * 1024;
@@ -161,27 +161,8 @@ function parseImages(images: unknown, errors: FieldError[]): { name: string; byt
   return out;
 }
 
-export interface ListRunsInput {
-  limit: number;
-  cursor?: RunCursor;
-  states?: RunState[];
-  environmentId?: string;
-  source?: RunSource;
-  factory?: string;
-  automation?: string;
-  createdAfter?: string;
-  createdBefore?: string;
-  updatedAfter?: string;
-  creator?: string;
-  q?: string;
-  configName?: string;
-  modelId?: string;
-  skill?: string;
-  /** A filter no run here can match (an Oz state or source this runtime never has): an empty page. */
-  none?: boolean;
-  sortBy?: RunSortKey;
-  sortOrder?: 'asc' | 'desc';
-}
+/** The list query, as the store takes it (runtime/store/runs.ts RunListQuery). */
+export type ListRunsInput = RunListQuery;
 
 type Query = Record<string, string | string[] | undefined>;
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i;
