@@ -4,7 +4,10 @@ import type { CliIO } from '../../cli/io.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-/** An in-process CliIO that collects stdout and stderr, with the repo root as working directory. */
+/**
+ * An in-process CliIO that collects stdout and stderr, with the repo root as working directory.
+ * (The CLI as a child process: test/helpers/cli.ts.)
+ */
 export function bufferIO(env: Record<string, string> = {}, over: Partial<Pick<CliIO, 'cwd' | 'stdin' | 'stdinIsTTY' | 'stdoutIsTTY'>> = {}): CliIO & { out: string; err: string } {
   const io = {
     out: '',
@@ -20,6 +23,3 @@ export function bufferIO(env: Record<string, string> = {}, over: Partial<Pick<Cl
   };
   return io;
 }
-
-// The child-process CLI helpers live with the other shared test helpers; re-exported for older imports.
-export { BIN, execCli, startCli, terminalEnv, type CliResult, type RunningCli } from '../helpers/cli.ts';
