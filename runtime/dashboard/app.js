@@ -26,7 +26,7 @@ function showSignedIn(on) {
 function signOut(message) {
   sessionStorage.removeItem(KEY_STORAGE);
   stopTranscript();
-  for (const id of ['webhooks-list', 'deliveries-list', 'automations-list', 'runs-list', 'factories-list', 'test-result', 'transcript-events', 'secret-once-body', 't-automation', 'factory-names']) {
+  for (const id of ['webhooks-list', 'deliveries-list', 'automations-list', 'runs-list', 'factories-list', 'test-result', 'transcript-events', 'notifications-list', 'notifications-target', 'secret-once-body', 't-automation', 'factory-names']) {
     $(id).replaceChildren();
   }
   for (const id of ['webhooks-error', 'webhooks-notice', 'automations-error', 'runs-error', 'factories-error', 'deliveries-error', 'test-error', 'create-error']) $(id).textContent = '';

@@ -75,16 +75,24 @@ function openTranscript(runId) {
   $('transcript-link').href = `/sessions/${enc(runId)}`;
   $('transcript-events').replaceChildren();
   $('transcript-state').textContent = '';
+  $('notifications').hidden = true;
+  $('notifications-target').replaceChildren();
+  $('notifications-list').replaceChildren();
   showError($('transcript-error'));
   $('transcript').hidden = false;
   $('transcript').scrollIntoView({ block: 'start' });
   pollTranscript(runId);
 }
 
-/** Reads the transcript from where it stopped; while the run is not finished, again every 2 s. */
+/**
+ * Reads the transcript from where it stopped and the run's notifications; while the run is not
+ * finished or a notification is still pending (retries outlive the run), again every 2 s.
+ */
 async function pollTranscript(runId) {
   try {
     const run = await api('GET', `/api/v1/agent/runs/${enc(runId)}`);
+    if (state.transcript.runId !== runId) return;
+    renderNotifications(run);
     for (;;) {
       if (state.transcript.runId !== runId) return;
       const t = await api('GET', `/api/v1/agent/runs/${enc(runId)}/transcript?after=${state.transcript.after}`);
@@ -93,12 +101,53 @@ async function pollTranscript(runId) {
       state.transcript.after = t.next_after;
       $('transcript-state').textContent = `${t.state}${run.status_message ? ` — ${run.status_message}` : ''} · created ${run.created_at}`;
       if (t.has_more) continue;
-      if (!t.finished) state.transcript.timer = setTimeout(() => pollTranscript(runId), 2000);
+      const pending = (run.notifications ?? []).some((n) => n.status === 'pending');
+      if (!t.finished || pending) state.transcript.timer = setTimeout(() => pollTranscript(runId), 2000);
       return;
     }
   } catch (err) {
     if (state.transcript.runId === runId) showError($('transcript-error'), err);
   }
+}
+
+const notificationKind = (s) => ({ delivered: 'ok', failed: 'bad', pending: 'busy' })[s] ?? '';
+
+/**
+ * The run's state-change notifications (docs/api.md#run-notifications): where they go, and each
+ * one with its attempts. The run view never holds the signing secret, so nothing here can show it.
+ */
+function renderNotifications(run) {
+  if (!run.webhook) {
+    $('notifications').hidden = true;
+    return;
+  }
+  $('notifications-target').replaceChildren(
+    'Sent to ',
+    h('span', { class: 'mono break-any', text: run.webhook.url }),
+    run.webhook.secret_name ? ` · signed with the secret ${run.webhook.secret_name}` : '',
+  );
+  const list = run.notifications ?? [];
+  $('notifications-list').replaceChildren(
+    ...(list.length ? list.map(notificationItem) : [h('p', { class: 'muted small', text: 'No state change to report yet.' })]),
+  );
+  $('notifications').hidden = false;
+}
+
+function notificationItem(n) {
+  const rows = n.attempts.map((a) =>
+    h('tr', {},
+      h('td', { text: String(a.attempt) }),
+      h('td', {}, fmtTime(a.at)),
+      h('td', { text: [a.status_code !== null && a.status_code !== undefined ? `HTTP ${a.status_code}` : '', a.error ?? ''].filter(Boolean).join(' — ') })),
+  );
+  return h('article', { class: 'delivery', 'aria-label': `${n.state} notification` },
+    h('div', { class: 'line' },
+      h('strong', { text: n.state }),
+      badge(n.status, notificationKind(n.status)),
+      h('span', { class: 'mono small muted break-any', text: n.message_id }),
+      n.next_attempt_at ? h('span', { class: 'small' }, 'next attempt ', fmtTime(n.next_attempt_at)) : null),
+    rows.length ? dataTable(['Attempt', 'Time', 'Result'], rows) : h('p', { class: 'muted small', text: 'Not sent yet.' }),
+  );
 }
 
 $('transcript-close').addEventListener('click', () => {
