@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core';
 import { startTestRuntime } from '../helpers.ts';
 import { browserSkip, withBrowserPage } from './chromium.ts';
 import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../automations/helpers.ts';
-import { applyEnvironments, envYaml, waitForRun } from './runs-helpers.ts';
+import { succeededRun } from './runs-helpers.ts';
 
 /**
  * The dashboard (docs/dashboard.md) in a real browser: the page loads its ES modules under the CSP,
@@ -124,11 +124,7 @@ test('in a real browser a definitions-managed webhook offers only what works: de
 test('in a real browser the session page asks for a key, then shows the transcript in words', { skip: SKIP }, async () => {
   const rt = await startTestRuntime();
   try {
-    await applyEnvironments(rt, { ok: envYaml({ command: ['/bin/sh', '-c', 'echo agent says hi'], setup: ['echo from setup'] }) });
-    const created = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'Say hi', config: { environment_id: 'ok' } } });
-    assert.equal(created.status, 201);
-    const { run_id: runId } = (await created.json()) as { run_id: string };
-    assert.equal((await waitForRun(rt, runId)).state, 'SUCCEEDED');
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo agent says hi'], setup: ['echo from setup'] });
 
     await withBrowserPage(`${rt.url}/sessions/${runId}`, async (page) => {
       const key = page.getByPlaceholder('fk_…');

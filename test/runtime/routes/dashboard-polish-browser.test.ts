@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestRuntime } from '../helpers.ts';
 import { browserSkip, withBrowserPage } from './chromium.ts';
-import { applyEnvironments, envYaml, waitForRun } from './runs-helpers.ts';
+import { succeededRun } from './runs-helpers.ts';
 
 /**
  * What a new user met in the browser (docs/dashboard.md): the sign-in form says where a key is, a
@@ -55,11 +55,7 @@ test('in a real browser the sign-in form says where a key is, and a long URL wra
 test('in a real browser the session page quotes the agent argv as a shell would and links back to the dashboard', { skip: SKIP }, async () => {
   const rt = await startTestRuntime();
   try {
-    await applyEnvironments(rt, { ok: envYaml({ command: ['/bin/sh', '-c', "echo 'quoted' words"] }) });
-    const created = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'Say hi', config: { environment_id: 'ok' } } });
-    assert.equal(created.status, 201);
-    const { run_id: runId } = (await created.json()) as { run_id: string };
-    assert.equal((await waitForRun(rt, runId)).state, 'SUCCEEDED');
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', "echo 'quoted' words"] });
 
     await withBrowserPage(`${rt.url}/sessions/${runId}`, async (page) => {
       const key = page.getByPlaceholder('fk_…');

@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
 import { compile } from '../../../cli/compiler/compile.ts';
 import type { TestRuntime } from '../helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -60,4 +61,14 @@ export async function waitForRun(
 export async function createRun(rt: TestRuntime, body: unknown, init: { key?: string | null; headers?: Record<string, string> } = {}) {
   const res = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: body, ...init });
   return { res, body: (await res.json()) as Record<string, any> };
+}
+
+/** Applies one environment `ok` running `env`, creates a run on it and waits until it SUCCEEDED; returns its id. */
+export async function succeededRun(rt: TestRuntime, env: Parameters<typeof envYaml>[0]): Promise<string> {
+  await applyEnvironments(rt, { ok: envYaml(env) });
+  const { res, body } = await createRun(rt, { prompt: 'Say hi', config: { environment_id: 'ok' } });
+  assert.equal(res.status, 201);
+  const runId = body.run_id as string;
+  assert.equal((await waitForRun(rt, runId)).state, 'SUCCEEDED');
+  return runId;
 }
