@@ -46,6 +46,17 @@ function call(key: string) {
 
 const finished = (run: Record<string, any>) => ['SUCCEEDED', 'FAILED', 'ERROR'].includes(run.state);
 
+/** After the restart: the run cut short by the crash is ERROR and retryable, and the queued run still runs. */
+async function assertRecovered(api: ReturnType<typeof call>, url: string, crashedId: string, queuedId: string): Promise<void> {
+  const crashed = await api(url, `/api/v1/agent/runs/${crashedId}`);
+  assert.deepEqual(
+    [crashed.state, crashed.retryable, crashed.error_code, crashed.status_message],
+    ['ERROR', true, 'runtime_stopped', 'the runtime stopped while the run was in progress'],
+  );
+  const next = await eventually(() => api(url, `/api/v1/agent/runs/${queuedId}`), 'the queued run to finish', { until: finished, tries: 400 });
+  assert.equal(next.state, 'SUCCEEDED', JSON.stringify(next));
+}
+
 test('sandbox: SIGKILL of the runtime during a run takes the run\'s sandbox with it; after a restart the run is ERROR, retryable, and the queue continues', { skip: sandboxSkip() }, async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-recovery-'));
   const dataDir = path.join(dir, 'data');
@@ -77,13 +88,7 @@ test('sandbox: SIGKILL of the runtime during a run takes the run\'s sandbox with
 
   const second = await serve(dataDir, args);
   children.push(second.child);
-  const crashed = await api(second.url, `/api/v1/agent/runs/${long.run_id}`);
-  assert.deepEqual(
-    [crashed.state, crashed.retryable, crashed.error_code, crashed.status_message],
-    ['ERROR', true, 'runtime_stopped', 'the runtime stopped while the run was in progress'],
-  );
-  const next = await eventually(() => api(second.url, `/api/v1/agent/runs/${queued.run_id}`), 'the queued run to finish', { until: finished, tries: 400 });
-  assert.equal(next.state, 'SUCCEEDED', JSON.stringify(next));
+  await assertRecovered(api, second.url, long.run_id, queued.run_id);
   second.child.kill('SIGTERM');
   await new Promise((r) => second.child.once('exit', r));
 });
@@ -115,21 +120,14 @@ test('direct: SIGKILL of the runtime during a run: after a restart the agent is 
   const first = await serve(dataDir, args);
   children.push(first.child);
   const key = readFileSync(path.join(dataDir, 'admin.key'), 'utf8').trim();
-  const call = async (url: string, p: string, body?: unknown) => {
-    const res = await fetch(url + p, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return (await res.json()) as Record<string, any>;
-  };
+  const api = call(key);
   await apply(first.url, key, ['/bin/sh', '-c', 'echo $$ > "$FACTORY_WORKSPACE/agent.pid.tmp"; mv "$FACTORY_WORKSPACE/agent.pid.tmp" "$FACTORY_WORKSPACE/agent.pid"; sleep 300 & echo $! > "$FACTORY_WORKSPACE/sleep.pid.tmp"; mv "$FACTORY_WORKSPACE/sleep.pid.tmp" "$FACTORY_WORKSPACE/sleep.pid"; wait']);
 
-  const long = await call(first.url, '/api/v1/agent/runs', { prompt: 'sleep', config: { environment_id: 'sleeper' } });
+  const long = await api(first.url, '/api/v1/agent/runs', { prompt: 'sleep', config: { environment_id: 'sleeper' } });
   leaderFile = path.join(workDir, long.run_id, 'agent.pid');
   pidFile = path.join(workDir, long.run_id, 'sleep.pid');
   await eventually(() => existsSync(pidFile) && existsSync(leaderFile), 'the agent to start');
-  const queued = await call(first.url, '/api/v1/agent/runs', { prompt: 'after the crash', config: { environment_id: 'ok' } });
+  const queued = await api(first.url, '/api/v1/agent/runs', { prompt: 'after the crash', config: { environment_id: 'ok' } });
   assert.equal(queued.state, 'QUEUED');
 
   first.child.kill('SIGKILL');
@@ -143,13 +141,7 @@ test('direct: SIGKILL of the runtime during a run: after a restart the agent is 
   children.push(second.child);
   // Restart recovery killed the recorded group: the agent and its grandchild are gone.
   await eventually(() => isGone(agentPid) && isGone(sleepPid), 'the orphaned agent and its sleep to be gone');
-  const crashed = await call(second.url, `/api/v1/agent/runs/${long.run_id}`);
-  assert.deepEqual(
-    [crashed.state, crashed.retryable, crashed.error_code, crashed.status_message],
-    ['ERROR', true, 'runtime_stopped', 'the runtime stopped while the run was in progress'],
-  );
-  const next = await eventually(() => call(second.url, `/api/v1/agent/runs/${queued.run_id}`), 'the queued run to finish', { until: finished, tries: 400 });
-  assert.equal(next.state, 'SUCCEEDED', JSON.stringify(next));
+  await assertRecovered(api, second.url, long.run_id, queued.run_id);
 
   second.child.kill('SIGTERM');
   await new Promise((r) => second.child.once('exit', r));
