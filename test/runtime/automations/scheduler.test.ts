@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { compile } from '../../../cli/compiler/compile.ts';
@@ -21,17 +21,22 @@ async function apply(rt: TestRuntime, automations: Record<string, string>): Prom
 /** The scheduled runs, oldest first (whichever tick started them: the test's or the service's own). */
 const scheduled = (rt: TestRuntime) => rt.store.runs.list({ limit: 100, source: 'SCHEDULE' }).runs.reverse();
 
-test('schedules fire once per due time, missed fires collapse into one, and the run says which schedule', async (t) => {
-  // Monday 2026-03-02, half a minute before nine.
-  const clock = new FakeClock('2026-03-02T08:59:30.000Z');
+/** A runtime on a fake clock whose pool is paused, so the scheduled runs stay QUEUED where the test reads them. */
+async function startPaused(t: TestContext, at: string) {
+  const clock = new FakeClock(at);
   const rt = await startTestRuntime({ clock });
   t.after(() => rt.stop());
   rt.services.executor!.pause();
+  return { clock, rt, scheduler: rt.services.scheduler! };
+}
+
+test('schedules fire once per due time, missed fires collapse into one, and the run says which schedule', async (t) => {
+  // Monday 2026-03-02, half a minute before nine.
+  const { clock, rt, scheduler } = await startPaused(t, '2026-03-02T08:59:30.000Z');
   await apply(rt, {
     triage: `---\ntitle: Weekday triage\nenvironment: e\ntriggers:\n${sched('0 9 * * 1-5', 'mornings')}${sched('@every 1h', 'sweep')}---\nTriage the open issues.\n`,
     off: `---\nenvironment: e\nenabled: false\ntriggers:\n${sched('@hourly')}---\nNever.\n`,
   });
-  const scheduler = rt.services.scheduler!;
 
   scheduler.tick();
   assert.equal(scheduled(rt).length, 0, 'a schedule is armed, not fired, when it first appears');
@@ -67,11 +72,7 @@ test('schedules fire once per due time, missed fires collapse into one, and the 
 });
 
 test('a changed schedule is armed again; a removed one is forgotten; plan shows the change', async (t) => {
-  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
-  const rt = await startTestRuntime({ clock });
-  t.after(() => rt.stop());
-  rt.services.executor!.pause();
-  const scheduler = rt.services.scheduler!;
+  const { rt, scheduler } = await startPaused(t, '2026-03-02T08:00:00.000Z');
   await apply(rt, { nightly: `---\nenvironment: e\ntriggers:\n${sched('@daily')}---\nSweep.\n` });
   scheduler.tick();
   assert.equal(rt.store.schedules.nextFireAt('tests/nightly/#0'), '2026-03-03T00:00:00.000Z');
@@ -115,11 +116,7 @@ test('a fire due while the runtime was down starts one run when it is back', asy
 
 test('a paused schedule does not fire; resumed, it is armed from now and the fires it missed are skipped', async (t) => {
   // Monday 2026-03-02 08:00.
-  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
-  const rt = await startTestRuntime({ clock });
-  t.after(() => rt.stop());
-  rt.services.executor!.pause();
-  const scheduler = rt.services.scheduler!;
+  const { clock, rt, scheduler } = await startPaused(t, '2026-03-02T08:00:00.000Z');
   await apply(rt, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly', 'check')}${sched('@daily', 'other')}---\nCheck.\n` });
   scheduler.tick();
   assert.equal(rt.store.schedules.nextFireAt('tests/hourly/check'), '2026-03-02T09:00:00.000Z');
@@ -152,11 +149,7 @@ test('a paused schedule does not fire; resumed, it is armed from now and the fir
 });
 
 test('resumed before the scheduler saw the pause, a schedule whose time passed meanwhile does not fire late', async (t) => {
-  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
-  const rt = await startTestRuntime({ clock });
-  t.after(() => rt.stop());
-  rt.services.executor!.pause();
-  const scheduler = rt.services.scheduler!;
+  const { clock, rt, scheduler } = await startPaused(t, '2026-03-02T08:00:00.000Z');
   await apply(rt, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly')}---\nCheck.\n` });
   scheduler.tick();
   // Paused and resumed with no tick between, across the 09:00 fire.
