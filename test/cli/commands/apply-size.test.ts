@@ -59,10 +59,10 @@ test('factory plan and apply of 20 webhooks and 5,000 automations succeed agains
   assert.equal(applied.applied, true);
   assert.equal(applied.webhooks.length, 20);
 
-  const automations = (await (await fetch(`${server.url}/api/v1/automations?factory=big`, { headers: { Authorization: `Bearer ${apiKey}` } })).json()) as {
-    automations?: unknown[];
-  };
-  if (automations.automations) assert.equal(automations.automations.length, AUTOMATIONS);
+  const listed = await fetch(`${server.url}/api/v1/automations?factory=big`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  assert.equal(listed.status, 200);
+  const automations = (await listed.json()) as { automations: unknown[] };
+  assert.equal(automations.automations.length, AUTOMATIONS);
 
   const again = await cli(['plan', 'repo', '--detailed-exitcode']);
   assert.equal(again.code, 0, `a second plan has no changes: ${again.stdout}${again.stderr}`);
