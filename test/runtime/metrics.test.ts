@@ -85,7 +85,10 @@ describe('metrics on their own port', () => {
     assert.equal(delta('factory_group_commit_batch_size_sum', { writer: 'runs' }), 1);
     assert.equal(delta('factory_run_duration_seconds_count', { state: 'SUCCEEDED' }), 2);
     assert.equal(delta('factory_runs', { state: 'SUCCEEDED' }), 2);
+    // sample() reads an absent series as 0, so the two gauges must first be there at all.
+    assert.match(text, /^factory_run_queue_depth \S+$/m);
     assert.equal(sample(text, 'factory_run_queue_depth'), 0);
+    assert.match(text, /^factory_executor_slots_in_use \S+$/m);
     assert.equal(sample(text, 'factory_executor_slots_in_use'), 0);
   });
 });
