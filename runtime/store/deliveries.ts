@@ -57,7 +57,7 @@ export interface AcceptedDelivery extends DeliveryFacts {
 
 export type AcceptResult = { outcome: 'accepted'; seq: number } | { outcome: 'duplicate'; seq: number };
 
-export type RejectedOutcome = Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>;
+type RejectedOutcome = Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>;
 
 /** One delivery of a group commit (`acceptBatch`). */
 export interface AcceptItem {
@@ -316,13 +316,6 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   });
 
   return {
-    /** Logs a rejected request (auth, invalid JSON, too large) on its own. Returns its seq. */
-    recordRejected(f: DeliveryFacts, outcome: RejectedOutcome, reason: string | null, rejectedKeep = Number.MAX_SAFE_INTEGER): number {
-      const [r] = writeAll([{ kind: 'reject', facts: f, outcome, reason }], { identityDays: 0, rejectedKeep });
-      if (!r.ok) throw r.error;
-      return r.result.seq;
-    },
-
     /**
      * The ingress's group commit: every write of one event-loop turn, in arrival order, in ONE
      * transaction, each in its own savepoint: an Accepted-or-Duplicate decision as in
