@@ -45,21 +45,20 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
  * `afterCreate` is called when runs were created, still inside the transaction.
  *
  * The automations come compiled (match.ts `compileAutomations`), once per factory and definitions
- * generation (`store.defs.generation()`, which every apply, enable, disable and delete changes):
- * a delivery does work only for the automations of its own webhook, and evaluates only filters
- * its values can match. The generation is checked here, inside the transaction, so an apply that
- * disables or removes an automation takes effect for the next delivery committed after it.
+ * generation (`store.defs.cachedAutomations`, rebuilt when an apply, enable, disable or delete
+ * changes the generation): a delivery does work only for the automations of its own webhook, and
+ * evaluates only filters its values can match. The list is fetched here, inside the transaction,
+ * so an apply that disables or removes an automation takes effect for the next delivery committed
+ * after it.
  */
 export function automationsHook(store: Store, afterCreate?: () => void): AcceptedHook {
-  let generation = -1;
-  const compiled = new Map<string, Map<string, WebhookAutomations<AutomationRecord>>>();
+  // Keyed by the store's cached list itself: a new generation gives a new list, so the compiled
+  // form follows the store's own invalidation, and the stale one is garbage with its list.
+  const compiled = new WeakMap<readonly AutomationRecord[], Map<string, WebhookAutomations<AutomationRecord>>>();
   const automationsOf = (webhook: IngressWebhook) => {
-    if (generation !== store.defs.generation()) {
-      compiled.clear();
-      generation = store.defs.generation();
-    }
-    let byUid = compiled.get(webhook.factory);
-    if (!byUid) compiled.set(webhook.factory, (byUid = compileAutomations(store.defs.cachedAutomations(webhook.factory))));
+    const automations = store.defs.cachedAutomations(webhook.factory);
+    let byUid = compiled.get(automations);
+    if (!byUid) compiled.set(automations, (byUid = compileAutomations(automations)));
     return byUid.get(webhook.uid);
   };
   return (webhook, delivery, body) => {
