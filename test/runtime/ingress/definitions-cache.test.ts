@@ -89,6 +89,9 @@ describe('the cap on Rejected entries', () => {
     const log = await logOf(rt, hook.uid);
     const rejected = log.filter((e) => e.outcome_label === 'Rejected (auth)').map((e) => e.delivery_id);
     assert.equal(rejected.length, 5);
+    // The same entries by their stable outcome code, not only by the label shown to people.
+    assert.deepEqual(log.filter((e) => e.outcome === 'rejected_auth').map((e) => e.delivery_id), rejected);
+    assert.deepEqual(log.filter((e) => e.outcome === 'accepted').map((e) => e.delivery_id), ['ok-3', 'ok-2', 'ok-1', 'ok-0']);
     // The newest five: all from the burst (whatever order its members were logged in), none older.
     const burstIds = Array.from({ length: 6 }, (_, i) => `bad-${6 + i}`);
     assert.ok(rejected.every((id) => burstIds.includes(id)), rejected.join(', '));
