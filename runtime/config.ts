@@ -193,6 +193,11 @@ export function parseConfig(
     if (v !== undefined && v !== '') return { value: v, source: envName! };
     return undefined;
   };
+  /** A repeatable flag's values, else the variable's entries split on `separator` (those `keep` keeps). */
+  const pickList = (flag: string[] | undefined, name: string, envName: string, separator: string, keep: (v: string) => unknown) =>
+    flag?.length
+      ? flag.map((value) => ({ value, source: `--${kebab(name)}` }))
+      : (env[envName] ?? '').split(separator).filter(keep).map((value) => ({ value, source: envName }));
 
   const port = int(pick(flags.port, 'port'), 8080, 0, 65535);
   const host = pick(flags.host, 'host')?.value ?? '127.0.0.1';
@@ -271,10 +276,7 @@ export function parseConfig(
   }
 
   const roBinds: string[] = [];
-  const roBindValues = flags.sandboxRoBind?.length
-    ? flags.sandboxRoBind.map((value) => ({ value, source: '--sandbox-ro-bind' }))
-    : (env.FACTORY_SANDBOX_RO_BIND ?? '').split(':').filter(Boolean).map((value) => ({ value, source: 'FACTORY_SANDBOX_RO_BIND' }));
-  for (const b of roBindValues) {
+  for (const b of pickList(flags.sandboxRoBind, 'sandboxRoBind', 'FACTORY_SANDBOX_RO_BIND', ':', Boolean)) {
     const dir = resolve(cwd, b.value);
     if (dir === '/' || isWithin(dir, dataDir) || isWithin(dir, workDir)) {
       throw usageError(`${b.source} must name a directory outside the data dir and the work dir (and not /), got "${b.value}".`);
@@ -289,10 +291,7 @@ export function parseConfig(
     maxOpenFiles: int(pick(flags.sandboxMaxOpenFiles, 'sandboxMaxOpenFiles'), 8192, 64, 1_048_576),
   };
 
-  const allowValues = flags.notifyAllow?.length
-    ? flags.notifyAllow.map((value) => ({ value, source: '--notify-allow' }))
-    : (env.FACTORY_NOTIFY_ALLOW ?? '').split(',').filter((v) => v.trim()).map((value) => ({ value, source: 'FACTORY_NOTIFY_ALLOW' }));
-  const allow = allowValues.map((a) => {
+  const allow = pickList(flags.notifyAllow, 'notifyAllow', 'FACTORY_NOTIFY_ALLOW', ',', (v: string) => v.trim()).map((a) => {
     const entry = parseAllowEntry(a.value);
     if (!entry) throw usageError(`${a.source} must be HOST or HOST:PORT (e.g. hooks.example.com or 10.0.0.5:8443), got "${a.value}".`);
     return entry;
