@@ -59,18 +59,20 @@ describe('replay', () => {
     assert.deepEqual(((await one.json()) as any).runs.map((x: any) => x.automation), ['review']);
 
     await applyFactory(rt, { review: { payload: { action: 'opened' } }, closed: { payload: { action: 'closed' } }, off: { enabled: false } });
-    const cases: [unknown, number, RegExp][] = [
-      [{ automation: 'closed' }, 409, /does not match the filters of the automation "closed"/],
-      [{ automation: 'off' }, 409, /"off" is disabled/],
-      [{ automation: 'nope' }, 404, /no automation "nope"/],
-      [{ automation: 7 }, 400, /automation must be the name/],
-      [{ other: 1 }, 400, /Unknown field "other"/],
+    const cases: [unknown, number, string, RegExp][] = [
+      [{ automation: 'closed' }, 409, 'conflict', /does not match the filters of the automation "closed"/],
+      [{ automation: 'off' }, 409, 'conflict', /"off" is disabled/],
+      [{ automation: 'nope' }, 404, 'resource_not_found', /no automation "nope"/],
+      [{ automation: 7 }, 400, 'invalid_request', /automation must be the name/],
+      [{ other: 1 }, 400, 'invalid_request', /Unknown field "other"/],
     ];
-    for (const [json, status, detail] of cases) {
+    for (const [json, status, code, detail] of cases) {
       const res = await replay(deliveryId, json);
       assert.equal(res.status, status, JSON.stringify(json));
       assert.equal(res.headers.get('content-type'), 'application/problem+json');
-      assert.match(((await res.json()) as any).detail, detail);
+      const problem = (await res.json()) as any;
+      assert.equal(problem.code, code, JSON.stringify(json));
+      assert.match(problem.detail, detail);
     }
   });
 
@@ -85,7 +87,9 @@ describe('replay', () => {
     assert.equal(bad.status, 401);
     const rejected = await replay('unsigned-1');
     assert.equal(rejected.status, 409);
-    assert.match(((await rejected.json()) as any).detail, /was Rejected \(auth\); only an Accepted delivery can be replayed/);
+    const problem = (await rejected.json()) as any;
+    assert.equal(problem.code, 'conflict');
+    assert.match(problem.detail, /was Rejected \(auth\); only an Accepted delivery can be replayed/);
     assert.equal((await replay('no-such-delivery')).status, 404);
     assert.equal((await rt.fetch(`/api/v1/webhooks/wh_aaaaaaaaaaaaaaaaaaaaaaaaaa/deliveries/${deliveryId}/replay`, { method: 'POST' })).status, 404);
   });
@@ -104,7 +108,9 @@ describe('replay', () => {
     assert.equal((await replay(deliveryId, undefined, { key: runsKey })).status, 403);
     const foreign = await replay(deliveryId, undefined, { key: otherKey });
     assert.equal(foreign.status, 404);
-    assert.equal(((await foreign.json()) as any).detail, `No webhook has the UID ${GITHUB_UID}.`);
+    const problem = (await foreign.json()) as any;
+    assert.equal(problem.code, 'resource_not_found');
+    assert.equal(problem.detail, `No webhook has the UID ${GITHUB_UID}.`);
     const own = await replay(deliveryId, undefined, { key: ownKey });
     assert.equal(own.status, 201);
     assert.deepEqual(((await own.json()) as any).runs[0].replay_of.by, { type: 'user', name: 'shop-manager' });
@@ -152,7 +158,9 @@ describe('retry', () => {
     assert.equal(done.state, 'SUCCEEDED');
     const res = await rt.fetch(`/api/v1/agent/runs/${done.run_id}/retry`, { method: 'POST' });
     assert.equal(res.status, 409);
-    assert.match(((await res.json()) as any).detail, /is SUCCEEDED; only a FAILED or ERROR run can be retried/);
+    const problem = (await res.json()) as any;
+    assert.equal(problem.code, 'conflict');
+    assert.match(problem.detail, /is SUCCEEDED; only a FAILED or ERROR run can be retried/);
     assert.equal((await rt.fetch('/api/v1/agent/runs/run_nope/retry', { method: 'POST' })).status, 404);
     const made = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'm', kind: 'personal', scopes: ['manage'] } });
     const key = ((await made.json()) as any).key as string;
