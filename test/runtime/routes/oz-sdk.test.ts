@@ -56,6 +56,7 @@ test('with several environments, a run without environment_id is a 400 that name
   const { client } = await runtimeWithSdk(t, ['a-env', 'b-env']);
   await assert.rejects(client.agent.run({ prompt: 'x' }), (err: unknown) => {
     assert.ok(err instanceof OzAPI.BadRequestError);
+    assert.equal((err.error as { code?: string }).code, 'invalid_request');
     assert.match(String((err.error as { detail?: string }).detail), /config\.environment_id is required: this runtime has 2: a-env, b-env/);
     return true;
   });
@@ -101,6 +102,7 @@ test('an unknown list parameter is a 400 that names it, never ignored', async (t
   const { client } = await runtimeWithSdk(t);
   await assert.rejects(client.agent.runs.list({ colour: 'red' } as Parameters<typeof client.agent.runs.list>[0]), (err: unknown) => {
     assert.ok(err instanceof OzAPI.BadRequestError);
+    assert.equal((err.error as { code?: string }).code, 'invalid_request');
     assert.match(JSON.stringify(err.error), /unknown parameter \\"colour\\"/);
     return true;
   });
