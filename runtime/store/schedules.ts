@@ -32,6 +32,7 @@ export class ScheduleStore {
       all: db.prepare('SELECT schedule_id, cron, next_fire_at FROM schedule_state'),
       upsert: db.prepare(`INSERT INTO schedule_state (schedule_id, cron, next_fire_at) VALUES (?, ?, ?)
         ON CONFLICT (schedule_id) DO UPDATE SET cron = excluded.cron, next_fire_at = excluded.next_fire_at`),
+      nextOf: db.prepare('SELECT next_fire_at FROM schedule_state WHERE schedule_id = ?'),
       remove: db.prepare('DELETE FROM schedule_state WHERE schedule_id = ?'),
       pauses: db.prepare('SELECT schedule_id, paused_at, paused_by FROM schedule_pauses'),
       pause: db.prepare('INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES (?, ?, ?) ON CONFLICT (schedule_id) DO NOTHING'),
@@ -86,6 +87,6 @@ export class ScheduleStore {
 
   /** The next fire time of a schedule, or undefined when it is not armed. */
   nextFireAt(id: string): string | undefined {
-    return (this.stmts.all.all() as { schedule_id: string; next_fire_at: string }[]).find((r) => r.schedule_id === id)?.next_fire_at;
+    return (this.stmts.nextOf.get(id) as { next_fire_at: string } | undefined)?.next_fire_at;
   }
 }
