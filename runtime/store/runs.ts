@@ -296,6 +296,7 @@ export class RunStore {
         ORDER BY finished_at LIMIT ?`),
       workspaceRemoved: db.prepare('UPDATE runs SET workspace_removed_at = ? WHERE run_id = ?'),
       countQueued: db.prepare(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`),
+      countByState: db.prepare('SELECT state, COUNT(*) AS n FROM runs GROUP BY state'),
       groupInsert: db.prepare('INSERT OR REPLACE INTO run_process_groups (run_id, pgid, started_at) VALUES (?, ?, ?)'),
       groupDelete: db.prepare('DELETE FROM run_process_groups WHERE run_id = ? AND pgid = ?'),
       groupsOf: db.prepare('SELECT pgid FROM run_process_groups WHERE run_id = ? ORDER BY started_at, pgid'),
@@ -410,9 +411,8 @@ export class RunStore {
   }
 
   /** Queues the notification of a state change, inside the transaction that made it. */
-  private enqueueInTx(row: Row, now: Date): void {
+  private enqueueInTx(row: Row, record: RunRecord, now: Date): void {
     if (row.notify === null) return;
-    const record = this.toRecord(row);
     this.stmts.enqueue.run(row.run_id, newId('msg'), row.state, JSON.stringify(record), now.getTime(), iso(now));
     // Inside the transaction: the listener only schedules work for after the commit.
     this.notificationListener?.();
@@ -620,7 +620,7 @@ export class RunStore {
 
   /** How many runs are in each state (states without runs are absent); read by the metrics at a scrape. */
   countByState(): Record<string, number> {
-    const rows = this.ctx.db.prepare('SELECT state, COUNT(*) AS n FROM runs GROUP BY state').all() as { state: string; n: number }[];
+    const rows = this.stmts.countByState.all() as { state: string; n: number }[];
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
@@ -631,8 +631,9 @@ export class RunStore {
       const row = this.stmts.claim.get({ now }) as Row | undefined;
       if (!row) return undefined;
       this.appendEventInTx(row.run_id, 'state', { from: 'QUEUED', to: 'INPROGRESS' }, now);
-      this.enqueueInTx(row, new Date(now));
-      return this.toRecord(row);
+      const record = this.toRecord(row);
+      this.enqueueInTx(row, record, new Date(now));
+      return record;
     })();
   }
 
@@ -666,8 +667,9 @@ export class RunStore {
       this.stmts.groupsClear.run(runId);
       // `from` is not returned by RETURNING; the event names where the run ends, and why.
       this.appendEventInTx(runId, 'state', { to, ...(input.statusMessage ? { status_message: input.statusMessage } : {}) }, now);
-      this.enqueueInTx(row, new Date(now));
-      return this.toRecord(row);
+      const record = this.toRecord(row);
+      this.enqueueInTx(row, record, new Date(now));
+      return record;
     })();
   }
 
