@@ -117,7 +117,7 @@ export interface NotifySettings {
 }
 
 /** The default retry waits: 10s, 30s, 1m, 3m, 5m (6 attempts within 9m40s of the first). */
-export const DEFAULT_NOTIFY_RETRY_DELAYS_MS: readonly number[] = [10_000, 30_000, 60_000, 180_000, 300_000];
+const DEFAULT_NOTIFY_RETRY_DELAYS_MS: readonly number[] = [10_000, 30_000, 60_000, 180_000, 300_000];
 
 /**
  * Variables a run's processes inherit from the runtime; nothing else, so no FACTORY_* value (the

@@ -79,7 +79,7 @@ export interface RequireScopeOptions {
 }
 
 /** The 404 detail of a factory the key may not manage, for routes whose resource is the factory. */
-export const unknownFactoryDetail = (factory: string) => `There is no factory "${factory}" that this API key may manage.`;
+const unknownFactoryDetail = (factory: string) => `There is no factory "${factory}" that this API key may manage.`;
 
 /**
  * Route middleware: authenticates (401 authentication_required) and checks the scope

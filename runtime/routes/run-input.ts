@@ -18,7 +18,7 @@ const CREATE_KEYS = ['prompt', 'config', 'title', 'metadata', 'skill', 'team', '
 const CONFIG_KEYS = ['environment_id', 'base_prompt', 'computer_use_enabled', 'mcp_servers', 'model_id', 'name', 'skill_spec', 'worker_host'];
 const CONFIG_STRINGS = ['base_prompt', 'model_id', 'name', 'skill_spec', 'worker_host'];
 /** Oz: at most 5 images, each base64 of one of these types; they become attachments of the run. */
-export const MAX_IMAGES = 5;
+const MAX_IMAGES = 5;
 const IMAGE_TYPES: Record<string, string> = { 'image/jpeg': 'jpg', 'image/png': 'png', 'image/gif': 'gif', 'image/webp': 'webp' };
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
@@ -171,7 +171,7 @@ const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i;
  * Oz's run states a run here never has: this runtime's runs go QUEUED → INPROGRESS without a
  * PENDING or CLAIMED step and are never BLOCKED, so these filters match nothing.
  */
-export const OZ_ONLY_STATES = ['PENDING', 'CLAIMED', 'BLOCKED'] as const;
+const OZ_ONLY_STATES = ['PENDING', 'CLAIMED', 'BLOCKED'] as const;
 /** Oz's run sources; only API runs exist here (besides this runtime's WEBHOOK). */
 const OZ_SOURCES = ['LINEAR', 'API', 'SLACK', 'LOCAL', 'SCHEDULED_AGENT', 'WEB_APP', 'GITHUB_ACTION', 'CLOUD_MODE', 'CLI'];
 /** Every parameter the list reads; any other is a 400 that names it, never silently ignored. */

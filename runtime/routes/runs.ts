@@ -14,7 +14,7 @@ import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
 
 export const RUNS_PATH = '/api/v1/agent/runs';
 /** Where oz-agent-sdk 1.0.0-alpha.8 creates runs (`client.agent.run`); the same as POST RUNS_PATH. */
-export const OZ_RUN_PATH = '/api/v1/agent/run';
+const OZ_RUN_PATH = '/api/v1/agent/run';
 /** Transcript events per response; `?after=` continues. */
 export const TRANSCRIPT_PAGE = 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;

@@ -91,7 +91,7 @@ export interface ScheduleItem {
  * the schedule paused. `enabled` is false in both cases, as Oz's pause sets it false.
  * `last_ran` is the newest run the schedule started.
  */
-export function scheduleItems(store: Store, clock: Clock, a: AutomationRecord, pauses: Map<string, SchedulePause> = store.schedules.paused()): ScheduleItem[] {
+function scheduleItems(store: Store, clock: Clock, a: AutomationRecord, pauses: Map<string, SchedulePause> = store.schedules.paused()): ScheduleItem[] {
   if (!a.schedules?.length) return [];
   const now = clock.now();
   const recent = store.runs.list({ limit: 100, source: 'SCHEDULE', factory: a.factory, automation: a.name }).runs;

@@ -128,7 +128,7 @@ export class KeyStore {
 }
 
 /** The most factories one key may be limited to (the list is stored with the key and read on every request). */
-export const MAX_KEY_FACTORIES = 100;
+const MAX_KEY_FACTORIES = 100;
 
 const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 
