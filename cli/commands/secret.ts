@@ -136,7 +136,11 @@ export function registerSecret(program: Command, io: CliIO): void {
     });
 
   const factoryOption = (help: string) => ['--factory <name>', help, collect, [] as string[]] as const;
-  const printUsers = (meta: SecretMeta) => io.stdout(`secret ${meta.name} may be used by: ${meta.factories === null ? 'every factory' : meta.factories.join(', ')}\n`);
+  /** grant, revoke and limit: one call that changes who may use the secret, then say who may now. */
+  const changeUsers = async (flags: ClientFlags, name: string, method: 'POST' | 'PUT', action: 'grant' | 'revoke' | 'factories', factories: string[] | null) => {
+    const meta = await clientFromFlags(flags, io).request<SecretMeta>(method, `/api/v1/secrets/${encodeURIComponent(name)}/${action}`, { factories });
+    io.stdout(`secret ${meta.name} may be used by: ${meta.factories === null ? 'every factory' : meta.factories.join(', ')}\n`);
+  };
 
   addClientOptions(
     secret
@@ -150,13 +154,8 @@ export function registerSecret(program: Command, io: CliIO): void {
     .action(async (name: string, flags: FactoryFlags) => {
       if (flags.all && flags.factory.length) throw usageError('--all already includes every factory; drop --factory or --all.');
       if (!flags.all && !flags.factory.length) throw usageError('name a factory with --factory NAME, or use --all.');
-      const client = clientFromFlags(flags, io);
-      const path = `/api/v1/secrets/${encodeURIComponent(name)}`;
-      printUsers(
-        flags.all
-          ? await client.request<SecretMeta>('PUT', `${path}/factories`, { factories: null })
-          : await client.request<SecretMeta>('POST', `${path}/grant`, { factories: flags.factory }),
-      );
+      // --all is the team-wide list (null), which only the `factories` route sets.
+      await (flags.all ? changeUsers(flags, name, 'PUT', 'factories', null) : changeUsers(flags, name, 'POST', 'grant', flags.factory));
     });
 
   addClientOptions(
@@ -169,7 +168,7 @@ export function registerSecret(program: Command, io: CliIO): void {
     .addHelpText('after', '\nExample:\n  $ factory secret revoke pay-token --factory billing\n\nRefused while the factory still has a webhook or an environment using the secret, and when no factory would be left (delete the secret instead).\n')
     .action(async (name: string, flags: FactoryFlags) => {
       if (!flags.factory.length) throw usageError('name the factory to take off with --factory NAME.');
-      printUsers(await clientFromFlags(flags, io).request<SecretMeta>('POST', `/api/v1/secrets/${encodeURIComponent(name)}/revoke`, { factories: flags.factory }));
+      await changeUsers(flags, name, 'POST', 'revoke', flags.factory);
     });
 
   addClientOptions(
@@ -182,7 +181,7 @@ export function registerSecret(program: Command, io: CliIO): void {
     .addHelpText('after', '\nExample:\n  $ factory secret limit ci-token --factory shop --factory blog\n\nRefused while a factory left out still uses the secret. `factory secret grant NAME --all` makes it team-wide again.\n')
     .action(async (name: string, flags: FactoryFlags) => {
       if (!flags.factory.length) throw usageError('name the factories that may use it with --factory NAME (repeat for several).');
-      printUsers(await clientFromFlags(flags, io).request<SecretMeta>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}/factories`, { factories: flags.factory }));
+      await changeUsers(flags, name, 'PUT', 'factories', flags.factory);
     });
 
   addClientOptions(secret.command('delete').description('delete a team secret and all its versions').argument('<name>', 'secret name'))
