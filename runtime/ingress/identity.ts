@@ -24,14 +24,23 @@ export interface IdentitySources {
 
 export type HeaderGetter = (lowercaseName: string) => string | undefined;
 
-/** The identity from headers alone, or undefined when none of sources 1–3 is present. */
-export function headerIdentity(get: HeaderGetter, sources: IdentitySources): string | undefined {
+/**
+ * The headers sources 1–3 are read from, lowercase, in order. Depends on the webhook only, so the
+ * ingress works it out once per served webhook record, not per delivery.
+ */
+export function identityHeaderNames(sources: IdentitySources): readonly string[] {
   const names: string[] = [];
   // A credential header is refused at create and apply; one stored before that rule is skipped
   // here, so its value (a bearer token, a signature) never becomes a logged, listed delivery id.
   if (sources.deliveryIdHeader && !isCredentialHeader(sources.deliveryIdHeader)) names.push(sources.deliveryIdHeader.toLowerCase());
   for (const h of sources.schemeHeaders ?? []) names.push(h.toLowerCase());
   names.push(SERVICE_DELIVERY_ID_HEADER);
+  return names;
+}
+
+/** The identity from headers alone, or undefined when none of sources 1–3 is present. */
+export function headerIdentity(get: HeaderGetter, sources: IdentitySources | readonly string[]): string | undefined {
+  const names = Array.isArray(sources) ? (sources as readonly string[]) : identityHeaderNames(sources as IdentitySources);
   for (const name of names) {
     const v = get(name);
     if (v !== undefined && v !== '') return bounded(v);

@@ -6,7 +6,7 @@ import type { ErrorCode } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import type { AcceptedDelivery, AcceptItem, AcceptResult, DeliveryFacts, DeliveryOutcome, RejectItem } from '../store/deliveries.ts';
 import { declaredLength, readCappedBody } from './body.ts';
-import { bodyIdentity, headerIdentity } from './identity.ts';
+import { bodyIdentity, headerIdentity, identityHeaderNames } from './identity.ts';
 import type { IngressMetrics } from './metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import { SCHEMES } from './schemes/index.ts';
@@ -124,8 +124,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
 
   const receivedAt = deps.clock.now();
   const scheme = webhook.authMode === 'signature' && webhook.signatureScheme ? SCHEMES[webhook.signatureScheme] : undefined;
-  const schemeHeaders = scheme ? scheme.deliveryIdHeaders : [];
-  const idSources = { deliveryIdHeader: webhook.deliveryIdHeader, schemeHeaders };
+  const idSources = identityNamesOf(webhook, scheme);
   const secret = webhook.secretVersion === null ? undefined : deps.secrets.get(webhook.secretName, webhook.secretVersion);
   // During a graceful rotation the version bound before verifies too, until its time is up
   // (docs/runtime.md#graceful-rotation). Both ISO 8601 UTC, so they compare as strings.
@@ -264,6 +263,21 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   const result = await deps.accept({ facts: facts(identity, body.length), payload: body, onAccepted });
   counts[result.outcome] += 1;
   return { status: 202, headers: {}, body: { delivery_id: identity }, logged: { outcome: result.outcome, deliveryId: identity } };
+}
+
+/**
+ * The identity header names of a served webhook (identity.ts `identityHeaderNames`), once per
+ * record: the store hands out one frozen record per definitions generation, and any change to a
+ * webhook makes a new one, so a record's names never go stale.
+ */
+const identityNames = new WeakMap<IngressWebhook, readonly string[]>();
+function identityNamesOf(webhook: IngressWebhook, scheme: (typeof SCHEMES)[keyof typeof SCHEMES] | undefined): readonly string[] {
+  let names = identityNames.get(webhook);
+  if (!names) {
+    names = identityHeaderNames({ deliveryIdHeader: webhook.deliveryIdHeader, schemeHeaders: scheme ? scheme.deliveryIdHeaders : [] });
+    identityNames.set(webhook, names);
+  }
+  return names;
 }
 
 /** A scheme's verdict on the raw bytes with `key`; a throw on hostile input is still just "not valid". */
