@@ -149,5 +149,7 @@ test('a Warp repo: a signed delivery runs the agent\'s claude harness with the r
   assert.equal(apiRun.state, 'SUCCEEDED', apiRun.status_message);
   const bad = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'x', config: { environment_id: 'agent:Warp/x' } } });
   assert.equal(bad.status, 400);
+  const problem = (await bad.clone().json()) as { code: string };
+  assert.equal(problem.code, 'invalid_request');
   assert.match(await bad.text(), /environment_id/);
 });

@@ -66,11 +66,14 @@ test('schedules in Oz\'s shape: next_run, last_ran, enabled; a foreign factory\'
 
   // Another factory's schedule: not listed, and the same 404 as an id that does not exist.
   ({ schedules } = await client.agent.schedules.list());
+  assert.ok(schedules.some((s) => s.id === 'tests/triage/mornings'), 'the own schedule is listed, so the check below has something to check');
   assert.ok(schedules.every((s) => s.id.startsWith('tests/')));
   for (const id of ['elsewhere/theirs/#0', 'tests/nothing/#0']) {
     const res = await rt.fetch(`/api/v1/agent/schedules/${encodeURIComponent(id)}`, { key: raw });
     assert.equal(res.status, 404);
-    assert.match(((await res.json()) as { detail: string }).detail, new RegExp(`^schedule ${id} does not exist`));
+    const problem = (await res.json()) as { code: string; detail: string };
+    assert.equal(problem.code, 'resource_not_found');
+    assert.match(problem.detail, new RegExp(`^schedule ${id} does not exist`));
   }
 
   // The CLI: a SCHEDULES column with the next fire time, and the schedules in --json.
@@ -127,7 +130,9 @@ test('pause and resume through Oz\'s SDK and the CLI: enabled and paused follow,
     for (const verb of ['pause', 'resume']) {
       const res = await rt.fetch(`/api/v1/agent/schedules/${encodeURIComponent(id)}/${verb}`, { method: 'POST', key: raw });
       assert.equal(res.status, 404, `${verb} ${id}`);
-      assert.match(((await res.json()) as { detail: string }).detail, new RegExp(`^schedule ${id} does not exist`));
+      const problem = (await res.json()) as { code: string; detail: string };
+      assert.equal(problem.code, 'resource_not_found', `${verb} ${id}`);
+      assert.match(problem.detail, new RegExp(`^schedule ${id} does not exist`));
     }
   }
   assert.equal(rt.store.schedules.paused().has('elsewhere/triage/mornings'), false);
