@@ -9,7 +9,8 @@ import type { RepoFacts } from './warp-rules.ts';
  */
 
 type Obj = Record<string, any>;
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+/** A mapping (not null, not an array); `any` values, since the rules read files that may not match their schema. */
+export const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** `model: X` is `harness: {type: oz, model: X}`; `claude-code` is `claude`. */
 export function harnessOf(v: Obj): HarnessDef | undefined {
@@ -41,9 +42,11 @@ export function agentRun(v: Obj, facts: RepoFacts, automation?: string): AgentRu
   const a = agent ? facts.agents.get(agent)?.value : undefined;
   if (!agent || !isObject(a)) return {};
   const d = facts.agentDefaults ?? {};
-  const own = automation !== undefined && (harnessOf(v) !== undefined || typeof v.runner === 'string');
-  const harness = harnessOf(v) ?? harnessOf(a) ?? harnessOf(d);
-  const harnessFrom = harnessOf(v) ? 'automation' : harnessOf(a) ? 'agent' : 'defaults';
+  const fromAutomation = harnessOf(v);
+  const fromAgent = harnessOf(a);
+  const own = automation !== undefined && (fromAutomation !== undefined || typeof v.runner === 'string');
+  const harness = fromAutomation ?? fromAgent ?? harnessOf(d);
+  const harnessFrom = fromAutomation ? 'automation' : fromAgent ? 'agent' : 'defaults';
   const runner = [v.runner, a.runner, d.runner].find((r) => typeof r === 'string') as string | undefined;
   const factory = isObject(facts.factory?.value) ? facts.factory.value.name : undefined;
   if (!harness || !isRunnableHarness(harness.type) || typeof factory !== 'string') return { agent, harness, runner };

@@ -1,5 +1,5 @@
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
-import { agentRun, type AgentRun } from './warp-exec.ts';
+import { agentRun, isObject, type AgentRun } from './warp-exec.ts';
 import { parseSchedule } from '../../core/schedule.ts';
 import type { ParsedFile } from './parse-file.ts';
 import { closest } from './suggest.ts';
@@ -35,7 +35,6 @@ export const PROVIDERS = Object.keys(PROVIDER_EVENTS);
 
 export const isServedProvider = (p: unknown) => (SERVED_PROVIDERS as readonly unknown[]).includes(p);
 
-const isObject = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
 const isForeman = (t: unknown) => t === 'FOREMAN' || t === 'MAIN';
 
 /** What the rules need to know about the repo as a whole. */
