@@ -59,9 +59,10 @@ export const scheduleRoutes: RouteModule = (router, { store, clock, log }) => {
   /** The schedule of the path, or the same 404 for an unknown id and one of a factory the key may not manage. */
   function findItem(ctx: Context): ScheduleItem {
     const id = String(ctx.params.id);
-    const factory = id.split('/')[0];
+    // `<factory>/<automation>/...`: names hold no `/`, so only that automation's items are built.
+    const [factory, automation] = id.split('/');
     const item = canManageFactory(principalOf(ctx), factory)
-      ? store.defs.listAutomations(factory).flatMap((a) => scheduleItems(store, clock, a)).find((s) => s.id === id)
+      ? store.defs.listAutomations(factory).filter((a) => a.name === automation).flatMap((a) => scheduleItems(store, clock, a)).find((s) => s.id === id)
       : undefined;
     if (!item) throw notFound(`schedule ${id} does not exist; list them with GET /api/v1/agent/schedules`);
     return item;
