@@ -5,6 +5,9 @@ import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import type { ErrorCode } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import type { AcceptedDelivery, AcceptItem, AcceptResult, DeliveryFacts, DeliveryOutcome, RejectItem } from '../store/deliveries.ts';
+
+/** The writes are built here as the group commit takes them (store/deliveries.ts `DeliveryWrite`): no copy per request. */
+type Write<K extends string, T> = { kind: K } & T;
 import { declaredLength, readCappedBody } from './body.ts';
 import { bodyIdentity, headerIdentity, identityHeaderNames } from './identity.ts';
 import type { IngressMetrics } from './metrics.ts';
@@ -33,12 +36,12 @@ export interface IngressDeps {
    * Logs a rejected request; settles after the commit that holds the entry (the same group commit
    * as `accept`, so a flood of bad requests shares fsyncs instead of paying one each).
    */
-  reject(item: RejectItem): Promise<unknown>;
+  reject(item: Write<'reject', RejectItem>): Promise<unknown>;
   /**
    * Steps 8 and 9: claims the identity and writes Duplicate, or Accepted with its payload and
    * the hooks' runs, in one transaction; settles after the commit (runtime/store/group-commit.ts).
    */
-  accept(item: AcceptItem): Promise<AcceptResult>;
+  accept(item: Write<'accept', AcceptItem>): Promise<AcceptResult>;
   metrics: IngressMetrics;
   onAccepted: readonly AcceptedHook[];
 }
@@ -166,7 +169,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
     ): Promise<IngressResult> {
       counts[outcome] += 1;
       const id = headerIdentity(get, idSources) ?? (seen.body ? bodyIdentity(seen.body) : newId('dlv'));
-      await deps.reject({ facts: facts(id, seen.size), outcome, reason });
+      await deps.reject({ kind: 'reject', facts: facts(id, seen.size), outcome, reason });
       return { ...answer, logged: { outcome, deliveryId: id, reason } };
     },
     rejectAuth(reason: string, body?: Buffer, unread?: IngressResult['unread']): Promise<IngressResult> {
@@ -248,7 +251,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // with what the provider expects, logged as Accepted with a note, and never a run.
   const handshake = scheme?.handshake?.(parsed.json);
   if (handshake) {
-    const logged = await deps.accept({ facts: { ...facts(identity, body.length), note: `handshake: ${handshake.kind}` }, payload: body });
+    const logged = await deps.accept({ kind: 'accept', facts: { ...facts(identity, body.length), note: `handshake: ${handshake.kind}` }, payload: body });
     counts.handshake += 1;
     return { status: 200, headers: {}, body: handshake.answer, logged: { outcome: logged.outcome, deliveryId: identity } };
   }
@@ -260,7 +263,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
           for (const hook of hooks) hook(webhook, delivery, parsed);
         };
   // 202 only once this resolves, i.e. after the commit that holds the delivery (pipeline step 9).
-  const result = await deps.accept({ facts: facts(identity, body.length), payload: body, onAccepted });
+  const result = await deps.accept({ kind: 'accept', facts: facts(identity, body.length), payload: body, onAccepted });
   counts[result.outcome] += 1;
   return { status: 202, headers: {}, body: { delivery_id: identity }, logged: { outcome: result.outcome, deliveryId: identity } };
 }

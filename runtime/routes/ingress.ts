@@ -143,8 +143,8 @@ function ingressDeps(config: Config, store: Store, clock: Clock, state: IngressS
     findWebhook: (uid) => store.defs.servedWebhook(uid) as IngressWebhook | undefined,
     secrets: state.secrets,
     limiter: state.limiter,
-    reject: (item) => state.commits.submit({ kind: 'reject', ...item }),
-    accept: (item) => state.commits.submit({ kind: 'accept', ...item }) as Promise<AcceptResult>,
+    reject: (item) => state.commits.submit(item),
+    accept: (item) => state.commits.submit(item) as Promise<AcceptResult>,
     metrics: state.metrics,
     onAccepted: state.onAccepted,
   };
