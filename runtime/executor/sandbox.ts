@@ -21,7 +21,7 @@
  */
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -333,13 +333,4 @@ export function assertIsolation(iso: Isolation): void {
   if (!p) return;
   const direct = p.sandboxOnly ? ', or pass --executor direct to run commands without a sandbox, knowingly (docs/security.md#executors)' : '';
   throw new CliError(`runs cannot start: ${p.what}; ${p.fix}${direct}.`);
-}
-
-/** Whether `dir` is a directory now (for error messages about a local repo). */
-export function isDirectory(dir: string): boolean {
-  try {
-    return statSync(dir).isDirectory();
-  } catch {
-    return false;
-  }
 }
