@@ -63,7 +63,7 @@ describe('the secrets API: which factories may use a secret', () => {
     assert.match(last.body.detail, /no factory that may use the secret "api-pay"; grant another factory first, or delete the secret/);
 
     const teamGrant = await call('POST', '/api/v1/secrets/api-team/grant', { factories: ['shop'] });
-    assert.equal(teamGrant.status, 409);
+    assert.deepEqual([teamGrant.status, teamGrant.body.code], [409, 'conflict']);
     assert.match(teamGrant.body.detail, /team-wide .*factory secret limit api-team --factory NAME/);
     assert.deepEqual((await call('PUT', '/api/v1/secrets/api-team/factories', { factories: ['ops'] })).body.factories, ['ops']);
     assert.equal((await call('PUT', '/api/v1/secrets/api-team/factories', { factories: null })).body.factories, null);
@@ -145,7 +145,7 @@ describe('plan and apply', () => {
     assert.equal(applied.status, 200, JSON.stringify(applied.body));
 
     const refused = await call('POST', '/api/v1/secrets/shop-only/revoke', { factories: ['evil'] });
-    assert.equal(refused.status, 409);
+    assert.deepEqual([refused.status, refused.body.code], [409, 'conflict']);
     assert.match(refused.body.detail, /still used by environment steal, webhook evil\/hook; .* before taking "evil" off its list/);
     const limit = await call('PUT', '/api/v1/secrets/shop-only/factories', { factories: ['shop'] });
     assert.equal(limit.status, 409);
@@ -252,7 +252,7 @@ describe('a factory-limited manage key and secret values', () => {
 
     // A secret name owned by another factory cannot be taken by creating a webhook with it.
     const squat = await call('POST', '/api/v1/factories/shop-api/webhooks', { name: 'given', secret_name: 'intruder-given' });
-    assert.equal(squat.status, 409);
+    assert.deepEqual([squat.status, squat.body.code], [409, 'conflict']);
     assert.match(squat.body.detail, /"intruder-given" may not be used by factory "shop-api"/);
   });
 
