@@ -54,17 +54,20 @@ const SCHEMAS: Record<DefinitionKind | 'snapshot', object> = {
   snapshot: snapshotSchema,
 };
 
-const compiled = new Map<DefinitionKind | 'snapshot', ValidateFunction>();
-const ajvOf = () => (ajv ??= new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true }));
+/** Each schema's validator, compiled on its first use: definitions, the snapshot and API bodies alike. */
+const compiled = new Map<object, ValidateFunction>();
 
-function validatorOf(kind: DefinitionKind | 'snapshot'): ValidateFunction {
-  let validate = compiled.get(kind);
+function compileOnce(schema: object): ValidateFunction {
+  let validate = compiled.get(schema);
   if (!validate) {
-    validate = ajvOf().compile(SCHEMAS[kind]);
-    compiled.set(kind, validate);
+    ajv ??= new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
+    validate = ajv.compile(schema);
+    compiled.set(schema, validate);
   }
   return validate;
 }
+
+const validatorOf = (kind: DefinitionKind | 'snapshot') => compileOnce(SCHEMAS[kind]);
 
 export type SchemaError = ErrorObject;
 
@@ -121,7 +124,6 @@ const API_BODIES = {
   'factories-change': factoriesChangeSchema,
 };
 export type ApiBody = keyof typeof API_BODIES;
-const apiCompiled = new Map<ApiBody, ValidateFunction>();
 
 /**
  * Every problem of a request body against its schema, each a pointer and a sentence that names the
@@ -129,8 +131,7 @@ const apiCompiled = new Map<ApiBody, ValidateFunction>();
  * keywords, for a caller whose own checks say them in better words.
  */
 export function apiBodyProblems(name: ApiBody, value: unknown, options: { skip?: readonly string[] } = {}): SchemaProblem[] {
-  const validate = apiCompiled.get(name) ?? ajvOf().compile(API_BODIES[name]);
-  apiCompiled.set(name, validate);
+  const validate = compileOnce(API_BODIES[name]);
   if (validate(value)) return [];
   const errors = (validate.errors ?? []).filter((e) => !options.skip?.includes(e.keyword));
   return toProblems(errors).map((p, i) => {
