@@ -34,8 +34,9 @@ export const HARNESS_PROGRAMS: Readonly<Record<'claude' | 'codex', HarnessProgra
 
 export type RunnableHarness = keyof typeof HARNESS_PROGRAMS;
 
+/** A harness with a program above: adding one to HARNESS_PROGRAMS makes it runnable. */
 export function isRunnableHarness(type: string | undefined): type is RunnableHarness {
-  return type === 'claude' || type === 'codex';
+  return type !== undefined && Object.hasOwn(HARNESS_PROGRAMS, type);
 }
 
 /** The full argv of a harness: its program, then `--model M` when the harness names one. */
