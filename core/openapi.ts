@@ -11,6 +11,7 @@
  */
 
 import pkg from '../package.json' with { type: 'json' };
+import { RESOURCE_NAME_PATTERN, WEBHOOK_UID_PATTERN } from './ids.ts';
 import applyResult from '../schemas/api/apply-result.schema.json' with { type: 'json' };
 import automationTest from '../schemas/api/automation-test.schema.json' with { type: 'json' };
 import deliveryList from '../schemas/api/delivery-list.schema.json' with { type: 'json' };
@@ -107,8 +108,8 @@ interface Operation {
 }
 
 const RUN_ID = { type: 'string', pattern: '^run_[a-z2-7]{26}$' };
-const UID = { type: 'string', pattern: '^wh_[a-z2-7]{26}$' };
-const NAME = { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' };
+const UID = { type: 'string', pattern: WEBHOOK_UID_PATTERN.source };
+const NAME = { type: 'string', pattern: RESOURCE_NAME_PATTERN.source };
 const PATH_PARAMS: Record<string, { description: string; schema: object }> = {
   run_id: { description: 'The run (run_ + 26 characters).', schema: RUN_ID },
   uid: { description: 'The webhook UID (wh_ + 26 characters).', schema: UID },
