@@ -32,7 +32,7 @@ after(() => {
 });
 
 /** The commands of the tour's shell block: continuation lines joined, comments and blank lines left out. */
-export function tourCommands(readme: string): string[] {
+function tourCommands(readme: string): string[] {
   const section = readme.slice(readme.indexOf('## A tour'), readme.indexOf('\n## ', readme.indexOf('## A tour') + 1));
   const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
   assert.equal(blocks.length, 1, 'the tour has one shell block');
