@@ -12,6 +12,21 @@ export function automationNotify(automation: Pick<AutomationRecord, 'notify'>): 
 }
 
 /**
+ * What every run an automation starts carries, whatever started it: a delivery (`webhookRun`) or
+ * a schedule (scheduler.ts).
+ */
+export function automationRunBase(automation: AutomationRecord): Pick<NewRun, 'environmentId' | 'title' | 'creator' | 'factory' | 'automation' | 'notify'> {
+  return {
+    environmentId: automation.environment,
+    title: automation.title ?? automation.name,
+    creator: { type: 'automation', name: automation.name },
+    factory: automation.factory,
+    automation: automation.name,
+    notify: automationNotify(automation),
+  };
+}
+
+/**
  * The run a matching automation starts for a delivery (docs/automations.md): the automation's
  * prompt plus the envelope, the body exactly as received attached as `event-payload.json`, `source:
  * WEBHOOK`, and the creator naming the automation.
@@ -24,16 +39,12 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
       webhook: { name: webhook.name, uid: webhook.uid },
       deliveryId: delivery.deliveryId,
     }),
-    environmentId: automation.environment,
-    title: automation.title ?? automation.name,
+    ...automationRunBase(automation),
     source: 'WEBHOOK',
-    creator: { type: 'automation', name: automation.name },
     factory: webhook.factory,
-    automation: automation.name,
     webhookUid: webhook.uid,
     deliveryId: delivery.deliveryId,
     attachments: [{ name: EVENT_PAYLOAD_FILE, bytes: delivery.payload }],
-    notify: automationNotify(automation),
   };
 }
 
