@@ -159,17 +159,19 @@ describe('run notifications', () => {
   });
 
   it('bad targets and secrets are 400s that say why', async () => {
-    const cases: [unknown, RegExp][] = [
-      [{ url: 'ftp://example.com/x' }, /webhook\.url must be an http\(s\) URL/],
-      [{ url: 'not a url' }, /absolute http\(s\) URL/],
-      [{ url: 'http://user:pw@example.com/' }, /user name or password/],
-      [{ url: 'http://example.com/', secret: 'plain' }, /whsec_/],
-      [{ url: 'http://example.com/', extra: 1 }, /unknown key .{1,2}extra/],
-      ['http://example.com/', /must be an object/],
+    const cases: [unknown, RegExp, string][] = [
+      [{ url: 'ftp://example.com/x' }, /webhook\.url must be an http\(s\) URL/, '/webhook/url'],
+      [{ url: 'not a url' }, /absolute http\(s\) URL/, '/webhook/url'],
+      [{ url: 'http://user:pw@example.com/' }, /user name or password/, '/webhook/url'],
+      [{ url: 'http://example.com/', secret: 'plain' }, /whsec_/, '/webhook/secret'],
+      [{ url: 'http://example.com/', extra: 1 }, /unknown key .{1,2}extra/, '/webhook/extra'],
+      ['http://example.com/', /must be an object/, '/webhook'],
     ];
-    for (const [webhook, detail] of cases) {
+    for (const [webhook, detail, pointer] of cases) {
       const { res, body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook });
       assert.equal(res.status, 400, JSON.stringify(webhook));
+      assert.equal(body.code, 'invalid_request');
+      assert.deepEqual(body.errors.map((e: { pointer: string }) => e.pointer), [pointer], JSON.stringify(body.errors));
       assert.match(JSON.stringify(body.errors), detail);
     }
   });
@@ -182,6 +184,8 @@ describe('run notifications: allow-list and restarts', () => {
     await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
     const no = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: 'http://127.0.0.1:8080/' } });
     assert.equal(no.res.status, 400);
+    assert.equal(no.body.code, 'invalid_request');
+    assert.deepEqual(no.body.errors.map((e: { pointer: string }) => e.pointer), ['/webhook/url']);
     assert.match(no.body.detail, /--notify-allow/);
     for (const url of ['https://hooks.example.com/a', 'http://127.0.0.1:9/']) {
       const yes = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url } });
