@@ -105,6 +105,8 @@ interface Operation {
   alsoOk?: { status: number; description: string };
   /** The Location header on the success answer. */
   location?: boolean;
+  /** Takes an Idempotency-Key header (the run creates). */
+  idempotent?: boolean;
 }
 
 const RUN_ID = { type: 'string', pattern: '^run_[a-z2-7]{26}$' };
@@ -155,8 +157,8 @@ const RUNS = '/api/v1/agent/runs';
 /** Every operation of the API. A test checks this list against the router's routes. */
 export const OPERATIONS: Operation[] = [
   // Runs (runtime/routes/runs.ts, replay-retry.ts)
-  { method: 'post', path: RUNS, id: 'createRun', summary: 'Create a run', tag: 'runs', scope: 'runs', doc: 'docs/api.md#create-a-run', body: 'run-create', ok: 201, alsoOk: { status: 200, description: 'The run created before with the same Idempotency-Key and body.' }, answer: 'run', location: true },
-  { method: 'post', path: '/api/v1/agent/run', id: 'createRunOz', summary: 'Create a run (the path of Oz\'s SDK)', tag: 'runs', scope: 'runs', doc: 'docs/api.md#oz-compatibility', body: 'run-create', ok: 201, alsoOk: { status: 200, description: 'The run created before with the same Idempotency-Key and body.' }, answer: 'run', location: true },
+  { method: 'post', path: RUNS, id: 'createRun', summary: 'Create a run', tag: 'runs', scope: 'runs', doc: 'docs/api.md#create-a-run', body: 'run-create', ok: 201, alsoOk: { status: 200, description: 'The run created before with the same Idempotency-Key and body.' }, answer: 'run', location: true, idempotent: true },
+  { method: 'post', path: '/api/v1/agent/run', id: 'createRunOz', summary: 'Create a run (the path of Oz\'s SDK)', tag: 'runs', scope: 'runs', doc: 'docs/api.md#oz-compatibility', body: 'run-create', ok: 201, alsoOk: { status: 200, description: 'The run created before with the same Idempotency-Key and body.' }, answer: 'run', location: true, idempotent: true },
   { method: 'get', path: RUNS, id: 'listRuns', summary: 'List runs, newest first', tag: 'runs', scope: 'runs', doc: 'docs/api.md#list-runs', query: RUN_LIST_QUERY, ok: 200, answer: 'run-list' },
   { method: 'get', path: `${RUNS}/{run_id}`, id: 'getRun', summary: 'Read a run', tag: 'runs', scope: 'runs', doc: 'docs/api.md#read-a-run', ok: 200, answer: 'run' },
   { method: 'post', path: `${RUNS}/{run_id}/cancel`, id: 'cancelRun', summary: 'Cancel a run', tag: 'runs', scope: 'runs', doc: 'docs/api.md#cancel-a-run', ok: 200, answer: 'run-cancel' },
@@ -248,7 +250,7 @@ function operation(op: Operation): Record<string, unknown> {
     responses['403'] = { $ref: '#/components/responses/Forbidden' };
   }
   responses.default = { $ref: '#/components/responses/Problem' };
-  const headers = op.id === 'createRun' || op.id === 'createRunOz'
+  const headers = op.idempotent
     ? [{ name: 'Idempotency-Key', in: 'header', required: false, description: '1 to 255 visible ASCII characters: a repeat within 24 hours returns the first run (200).', schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' } }]
     : [];
   const parameters = [...params, ...query, ...headers];
