@@ -53,11 +53,6 @@ export function bodyIdentity(body: Buffer): string {
   return 'sha256:' + createHash('sha256').update(body).digest('hex');
 }
 
-/** The full rule: header identity if any, else the body hash. */
-export function deliveryIdentity(get: HeaderGetter, sources: IdentitySources, body: Buffer): string {
-  return headerIdentity(get, sources) ?? bodyIdentity(body);
-}
-
 function bounded(v: string): string {
   if (v.length <= MAX_IDENTITY_LENGTH) return v;
   return 'sha256:' + createHash('sha256').update(v).digest('hex');

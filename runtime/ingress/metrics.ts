@@ -109,7 +109,3 @@ export class IngressMetrics {
     return e.counts;
   }
 }
-
-export function newIngressMetrics(): IngressMetrics {
-  return new IngressMetrics();
-}

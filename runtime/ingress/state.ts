@@ -4,7 +4,7 @@ import type { Store } from '../store/index.ts';
 import type { AcceptedHook } from './types.ts';
 import { GroupCommit } from '../store/group-commit.ts';
 import type { DeliveryWrite, WriteResult } from '../store/deliveries.ts';
-import { newIngressMetrics, type IngressMetrics } from './metrics.ts';
+import { IngressMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { SecretCache } from './secret-cache.ts';
 
@@ -39,7 +39,7 @@ declare module '../services.ts' {
 
 /** Builds the state; `ingressService` does this at server start, createApp alone does it lazily. */
 export function createIngressState(config: Config, store: Store, clock: Clock): IngressState {
-  const metrics = newIngressMetrics();
+  const metrics = new IngressMetrics();
   return {
     limiter: new RateLimiter(clock, config.limits),
     secrets: new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime()),
