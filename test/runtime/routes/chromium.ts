@@ -81,3 +81,9 @@ export async function withBrowserPage(url: string, fn: (page: Page) => Promise<v
     await context.close();
   }
 }
+
+/** Types the key into the dashboard's sign-in form (shown only once its modules run) and submits it. */
+export async function signIn(page: Page, key: string): Promise<void> {
+  await page.getByLabel('API key', { exact: true }).fill(key);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}

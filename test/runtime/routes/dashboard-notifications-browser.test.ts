@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { startTestRuntime } from '../helpers.ts';
-import { browserSkip, withBrowserPage } from './chromium.ts';
+import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from './runs-helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
@@ -44,8 +44,7 @@ test('in a real browser, a run\'s notifications show each attempt: the failed 50
     assert.deepEqual(direct.attempts.map((a) => a.status_code), [204]);
 
     await withBrowserPage(`${rt.url}/`, async (page) => {
-      await page.getByLabel('API key', { exact: true }).fill(rt.adminKey);
-      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await signIn(page, rt.adminKey);
       const row = page.getByRole('region', { name: 'Runs', exact: true }).getByRole('row').filter({ hasText: runId });
       await row.getByRole('button', { name: 'Transcript', exact: true }).click();
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestRuntime } from '../helpers.ts';
-import { browserSkip, withBrowserPage } from './chromium.ts';
+import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
 import { succeededRun } from './runs-helpers.ts';
 
 /**
@@ -25,8 +25,7 @@ test('in a real browser the sign-in form says where a key is, and a long URL wra
       await where.waitFor();
       assert.match(await where.innerText(), /admin\.key in its data dir \(cat \.factory\/admin\.key where you ran npm start/);
 
-      await page.getByLabel('API key', { exact: true }).fill(rt.adminKey);
-      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await signIn(page, rt.adminKey);
       const code = page.locator('#webhooks-list code.wrap');
       await code.waitFor();
       // The line boxes of the whole URL, and of each part between wrap points (its text nodes).

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestRuntime } from '../helpers.ts';
-import { browserSkip, withBrowserPage } from './chromium.ts';
+import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
 import { GITHUB_UID, PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns } from '../automations/helpers.ts';
 
 /** The delivery view's Replay button (docs/ingress.md#replay, docs/dashboard.md) in a real browser. */
@@ -20,8 +20,7 @@ test('in a real browser, Replay on an Accepted delivery starts the matching runs
     assert.equal(bad.status, 401);
 
     await withBrowserPage(`${rt.url}/`, async (page) => {
-      await page.getByLabel('API key', { exact: true }).fill(rt.adminKey);
-      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await signIn(page, rt.adminKey);
       const row = page.getByRole('region', { name: 'Webhooks', exact: true }).getByRole('row').filter({ hasText: 'github' });
       await row.getByRole('button', { name: 'Deliveries', exact: true }).click();
       const items = page.getByRole('region', { name: `Deliveries of github (${GITHUB_UID})` }).getByRole('article');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { startTestRuntime } from '../helpers.ts';
-import { browserSkip, withBrowserPage } from './chromium.ts';
+import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
 
 /** The automations view's schedules (docs/dashboard.md): cron, next fire time and last run in UTC, Pause and Resume, in a real browser. */
 
@@ -33,8 +33,7 @@ test('in a real browser, the automations view shows each schedule with its next 
     clock.set('2026-03-02T09:20:00.000Z');
 
     await withBrowserPage(`${rt.url}/`, async (page) => {
-      await page.getByLabel('API key', { exact: true }).fill(rt.adminKey);
-      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await signIn(page, rt.adminKey);
       const region = page.getByRole('region', { name: 'Automations', exact: true });
       const row = region.getByRole('row').filter({ hasText: 'triage' });
       const mornings = row.getByRole('listitem', { name: 'Schedule mornings' });
