@@ -47,6 +47,8 @@ test('in a real browser, the automations view shows each schedule with its next 
       assert.equal(await nightly.getByText('Last run: never').count(), 1);
       // Another automation's schedule is in its own row.
       assert.equal(await row.getByRole('listitem', { name: 'Schedule hourly' }).count(), 0);
+      const plain = region.getByRole('row').filter({ hasText: 'plain' });
+      assert.equal(await plain.getByRole('listitem', { name: 'Schedule hourly' }).count(), 1, 'shown at all, so its absence above means something');
 
       await mornings.getByRole('button', { name: 'Pause schedule mornings', exact: true }).click();
       await mornings.getByText('paused').first().waitFor();
