@@ -7,28 +7,14 @@ import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from
 import { fsReason, type CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
-
-interface SecretMeta {
-  name: string;
-  current_version: number;
-  has_value: boolean;
-  factories: string[] | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { SecretUpdate } from '../../runtime/ingress/lifecycle.ts';
+import type { SecretMeta } from '../../runtime/store/secrets.ts';
 
 interface ValueFlags extends ClientFlags {
   fromFile?: string;
   pending?: boolean;
   factory?: string[];
   grace?: string;
-}
-
-/** What a graceful update answers besides the metadata (docs/runtime.md#graceful-rotation). */
-interface GraceAnswer {
-  seconds: number;
-  until: string | null;
-  webhooks: { uid: string; factory: string; name: string; previous_secret_version: number | null }[];
 }
 
 const GRACE_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
@@ -111,7 +97,7 @@ export function registerSecret(program: Command, io: CliIO): void {
       const client = clientFromFlags(flags, io);
       const value = await readValue(io, flags, name, 'update');
       const body = graceSeconds === undefined ? { value } : { value, grace_seconds: graceSeconds };
-      const meta = await client.request<SecretMeta & { grace?: GraceAnswer }>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, body);
+      const meta = await client.request<SecretMeta & Pick<SecretUpdate, 'grace'>>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, body);
       io.stdout(`updated secret ${meta.name} (version ${meta.current_version})\n`);
       if (!meta.grace) {
         await hintStaleBindings(client, io, meta);
