@@ -5,6 +5,7 @@ import { gzip } from 'node:zlib';
 import type { Command } from 'commander';
 import { CliError, ERROR_CODES, FactoryError, type ErrorCode, type FieldError } from '../core/errors.ts';
 import { fsReason, type CliIO } from './io.ts';
+import type { RuntimeFile } from '../runtime/server.ts';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 
@@ -68,12 +69,6 @@ export interface ResolvedClient {
   origin: ClientOrigin;
 }
 
-/** What a runtime writes to `<data-dir>/runtime.json` while it runs (runtime/server.ts). */
-interface RuntimeFileView {
-  url: string;
-  pid: number;
-}
-
 /** One data dir the CLI looked at: its live runtime (if any) and its admin key file (if any). */
 interface DataDirFinding {
   dir: string;
@@ -122,7 +117,7 @@ function inspect(dir: string): DataDirFinding {
   const finding: DataDirFinding = { dir };
   const file = join(dir, 'runtime.json');
   try {
-    const r = JSON.parse(readFileSync(file, 'utf8')) as Partial<RuntimeFileView>;
+    const r = JSON.parse(readFileSync(file, 'utf8')) as Partial<RuntimeFile>;
     if (typeof r.url === 'string' && typeof r.pid === 'number' && alive(r.pid)) finding.runtime = { url: r.url.replace(/\/+$/, ''), file, pid: r.pid };
   } catch {
     // Missing or unreadable: no running runtime recorded here.
