@@ -132,6 +132,7 @@ for (const executor of ['sandbox', 'direct'] as const) {
       assert.equal(existsSync(path.join(s.workspaceDir, 'src', 'state', 'admin.key')), false);
     } else {
       assert.equal(result.state, 'FAILED');
+      assert.equal(result.errorCode, 'repo_failed');
       assert.equal(result.statusMessage, `repo ${src} holds the runtime's data directory or work directory, which a copy would carry into the workspace; name a directory that does not`);
     }
   });
@@ -151,10 +152,12 @@ for (const executor of ['sandbox', 'direct'] as const) {
       assert.equal(output, 'x');
     } else {
       assert.equal(result.state, 'FAILED');
+      assert.equal(result.errorCode, 'repo_failed');
       assert.match(result.statusMessage!, /holds the runtime's data directory or work directory/);
     }
     // A repo named by the data dir's real path is inside it.
     const inside = await runIn(spec(dir, { workspaceDir: path.join(dir, 'ws2'), repos: [{ url: path.join(src, 'state') }] }), { isolation: iso });
+    assert.deepEqual([inside.result.state, inside.result.errorCode], ['FAILED', 'repo_failed']);
     assert.match(inside.result.statusMessage!, /lies inside the runtime's data directory or work directory/);
   });
 
