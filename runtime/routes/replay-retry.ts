@@ -6,7 +6,7 @@ import { readJsonBody } from '../http/body.ts';
 import type { NewRun } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { creatorOf, findRun, RUNS_PATH, runView } from './runs.ts';
-import { unknownWebhookDetail } from './webhooks-manage.ts';
+import { unknownWebhookDetail, webhookFactory } from './webhooks-manage.ts';
 
 /**
  * Starting runs again (docs/api.md#retry, docs/ingress.md#replay):
@@ -18,10 +18,6 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
   const wake = () => setImmediate(() => deps.services.executor?.wake());
 
-  const webhookFactory = {
-    factory: (ctx: Context) => store.defs.getWebhookByUid(String(ctx.params.uid))?.factory,
-    notFound: (ctx: Context) => unknownWebhookDetail(String(ctx.params.uid)),
-  };
   router.post('/api/v1/webhooks/:uid/deliveries/:delivery_id/replay', requireScope('manage', webhookFactory), async (ctx) => {
     const uid = String(ctx.params.uid);
     const webhook = store.defs.getWebhookByUid(uid);

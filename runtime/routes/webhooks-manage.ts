@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { invalidRequest, notFound } from '../../core/errors.ts';
 import { webhookView } from '../definitions/views.ts';
-import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
+import { canManageFactory, principalOf, requireScope, type RequireScopeOptions } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import {
   createWebhook,
@@ -34,14 +34,6 @@ import type { RouteModule } from './index.ts';
  */
 export const webhooksManageRoutes: RouteModule = (router, { store, config }) => {
   const factoryParam = { factory: (ctx: Context) => String(ctx.params.factory) };
-  /**
-   * The webhook's factory, for the scope check: a webhook of a factory the key may not manage is
-   * a 404 with uidOf's sentence, before any body is read. Unknown UIDs pass here and 404 in uidOf.
-   */
-  const webhookFactory = {
-    factory: (ctx: Context) => store.defs.getWebhookByUid(String(ctx.params.uid))?.factory,
-    notFound: (ctx: Context) => unknownWebhookDetail(String(ctx.params.uid)),
-  };
   const view = (r: LifecycleResult) => {
     const out: Record<string, unknown> = { webhook: webhookView(r.webhook, config.baseUrl) };
     if (r.secret !== undefined) {
@@ -116,6 +108,16 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
 
 /** The one 404 sentence for a webhook that does not exist or belongs to a factory the key may not manage. */
 export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${uid}.`;
+
+/**
+ * The `:uid` webhook's factory, for the scope check of every route under /api/v1/webhooks/:uid: a
+ * webhook of a factory the key may not manage is a 404 with unknownWebhookDetail's sentence,
+ * before any body is read. Unknown UIDs pass here and 404 in the route.
+ */
+export const webhookFactory: RequireScopeOptions = {
+  factory: (ctx) => ctx.deps.store.defs.getWebhookByUid(String(ctx.params.uid))?.factory,
+  notFound: (ctx) => unknownWebhookDetail(String(ctx.params.uid)),
+};
 
 /** A log entry as the API shows it (docs/ingress.md#delivery-log), without its payload (see deliveryDetailJson). */
 export function deliveryView(d: DeliveryEntry): Record<string, unknown> {
