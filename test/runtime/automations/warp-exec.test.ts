@@ -140,6 +140,7 @@ test('a Warp repo: a signed delivery runs the agent\'s claude harness with the r
   const failed = await waitForRun(rt, codexRun.run_id);
   assert.equal(failed.state, 'FAILED');
   assert.equal(failed.config.environment_id, 'automation:warp-e2e/closed-with-codex');
+  assert.equal(failed.error_code, 'agent_not_found');
   assert.match(failed.status_message, /^agent program "codex" was not found: the codex harness of agent "reviewer" needs it/);
 
   // The run API may name the agent's environment; a malformed id is a 400 naming the field.
