@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
+import { FactoryError } from '../../../core/errors.ts';
 import { API_SCHEMAS, RUN_LIST_QUERY } from '../../../core/openapi.ts';
 import { parseCreateWebhook } from '../../../runtime/ingress/lifecycle.ts';
 import { LIST_PARAMS, parseCreateRun } from '../../../runtime/routes/run-input.ts';
@@ -16,11 +17,14 @@ import { startTestRuntime } from '../helpers.ts';
 const ajv = new Ajv({ strict: true, strictRequired: false, allowUnionTypes: true });
 for (const schema of Object.values(API_SCHEMAS)) ajv.addSchema(schema);
 const schemaAccepts = (name: string, body: unknown) => ajv.getSchema(`https://factory.dev/schemas/api/${name}.schema.json`)!(body) as boolean;
+/** True when `check` accepts; a refusal must be a 400 invalid_request (a crash is a failure, not a refusal). */
 const accepts = (check: () => unknown) => {
   try {
     check();
     return true;
-  } catch {
+  } catch (err) {
+    assert.ok(err instanceof FactoryError, String(err));
+    assert.equal(err.code, 'invalid_request');
     return false;
   }
 };
