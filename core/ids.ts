@@ -25,6 +25,8 @@ export function newId(prefix: 'wh' | 'run' | 'key' | 'dlv' | 'evt' | 'msg'): str
 }
 
 export const WEBHOOK_UID_PATTERN = /^wh_[a-z2-7]{26}$/;
+export const RUN_ID_PATTERN = /^run_[a-z2-7]{26}$/;
+export const KEY_ID_PATTERN = /^key_[a-z2-7]{26}$/;
 export const RESOURCE_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** 32 random bytes, base64url: generated token and url_token secrets (docs/ingress.md#webhook-lifecycle). */

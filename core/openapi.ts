@@ -11,7 +11,7 @@
  */
 
 import pkg from '../package.json' with { type: 'json' };
-import { RESOURCE_NAME_PATTERN, WEBHOOK_UID_PATTERN } from './ids.ts';
+import { RESOURCE_NAME_PATTERN, RUN_ID_PATTERN, WEBHOOK_UID_PATTERN } from './ids.ts';
 import applyResult from '../schemas/api/apply-result.schema.json' with { type: 'json' };
 import automationTest from '../schemas/api/automation-test.schema.json' with { type: 'json' };
 import deliveryList from '../schemas/api/delivery-list.schema.json' with { type: 'json' };
@@ -109,7 +109,7 @@ interface Operation {
   idempotent?: boolean;
 }
 
-const RUN_ID = { type: 'string', pattern: '^run_[a-z2-7]{26}$' };
+const RUN_ID = { type: 'string', pattern: RUN_ID_PATTERN.source };
 const UID = { type: 'string', pattern: WEBHOOK_UID_PATTERN.source };
 const NAME = { type: 'string', pattern: RESOURCE_NAME_PATTERN.source };
 const PATH_PARAMS: Record<string, { description: string; schema: object }> = {

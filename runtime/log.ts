@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { RESOURCE_NAME_PATTERN, WEBHOOK_UID_PATTERN } from '../core/ids.ts';
+import { KEY_ID_PATTERN, RESOURCE_NAME_PATTERN, RUN_ID_PATTERN, WEBHOOK_UID_PATTERN } from '../core/ids.ts';
 import type { LogLevel } from './config.ts';
 
 export type { Logger } from 'pino';
@@ -50,8 +50,8 @@ const short = (re: RegExp) => (s: string) => s.length < MIN_TOKEN_LENGTH && re.t
 /** Path parameters that may be logged, by the name LOGGED_ROUTES gives them; any other parameter never is. */
 const PARAMS: Readonly<Record<string, (segment: string) => boolean>> = {
   uid: (s) => WEBHOOK_UID_PATTERN.test(s),
-  run: (s) => /^run_[a-z2-7]{26}$/.test(s),
-  key: (s) => /^key_[a-z2-7]{26}$/.test(s),
+  run: (s) => RUN_ID_PATTERN.test(s),
+  key: (s) => KEY_ID_PATTERN.test(s),
   factory: short(RESOURCE_NAME_PATTERN),
   name: short(RESOURCE_NAME_PATTERN),
   secret: short(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/),
