@@ -1,8 +1,6 @@
 import matter from 'gray-matter';
 import type { DiagnosticCode } from './diagnostics.ts';
-
-/** The Markdown definitions: YAML front matter, then a body (prompt, instructions or rubric). */
-export type MarkdownKind = 'automation' | 'agent' | 'skill' | 'scorer';
+import type { MarkdownKind } from './paths.ts';
 
 const NO_FRONT_MATTER: Record<Exclude<MarkdownKind, 'agent'>, string> = {
   automation: "an automation starts with YAML front matter between '---' lines (triggers, environment or agent), then the prompt",

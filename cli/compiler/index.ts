@@ -5,8 +5,8 @@
  */
 import { resolve } from 'node:path';
 import { compile, type CompileResult, type SourceFile } from './compile.ts';
-import { MARKDOWN_KINDS, classifyPath } from './paths.ts';
-import { splitFrontMatter, type MarkdownKind } from './front-matter.ts';
+import { classifyPath, isMarkdownKind } from './paths.ts';
+import { splitFrontMatter } from './front-matter.ts';
 import { parseYaml, positionOf } from './yaml.ts';
 import { loadRepo } from './loader.ts';
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
@@ -30,8 +30,8 @@ export function locate(files: SourceFile[], file: string, pointer: string): { li
   const source = files.find((f) => f.path === file);
   if (!source) return { line: 1, column: 1 };
   const c = classifyPath(file);
-  if (c.kind !== 'ignored' && c.kind !== 'unexpected' && MARKDOWN_KINDS.includes(c.kind)) {
-    const fm = splitFrontMatter(source.text, c.kind as MarkdownKind);
+  if (isMarkdownKind(c.kind)) {
+    const fm = splitFrontMatter(source.text, c.kind);
     if (fm.problem) return { line: fm.problem.line, column: 1 };
     if (pointer === '/prompt') return { line: fm.bodyLine, column: 1 };
     return positionOf(parseYaml(fm.yaml), pointer);

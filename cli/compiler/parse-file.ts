@@ -1,6 +1,6 @@
 import type { Diagnostic } from './diagnostics.ts';
-import { splitFrontMatter, type FrontMatter, type MarkdownKind } from './front-matter.ts';
-import { MARKDOWN_KINDS, type DefinitionKind } from './paths.ts';
+import { splitFrontMatter, type FrontMatter } from './front-matter.ts';
+import { isMarkdownKind, type DefinitionKind } from './paths.ts';
 import type { Locate } from './schema-diagnostics.ts';
 import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
 
@@ -27,7 +27,7 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
   const error = (line: number, column: number, code: string, message: string, pointer = '') =>
     diagnostics.push({ file: path, line, column, code, message, pointer, severity: 'error' });
   const unread = (at: Locate) => ({ file: { path, text, kind, name, scope, value: undefined, at }, diagnostics });
-  const markdown = MARKDOWN_KINDS.includes(kind);
+  const markdown = isMarkdownKind(kind);
 
   if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
     error(1, 1, 'file.too_large', `file is ${Buffer.byteLength(text)} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
@@ -37,7 +37,7 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
   let yamlText = text;
   let frontMatter: FrontMatter | undefined;
   if (markdown) {
-    frontMatter = splitFrontMatter(text, kind as MarkdownKind);
+    frontMatter = splitFrontMatter(text, kind);
     if (frontMatter.problem) {
       const { line, code, message } = frontMatter.problem;
       error(line, 1, code, message);

@@ -4,7 +4,9 @@ import type { DefinitionKind } from '../../core/schemas.ts';
 export type { DefinitionKind };
 
 /** Kinds whose file is Markdown with YAML front matter (the body is a prompt, instructions or a rubric). */
-export const MARKDOWN_KINDS: readonly DefinitionKind[] = ['automation', 'agent', 'skill', 'scorer'];
+const MARKDOWN_KINDS = ['automation', 'agent', 'skill', 'scorer'] as const satisfies readonly DefinitionKind[];
+export type MarkdownKind = (typeof MARKDOWN_KINDS)[number];
+export const isMarkdownKind = (kind: string): kind is MarkdownKind => (MARKDOWN_KINDS as readonly string[]).includes(kind);
 
 /** What a repo-relative path is to the compiler (docs/definitions.md#warps-layout). */
 export type PathClass =

@@ -1,6 +1,6 @@
 import { escapePointer, schemaErrors, type SchemaError } from '../../core/schemas.ts';
 import type { Diagnostic } from './diagnostics.ts';
-import { MARKDOWN_KINDS, type DefinitionKind } from './paths.ts';
+import { isMarkdownKind, type DefinitionKind } from './paths.ts';
 import { closest } from './suggest.ts';
 import type { Position } from './yaml.ts';
 
@@ -48,7 +48,7 @@ interface Described {
 }
 
 function describe(kind: DefinitionKind, e: SchemaError): Described {
-  const where = e.instancePath === '' ? `in ${MARKDOWN_KINDS.includes(kind) ? 'the front matter' : 'this file'}` : `at ${e.instancePath}`;
+  const where = e.instancePath === '' ? `in ${isMarkdownKind(kind) ? 'the front matter' : 'this file'}` : `at ${e.instancePath}`;
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = (e.params as { additionalProperty: string }).additionalProperty;
