@@ -3,7 +3,7 @@ import type { ScheduleDef } from '../../core/snapshot.ts';
 import { iso } from '../clock.ts';
 import type { AutomationRecord } from '../definitions/state.ts';
 import type { Service, ServiceFactory } from '../services.ts';
-import { automationNotify } from './hook.ts';
+import { automationRunBase } from './hook.ts';
 import type { NewRun, RunRecord } from '../store/runs.ts';
 import type { WantedSchedule } from '../store/schedules.ts';
 
@@ -84,15 +84,10 @@ export const schedulerService: ServiceFactory = {
       const runFor = (w: WantedSchedule): NewRun => {
         const { automation: a, schedule: s } = byId.get(w.id)!;
         return {
+          ...automationRunBase(a),
           prompt: scheduledPrompt(a, s, firedAt),
-          environmentId: a.environment,
-          title: a.title ?? a.name,
           source: 'SCHEDULE',
-          creator: { type: 'automation', name: a.name },
-          factory: a.factory,
-          automation: a.name,
           schedule: { schedule_id: w.id, schedule_name: s.name ?? '', cron_schedule: s.cron },
-          notify: automationNotify(a),
         };
       };
       const runs = store.schedules.fire(firedAt, wanted, store.runs, runFor);
