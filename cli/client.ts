@@ -40,6 +40,9 @@ export interface Client {
   send<T = unknown>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ClientResponse<T>>;
 }
 
+/** A repeatable option's parser: each occurrence adds its value to the list (undefined until given, without a default). */
+export const collect = (value: string, previous: string[] = []) => [...previous, value];
+
 /**
  * Adds `--server`, `--api-key` and `--data-dir` to a command, so every online command finds the
  * runtime and the key the same way. Read them back with `clientFromFlags(cmd.opts(), io)`.

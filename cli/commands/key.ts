@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, collect, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 
@@ -14,7 +14,6 @@ interface ApiKey {
   revoked_at: string | null;
 }
 
-const collect = (value: string, previous: string[]) => [...previous, value];
 
 /** `factory key create|list|revoke` (docs/runtime.md, README.md#commands). Needs an admin key. */
 export function registerKey(program: Command, io: CliIO): void {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { exitWith, usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, collect, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 
@@ -57,7 +57,6 @@ interface TranscriptPage {
 
 const RUNS = '/api/v1/agent/runs';
 const FINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
-const collect = (value: string, previous: string[]) => [...previous, value];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function pollMs(v: string | undefined): number {

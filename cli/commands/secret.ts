@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, collect, type Client, type ClientFlags } from '../client.ts';
 import { fsReason, type CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
@@ -40,8 +40,6 @@ interface FactoryFlags extends ClientFlags {
   factory: string[];
   all?: boolean;
 }
-
-const collect = (value: string, previous: string[]) => [...previous, value];
 
 /** "all", or the factories that may use the secret. */
 const usableBy = (meta: SecretMeta) => (meta.factories === null ? 'all' : meta.factories.join(','));

@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
 import type { ConfigFlags } from '../../runtime/config.ts';
+import { collect } from '../client.ts';
 import type { CliIO } from '../io.ts';
 
 interface ServeFlags extends ConfigFlags {
   trustProxy?: boolean;
 }
 
-const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 /** The executor's options, shared by `serve` and `dev` (docs/security.md#executors). */
 export function addExecutorOptions(command: Command): Command {
