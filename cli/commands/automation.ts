@@ -3,6 +3,7 @@ import { CliError, exitWith } from '../../core/errors.ts';
 import { WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
+import type { ScheduleItem } from '../../runtime/routes/schedules.ts';
 import { formatTable } from '../table.ts';
 
 /** `factory automation list | test NAME --delivery ID | pause|resume SCHEDULE` (docs/automations.md, README.md#commands). */
@@ -21,16 +22,8 @@ export interface AutomationView {
   schedules?: ScheduleView[];
 }
 
-export interface ScheduleView {
-  id: string;
-  name: string;
-  cron_schedule: string;
-  enabled: boolean;
-  paused: { at: string; by: string } | null;
-  history: { last_ran: string | null; next_run: string | null };
-  factory: string;
-  automation: string;
-}
+/** What `automation list` shows of a schedule item of the API. */
+type ScheduleView = Pick<ScheduleItem, 'id' | 'name' | 'cron_schedule' | 'enabled' | 'paused' | 'history' | 'factory' | 'automation'>;
 
 export interface TestFilterView {
   automation: { factory: string; name: string };
