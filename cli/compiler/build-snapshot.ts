@@ -44,10 +44,17 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
   // The Warp agents an automation runs with their own harness get an environment each
   // (docs/definitions.md#warp-agents-run-here), and so does an automation that overrides its agent's harness or runner.
   const agentRuns: AgentRun[] = [];
+  const runIds = new Set<string | undefined>();
+  // Each automation's environment, resolved once here and read again below.
+  const resolved = new Map<ParsedFile, ReturnType<typeof resolveEnvironment>>();
   for (const f of files) {
     if (f.kind !== 'automation') continue;
-    const { honoured, run } = resolveEnvironment(f.value as Obj, facts, f.name);
-    if (honoured === 'harness' && run && !agentRuns.some((r) => r.id === run.id)) agentRuns.push(run);
+    const r = resolveEnvironment(f.value as Obj, facts, f.name);
+    resolved.set(f, r);
+    if (r.honoured === 'harness' && r.run && !runIds.has(r.run.id)) {
+      runIds.add(r.run.id);
+      agentRuns.push(r.run);
+    }
   }
   for (const f of files) {
     const v = f.value as Obj;
@@ -65,7 +72,7 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
         source,
       });
     } else if (f.kind === 'automation') {
-      const { environment, honoured } = resolveEnvironment(v, facts, f.name);
+      const { environment, honoured } = resolved.get(f)!;
       const agent = v.agent ?? facts.foreman;
       const def: InactiveAutomationDef = {
         name: f.name,
@@ -107,9 +114,9 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
     }
   }
   const factory = factoryDef(factoryFile, fv);
+  const automationFiles = new Map(files.filter((f) => f.kind === 'automation').map((f) => [f.name, f.path]));
   for (const run of agentRuns) {
     if (!run.id || !run.agent || !run.harness || !isRunnableHarness(run.harness.type)) continue;
-    const automationFiles = new Map(files.filter((f) => f.kind === 'automation').map((f) => [f.name, f.path]));
     environments.push(agentEnvironment({ ...run, id: run.id, agent: run.agent, harness: { ...run.harness, type: run.harness.type } }, { agents, skills, runners, factory, automationFiles }));
   }
   const hashes: Record<string, string> = {};
