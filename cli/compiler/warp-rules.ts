@@ -13,10 +13,10 @@ import { closest } from './suggest.ts';
 export type Report = (f: ParsedFile, pointer: string, code: string, message: string, severity?: 'error' | 'warning', mode?: 'value' | 'key') => void;
 
 /** Providers whose triggers this runtime serves: webhook deliveries and cron schedules. */
-export const SERVED_PROVIDERS = ['webhook', 'schedule'] as const;
+const SERVED_PROVIDERS = ['webhook', 'schedule'] as const;
 
 /** Every provider Warp lists, with its events (docs/definitions.md#triggers). */
-export const PROVIDER_EVENTS: Readonly<Record<string, readonly string[]>> = {
+const PROVIDER_EVENTS: Readonly<Record<string, readonly string[]>> = {
   webhook: ['received'],
   schedule: ['cron_fired'],
   github: [
@@ -33,7 +33,7 @@ export const PROVIDER_EVENTS: Readonly<Record<string, readonly string[]>> = {
 };
 export const PROVIDERS = Object.keys(PROVIDER_EVENTS);
 
-export const isServedProvider = (p: unknown) => (SERVED_PROVIDERS as readonly unknown[]).includes(p);
+const isServedProvider = (p: unknown) => (SERVED_PROVIDERS as readonly unknown[]).includes(p);
 
 const isForeman = (t: unknown) => t === 'FOREMAN' || t === 'MAIN';
 
@@ -313,8 +313,9 @@ function inactiveAutomations(files: ParsedFile[], facts: RepoFacts, report: Repo
     if (f.kind !== 'automation' || !isObject(f.value)) continue;
     const v = f.value;
     const served = Array.isArray(v.triggers) && v.triggers.some((t: unknown) => isObject(t) && isServedProvider(t.provider));
+    if (!served) continue;
     const { environment, id, run } = resolveEnvironment(v, facts, f.name);
-    if (!served || environment !== undefined) continue;
+    if (environment !== undefined) continue;
     const env = typeof id === 'string' ? `environmentId '${id}' names no environment of this repo` : 'it names no environment';
     const harness = run?.harness ? ` and its agent's harness '${run.harness.type}' does not run here (claude and codex do)` : '';
     report(f, '', 'automation.not_served', `validated; not served by this runtime: ${env}${harness}, so its runs have nowhere to execute here; add environment: <name> (environments/<name>.yaml)`, 'warning');
