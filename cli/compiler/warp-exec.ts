@@ -60,7 +60,7 @@ function skillsOf(agent: string, skills: SkillDef[]): SkillDef[] {
 }
 
 /** The agent's body, then each skill under a heading: put before every run's prompt. */
-export function instructionsOf(agent: AgentDef | undefined, skills: SkillDef[]): string {
+function instructionsOf(agent: AgentDef | undefined, skills: SkillDef[]): string {
   const parts: string[] = [];
   if (agent?.instructions) parts.push(agent.instructions);
   const own = agent ? skillsOf(agent.name, skills) : [];
