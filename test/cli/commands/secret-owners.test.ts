@@ -61,10 +61,12 @@ test('create --factory, list shows who may use each secret, grant, revoke, limit
   const last = await factory(['secret', 'revoke', 'pay-token', '--factory', 'blog']);
   assert.equal(last.code, 1);
   assert.match(last.stderr, /^error: Revoking would leave no factory that may use the secret "pay-token"; grant another factory first, or delete the secret\.\n$/);
+  assert.deepEqual(rt.store.secrets.get('pay-token')!.factories, ['blog'], 'the refused revoke changed nothing');
 
   const teamGrant = await factory(['secret', 'grant', 'team-token', '--factory', 'shop']);
   assert.equal(teamGrant.code, 1);
   assert.match(teamGrant.stderr, /team-wide .*`factory secret limit team-token --factory NAME`/);
+  assert.equal(rt.store.secrets.get('team-token')!.factories, null, 'the refused grant changed nothing');
   assert.equal((await factory(['secret', 'limit', 'team-token', '--factory', 'shop', '--factory', 'blog'])).stdout, 'secret team-token may be used by: blog, shop\n');
   assert.equal((await factory(['secret', 'grant', 'team-token', '--all'])).stdout, 'secret team-token may be used by: every factory\n');
   assert.equal(rt.store.secrets.get('team-token')!.factories, null);
@@ -121,6 +123,7 @@ test('plan and apply name the file and the secret a factory may not use, and ano
   const revoke = await factory(['secret', 'revoke', 'shop-token', '--factory', 'evil']);
   assert.equal(revoke.code, 1);
   assert.match(revoke.stderr, /^error: The secret "shop-token" is still used by environment steal, webhook evil\/hook; remove those uses \(and apply\) before taking "evil" off its list\.\n$/);
+  assert.ok(rt.store.secrets.get('shop-token')!.factories!.includes('evil'), 'the refused revoke changed nothing');
 });
 
 test('a factory-limited key: its own new secret is fine; another factory\'s secret value is never overwritten', async () => {
