@@ -51,7 +51,7 @@ export function createMissingSecrets(store: Store, snapshot: Snapshot): Map<stri
  * made; `secret update` does not touch these files. Returns the directory, or undefined when it
  * could not be written (the values were printed anyway).
  */
-export function saveDevSecrets(dataDir: string, created: Map<string, string>): string | undefined {
+function saveDevSecrets(dataDir: string, created: Map<string, string>): string | undefined {
   const dir = join(dataDir, 'dev-secrets');
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });

@@ -121,7 +121,7 @@ export function renderChanges(changes: Change[], notes: string[]): string {
 }
 
 /** `.` reads as a typo at the end of a sentence; say what it is. */
-export function dirInWords(dir: string): string {
+function dirInWords(dir: string): string {
   return dir === '.' || dir === './' ? 'the current directory' : dir;
 }
 

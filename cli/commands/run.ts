@@ -66,7 +66,7 @@ function pollMs(v: string | undefined): number {
 }
 
 /** An argv as it would be typed in a shell: a word with spaces or quotes is single-quoted. */
-export function shellQuote(argv: unknown[]): string {
+function shellQuote(argv: unknown[]): string {
   return argv.map((a) => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(String(a)) ? String(a) : `'${String(a).replaceAll("'", `'\\''`)}'`)).join(' ');
 }
 
