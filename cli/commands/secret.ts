@@ -9,6 +9,7 @@ import { formatTable } from '../table.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
 import type { SecretUpdate } from '../../runtime/ingress/lifecycle.ts';
 import type { SecretMeta } from '../../runtime/store/secrets.ts';
+import secretUpdateSchema from '../../schemas/api/secret-update.schema.json' with { type: 'json' };
 
 interface ValueFlags extends ClientFlags {
   fromFile?: string;
@@ -18,8 +19,8 @@ interface ValueFlags extends ClientFlags {
 }
 
 const GRACE_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
-/** The API's limit, 30 days. */
-const MAX_GRACE_SECONDS = 30 * 86_400;
+/** The API's limit (30 days), from the request body's schema so the two cannot disagree. */
+const MAX_GRACE_SECONDS = secretUpdateSchema.properties.grace_seconds.maximum;
 
 /** `--grace 24h` → seconds: whole numbers with s, m, h or d, one after another (`1d12h`), or `0`. */
 export function parseGrace(text: string): number {
