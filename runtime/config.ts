@@ -69,6 +69,11 @@ export interface Config {
   readonly baseUrl: string;
   /** Absolute path. */
   readonly dataDir: string;
+  /**
+   * Where the state lives (docs/deploy.md#the-database): `sqlite` (the default) is
+   * `<dataDir>/factory.db`; `postgres` is the server at `url`, shared by every replica.
+   */
+  readonly database: DatabaseSettings;
   /** 32 bytes from FACTORY_MASTER_KEY, or undefined: loaded or generated at start (runtime/crypto.ts). */
   readonly masterKey: Buffer | undefined;
   /** Read the client address from X-Forwarded-For (docs/runtime.md). */
@@ -106,6 +111,17 @@ export interface Config {
   readonly repositoryBase: string;
 }
 
+/** The database (docs/deploy.md#the-database). */
+export type DatabaseSettings =
+  | { readonly engine: 'sqlite' }
+  | {
+      readonly engine: 'postgres';
+      /** The connection URL as given, password included: only the store's connection sees it. */
+      readonly url: string;
+      /** The URL without its password, for logs and messages. */
+      readonly display: string;
+    };
+
 /** Where and how run notifications are sent (docs/api.md#run-notifications). */
 export interface NotifySettings {
   /** --notify-allow / FACTORY_NOTIFY_ALLOW: the only targets, or null: any http(s) URL. */
@@ -132,6 +148,8 @@ export interface ConfigFlags {
   metricsPort?: string | number;
   baseUrl?: string;
   dataDir?: string;
+  /** `--database URL`: a PostgreSQL URL; default the SQLite file in the data dir. */
+  database?: string;
   trustProxy?: boolean | string;
   maxConcurrentRuns?: string | number;
   logLevel?: string;
@@ -223,6 +241,8 @@ export function parseConfig(
     masterKey = bytes;
   }
 
+  const database = parseDatabase(pick(flags.database, 'database'), masterKey !== undefined);
+
   const trustProxy = bool(flags.trustProxy === true ? { value: 'true', source: '--trust-proxy' } : pick(flags.trustProxy, 'trustProxy'), false);
   const maxConcurrentRuns = int(pick(flags.maxConcurrentRuns, 'maxConcurrentRuns'), 2, 1, 1000);
   const level = pick(flags.logLevel, 'logLevel');
@@ -310,7 +330,7 @@ export function parseConfig(
   const repositoryBase = parseRepositoryBase(pick(flags.repositoryBase, 'repositoryBase'), cwd);
 
   return deepFreeze({
-    port, host, metricsPort, baseUrl, dataDir, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
+    port, host, metricsPort, baseUrl, dataDir, database, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
     executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase,
   });
 }
@@ -332,6 +352,7 @@ const ENV_NAMES: Record<string, string> = {
   metricsPort: 'FACTORY_METRICS_PORT',
   baseUrl: 'FACTORY_BASE_URL',
   dataDir: 'FACTORY_DATA_DIR',
+  database: 'FACTORY_DATABASE_URL',
   trustProxy: 'FACTORY_TRUST_PROXY',
   maxConcurrentRuns: 'FACTORY_MAX_CONCURRENT_RUNS',
   logLevel: 'FACTORY_LOG_LEVEL',
@@ -385,6 +406,41 @@ function parseRepositoryBase(v: { value: string; source: string } | undefined, c
     return raw.replace(/\/+$/, '');
   }
   return resolve(cwd, raw);
+}
+
+/**
+ * `--database` / FACTORY_DATABASE_URL (docs/deploy.md#the-database): a `postgres://` or
+ * `postgresql://` URL. Every replica decrypts the same team secrets, so PostgreSQL needs the master
+ * key from FACTORY_MASTER_KEY: a key generated into one replica's data dir would leave the others
+ * unable to read what it sealed. Messages show the URL without its password.
+ */
+function parseDatabase(v: { value: string; source: string } | undefined, hasMasterKey: boolean): DatabaseSettings {
+  if (!v) return { engine: 'sqlite' };
+  let url: URL | undefined;
+  try {
+    url = new URL(v.value.trim());
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') || !url.hostname && !url.searchParams.get('host')) {
+    throw usageError(`${v.source} must be a PostgreSQL URL such as postgres://user@host:5432/factory, got "${redactPassword(v.value.trim())}".`);
+  }
+  const display = redactPassword(v.value.trim());
+  if (!hasMasterKey) {
+    throw usageError(`FACTORY_MASTER_KEY is required with ${v.source}: every replica must decrypt the same team secrets (\`openssl rand -base64 32\`, the same value on each replica).`);
+  }
+  return { engine: 'postgres', url: v.value.trim(), display };
+}
+
+/** A URL with any password replaced by `***`; text that is no URL is returned unchanged. */
+export function redactPassword(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password) url.password = '***';
+    return url.href;
+  } catch {
+    return raw.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  }
 }
 
 function parseBaseUrl(v: { value: string; source: string }): string {

@@ -11,7 +11,7 @@ type Write<K extends string, T> = { kind: K } & T;
 import { declaredLength, readCappedBody } from './body.ts';
 import { bodyIdentity, headerIdentity, identityHeaderNames } from './identity.ts';
 import type { IngressMetrics } from './metrics.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import type { Limiter } from './rate-limit.ts';
 import { SCHEMES } from './schemes/index.ts';
 import { secretEquals } from './schemes/hmac.ts';
 import type { SecretCache } from './secret-cache.ts';
@@ -31,7 +31,7 @@ export interface IngressDeps {
   trustProxy: boolean;
   findWebhook(uid: string): IngressWebhook | undefined;
   secrets: SecretCache;
-  limiter: RateLimiter;
+  limiter: Limiter;
   /**
    * Logs a rejected request; settles after the commit that holds the entry (the same group commit
    * as `accept`, so a flood of bad requests shares fsyncs instead of paying one each).

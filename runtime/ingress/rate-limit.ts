@@ -13,10 +13,11 @@ import type { Clock } from '../clock.ts';
  * burst is bounded and acceptable for an abuse guard; a sliding log would cost a timestamp per
  * request.
  *
- * In memory, one process. A multi-replica deployment would need shared counters (an UPSERT on
- * a `rate_windows(key, window_start, deliveries, failed_auth)` table in the shared database, or
- * Redis INCR + EXPIRE per key and window), otherwise each replica grants the full budget.
+ * RateLimiter counts in memory: right for the single process on SQLite. Replicas sharing a
+ * PostgreSQL database use SharedRateLimiter, which counts the same windows in the database
+ * (runtime/store/rate-windows.ts), so the budget holds in total (docs/deploy.md#several-replicas).
  */
+import type { RateWindowStore } from '../store/rate-windows.ts';
 
 export const RATE_WINDOW_MS = 60_000;
 
@@ -36,7 +37,13 @@ interface Window {
 /** How often stale windows are swept out of the map (clock time). */
 const SWEEP_EVERY_MS = RATE_WINDOW_MS;
 
-export class RateLimiter {
+/** What the pipeline asks of a limiter (steps 3, 4 and 6 of docs/ingress.md). */
+export interface Limiter {
+  take(webhookUid: string, sender: string): RateDecision;
+  failedAuth(webhookUid: string, sender: string): void;
+}
+
+export class RateLimiter implements Limiter {
   private readonly windows = new Map<string, Window>();
   private lastSweep = 0;
 
@@ -88,5 +95,39 @@ export class RateLimiter {
     for (const [key, w] of this.windows) {
       if (now >= w.start + RATE_WINDOW_MS || now < w.start) this.windows.delete(key);
     }
+  }
+}
+
+/**
+ * The same windows and budgets as RateLimiter, counted in the shared database: one atomic
+ * statement per request (docs/deploy.md#several-replicas). Stale rows are swept once a window.
+ */
+export class SharedRateLimiter implements Limiter {
+  private lastSweep = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly limits: RateLimits,
+    private readonly windows: RateWindowStore,
+  ) {}
+
+  take(webhookUid: string, sender: string): RateDecision {
+    const now = this.clock.now().getTime();
+    this.sweep(now);
+    const w = this.windows.countDelivery(`${webhookUid} ${sender}`, now, RATE_WINDOW_MS, this.limits.failedAuthPerMinute);
+    const retryAfterSeconds = Math.max(1, Math.ceil((w.startMs + RATE_WINDOW_MS - now) / 1000));
+    if (w.failedAuth >= this.limits.failedAuthPerMinute) return { ok: false, retryAfterSeconds, budget: 'failed_auth' };
+    if (w.deliveries > this.limits.deliveriesPerMinute) return { ok: false, retryAfterSeconds, budget: 'deliveries' };
+    return { ok: true };
+  }
+
+  failedAuth(webhookUid: string, sender: string): void {
+    this.windows.countFailedAuth(`${webhookUid} ${sender}`, this.clock.now().getTime(), RATE_WINDOW_MS);
+  }
+
+  private sweep(now: number): void {
+    if (now - this.lastSweep < SWEEP_EVERY_MS && now >= this.lastSweep) return;
+    this.lastSweep = now;
+    this.windows.sweep(now - RATE_WINDOW_MS, now + RATE_WINDOW_MS);
   }
 }

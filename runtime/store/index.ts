@@ -9,6 +9,7 @@ import { createDefinitionsStore, type DefinitionsStore } from './definitions.ts'
 import { createDeliveryStore, type DeliveryStore } from './deliveries.ts';
 import { RunStore } from './runs.ts';
 import { ScheduleStore } from './schedules.ts';
+import { RateWindowStore } from './rate-windows.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
 export interface StoreContext {
@@ -47,6 +48,7 @@ export class Store {
   readonly deliveries: DeliveryStore;
   readonly runs: RunStore;
   readonly schedules: ScheduleStore;
+  readonly rateWindows: RateWindowStore;
 
   constructor(ctx: StoreContext) {
     this.db = ctx.db;
@@ -56,6 +58,7 @@ export class Store {
     this.deliveries = createDeliveryStore(ctx);
     this.runs = new RunStore(ctx);
     this.schedules = new ScheduleStore(ctx);
+    this.rateWindows = new RateWindowStore(ctx);
   }
 
   /**
