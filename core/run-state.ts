@@ -54,6 +54,7 @@ export const RUN_ERROR_CODES = [
   'agent_timeout',
   'cancelled',
   'runtime_stopped',
+  'worker_lost',
   'platform_error',
 ] as const;
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];

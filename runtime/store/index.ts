@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { CliError } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import { open, seal } from '../crypto.ts';
@@ -9,6 +10,7 @@ import { createDefinitionsStore, type DefinitionsStore } from './definitions.ts'
 import { createDeliveryStore, type DeliveryStore } from './deliveries.ts';
 import { RunStore } from './runs.ts';
 import { ScheduleStore } from './schedules.ts';
+import { LeaseStore } from './leases.ts';
 import { RateWindowStore } from './rate-windows.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
@@ -48,6 +50,11 @@ export class Store {
   readonly deliveries: DeliveryStore;
   readonly runs: RunStore;
   readonly schedules: ScheduleStore;
+  readonly leases: LeaseStore;
+  /** Which database this is: one process owns a SQLite file; PostgreSQL may serve several replicas. */
+  readonly engine: 'sqlite' | 'postgres' = 'sqlite';
+  /** SQLite: one process, so notifications stay in it (an in-process emitter). */
+  private readonly channels = new EventEmitter().setMaxListeners(0);
   readonly rateWindows: RateWindowStore;
 
   constructor(ctx: StoreContext) {
@@ -58,7 +65,21 @@ export class Store {
     this.deliveries = createDeliveryStore(ctx);
     this.runs = new RunStore(ctx);
     this.schedules = new ScheduleStore(ctx);
+    this.leases = new LeaseStore(ctx, this.runs);
     this.rateWindows = new RateWindowStore(ctx);
+  }
+
+  /** Calls `fn` with the payload of every notify on `channel`, until the returned function is called. */
+  listen(channel: string, fn: (payload: string) => void): () => void {
+    this.channels.on(channel, fn);
+    return () => {
+      this.channels.off(channel, fn);
+    };
+  }
+
+  /** Tells the listeners of `channel` (asynchronously, as a database notification would arrive). */
+  notify(channel: string, payload = ''): void {
+    setImmediate(() => this.channels.emit(channel, payload));
   }
 
   /**

@@ -1,0 +1,146 @@
+import type { StoreContext } from './index.ts';
+import type { FinalState, FinishInput, RunRecord, RunStore } from './runs.ts';
+
+/** Who executes a run: a serve process's pool or a remote worker (docs/runs.md#workers). */
+export interface LeaseHolder {
+  /** Random per process start: a restarted executor never inherits its predecessor's leases. */
+  id: string;
+  /** For people: `host/pid` of a pool, the worker's --name. */
+  name: string;
+}
+
+/** The holder's runs whose lease it still holds, each with whether a cancel was asked of it. */
+export interface HeldRun {
+  runId: string;
+  cancel: boolean;
+}
+
+/** Why a write of a holder was refused: it no longer holds the run's lease. */
+export const LEASE_LOST = 'lease_lost' as const;
+
+export const WORKER_LOST_MESSAGE = 'the executor of the run stopped renewing its lease (it crashed, or lost its connection to the runtime)';
+
+/**
+ * Leases on runs in progress (docs/runs.md#workers). A claim gives the claimer the run's lease for
+ * `leaseMs`; heartbeats, events and the finish of the holder renew it; anything from a holder whose
+ * lease expired or was taken is refused. Every check is one conditional UPDATE of the run's row,
+ * so a sweeper ending the run and its holder renewing it cannot both win, on either engine.
+ * The holder column stores `id name` so the run can be traced to a process.
+ */
+export class LeaseStore {
+  private readonly ctx: StoreContext;
+  private readonly runs: RunStore;
+  private readonly stmts;
+
+  constructor(ctx: StoreContext, runs: RunStore) {
+    this.ctx = ctx;
+    this.runs = runs;
+    const db = ctx.db;
+    this.stmts = {
+      take: db.prepare(`UPDATE runs SET lease_holder = @holder, lease_until_ms = @until, cancel_requested_at = NULL
+        WHERE run_id = @run AND state = 'INPROGRESS'`),
+      renew: db.prepare(`UPDATE runs SET lease_until_ms = @until
+        WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder AND lease_until_ms >= @now
+        RETURNING cancel_requested_at AS "cancelRequestedAt"`),
+      renewAll: db.prepare(`UPDATE runs SET lease_until_ms = @until
+        WHERE lease_holder = @holder AND state = 'INPROGRESS' AND lease_until_ms >= @now
+        RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
+      expire: db.prepare(`UPDATE runs SET lease_holder = NULL
+        WHERE state = 'INPROGRESS' AND lease_until_ms < @now
+        RETURNING run_id AS "runId"`),
+      requestCancel: db.prepare(`UPDATE runs SET cancel_requested_at = @at
+        WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder IS NOT NULL AND lease_until_ms >= @now
+        RETURNING run_id AS "runId"`),
+      expiredInProgress: db.prepare(`SELECT run_id AS "runId" FROM runs
+        WHERE state = 'INPROGRESS' AND (lease_until_ms IS NULL OR lease_until_ms < @now) ORDER BY created_at, seq`),
+      holderOf: db.prepare(`SELECT lease_holder AS "holder", lease_until_ms AS "until" FROM runs WHERE run_id = ?`),
+    };
+  }
+
+  private nowMs(): number {
+    return this.ctx.clock.now().getTime();
+  }
+
+  private static column(holder: LeaseHolder): string {
+    return `${holder.id} ${holder.name}`;
+  }
+
+  /** Claims the oldest QUEUED run with its lease, in one transaction; undefined when none is queued. */
+  claim(holder: LeaseHolder, leaseMs: number): RunRecord | undefined {
+    return this.ctx.db.transaction(() => {
+      const run = this.runs.claimNext();
+      if (run) this.stmts.take.run({ run: run.run_id, holder: LeaseStore.column(holder), until: this.nowMs() + leaseMs });
+      return run;
+    })();
+  }
+
+  /** Extends the holder's lease on one run: whether a cancel was asked, or LEASE_LOST. */
+  renew(runId: string, holder: LeaseHolder, leaseMs: number): { cancel: boolean } | typeof LEASE_LOST {
+    const now = this.nowMs();
+    const row = this.stmts.renew.get({ run: runId, holder: LeaseStore.column(holder), now, until: now + leaseMs }) as { cancelRequestedAt: string | null } | undefined;
+    return row ? { cancel: row.cancelRequestedAt !== null } : LEASE_LOST;
+  }
+
+  /** Extends every lease the holder still holds (a pool's heartbeat); the runs it holds. */
+  renewAll(holder: LeaseHolder, leaseMs: number): HeldRun[] {
+    const now = this.nowMs();
+    const rows = this.stmts.renewAll.all({ holder: LeaseStore.column(holder), now, until: now + leaseMs }) as { runId: string; cancelRequestedAt: string | null }[];
+    return rows.map((r) => ({ runId: r.runId, cancel: r.cancelRequestedAt !== null }));
+  }
+
+  /** Appends transcript events of the holder, renewing its lease, all or nothing; LEASE_LOST writes none. */
+  appendEvents(runId: string, holder: LeaseHolder, leaseMs: number, events: readonly { type: string; data: Record<string, unknown> }[]): { cancel: boolean } | typeof LEASE_LOST {
+    return this.ctx.db.transaction(() => {
+      const held = this.renew(runId, holder, leaseMs);
+      if (held === LEASE_LOST) return held;
+      for (const e of events) this.runs.appendEvent(runId, e.type, e.data);
+      return held;
+    })();
+  }
+
+  /**
+   * Ends the holder's run; LEASE_LOST when it no longer holds it (the run was then ended by the
+   * sweeper, or cancelled). The run keeps its last holder's name after it ends.
+   */
+  finish(runId: string, holder: LeaseHolder, state: FinalState, input: FinishInput): RunRecord | typeof LEASE_LOST {
+    return this.ctx.db.transaction(() => {
+      if (this.renew(runId, holder, 0) === LEASE_LOST) return LEASE_LOST;
+      return this.runs.finish(runId, state, input) ?? LEASE_LOST;
+    })();
+  }
+
+  /**
+   * Ends every run in progress whose lease expired: ERROR worker_lost, retryable (docs/runs.md#workers).
+   * Idempotent; replicas may sweep at the same time (the conditional UPDATE picks each run once).
+   */
+  sweep(): string[] {
+    return this.ctx.db.transaction(() => {
+      const rows = this.stmts.expire.all({ now: this.nowMs() }) as { runId: string }[];
+      const ended: string[] = [];
+      for (const { runId } of rows) {
+        if (this.runs.finish(runId, 'ERROR', { statusMessage: WORKER_LOST_MESSAGE, errorCode: 'worker_lost', retryable: true })) ended.push(runId);
+      }
+      return ended;
+    })();
+  }
+
+  /**
+   * Asks the live holder of an INPROGRESS run to cancel it (docs/runs.md#workers); false when the
+   * run has no live holder (nothing would stop it: the caller ends it at once).
+   */
+  requestCancel(runId: string): boolean {
+    const now = this.nowMs();
+    return this.stmts.requestCancel.get({ run: runId, now, at: new Date(now).toISOString() }) !== undefined;
+  }
+
+  /** Runs in progress without a live lease (a PostgreSQL replica's start-up recovery). */
+  expiredInProgressIds(): string[] {
+    return (this.stmts.expiredInProgress.all({ now: this.nowMs() }) as { runId: string }[]).map((r) => r.runId);
+  }
+
+  /** The run's holder (`id name`) and lease end, for diagnostics and tests. */
+  holderOf(runId: string): { holder: string | null; untilMs: number | null } | undefined {
+    const row = this.stmts.holderOf.get(runId) as { holder: string | null; until: number | null } | undefined;
+    return row ? { holder: row.holder, untilMs: row.until } : undefined;
+  }
+}
