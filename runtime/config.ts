@@ -79,6 +79,13 @@ export interface Config {
   /** Read the client address from X-Forwarded-For (docs/runtime.md). */
   readonly trustProxy: boolean;
   readonly maxConcurrentRuns: number;
+  /**
+   * False with --no-executor (docs/runs.md#workers): this process executes no run and leaves them
+   * to workers, while it still serves the APIs and sweeps expired leases.
+   */
+  readonly executeRuns: boolean;
+  /** How long an executor's lease on a run lasts without a heartbeat (docs/runs.md#workers). */
+  readonly leaseSeconds: number;
   readonly logLevel: LogLevel;
   readonly limits: Readonly<Limits>;
   /**
@@ -153,7 +160,10 @@ export interface ConfigFlags {
   trustProxy?: boolean | string;
   maxConcurrentRuns?: string | number;
   logLevel?: string;
-  executor?: string;
+  /** A kind, or false from commander's --no-executor. */
+  executor?: string | false;
+  /** `--lease-seconds N`. */
+  leaseSeconds?: string | number;
   workDir?: string;
   runUid?: string | number;
   /** Repeatable flag: commander collects the values. */
@@ -268,7 +278,9 @@ export function parseConfig(
     if (v !== undefined) inheritedEnv[name] = v;
   }
 
-  const executorRaw = pick(flags.executor, 'executor');
+  const executeRuns = flags.executor !== false && !bool(pick(undefined, 'noExecutor'), false);
+  const leaseSeconds = int(pick(flags.leaseSeconds, 'leaseSeconds'), 30, 3, 3600);
+  const executorRaw = pick(flags.executor === false ? undefined : flags.executor, 'executor');
   if (executorRaw && executorRaw.value !== 'sandbox' && executorRaw.value !== 'direct') {
     throw usageError(`${executorRaw.source} must be sandbox or direct, got "${executorRaw.value}".`);
   }
@@ -330,7 +342,7 @@ export function parseConfig(
   const repositoryBase = parseRepositoryBase(pick(flags.repositoryBase, 'repositoryBase'), cwd);
 
   return deepFreeze({
-    port, host, metricsPort, baseUrl, dataDir, database, masterKey, trustProxy, maxConcurrentRuns, logLevel, limits, inheritedEnv,
+    port, host, metricsPort, baseUrl, dataDir, database, masterKey, trustProxy, maxConcurrentRuns, executeRuns, leaseSeconds, logLevel, limits, inheritedEnv,
     executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase,
   });
 }
@@ -357,6 +369,8 @@ const ENV_NAMES: Record<string, string> = {
   maxConcurrentRuns: 'FACTORY_MAX_CONCURRENT_RUNS',
   logLevel: 'FACTORY_LOG_LEVEL',
   executor: 'FACTORY_EXECUTOR',
+  noExecutor: 'FACTORY_NO_EXECUTOR',
+  leaseSeconds: 'FACTORY_LEASE_SECONDS',
   workDir: 'FACTORY_WORK_DIR',
   runUid: 'FACTORY_RUN_UID',
   sandboxMemoryMb: 'FACTORY_SANDBOX_MEMORY_MB',
@@ -416,6 +430,15 @@ function parseRepositoryBase(v: { value: string; source: string } | undefined, c
  */
 function parseDatabase(v: { value: string; source: string } | undefined, hasMasterKey: boolean): DatabaseSettings {
   if (!v) return { engine: 'sqlite' };
+  const database = parseDatabaseUrl(v);
+  if (!hasMasterKey) {
+    throw usageError(`FACTORY_MASTER_KEY is required with ${v.source}: every replica must decrypt the same team secrets (\`openssl rand -base64 32\`, the same value on each replica).`);
+  }
+  return database;
+}
+
+/** A PostgreSQL URL from `--database` or FACTORY_DATABASE_URL, checked; `factory migrate` needs no master key. */
+export function parseDatabaseUrl(v: { value: string; source: string }): DatabaseSettings & { engine: 'postgres' } {
   let url: URL | undefined;
   try {
     url = new URL(v.value.trim());
@@ -425,11 +448,7 @@ function parseDatabase(v: { value: string; source: string } | undefined, hasMast
   if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') || !url.hostname && !url.searchParams.get('host')) {
     throw usageError(`${v.source} must be a PostgreSQL URL such as postgres://user@host:5432/factory, got "${redactPassword(v.value.trim())}".`);
   }
-  const display = redactPassword(v.value.trim());
-  if (!hasMasterKey) {
-    throw usageError(`FACTORY_MASTER_KEY is required with ${v.source}: every replica must decrypt the same team secrets (\`openssl rand -base64 32\`, the same value on each replica).`);
-  }
-  return { engine: 'postgres', url: v.value.trim(), display };
+  return { engine: 'postgres', url: v.value.trim(), display: redactPassword(v.value.trim()) };
 }
 
 /** A URL with any password replaced by `***`; text that is no URL is returned unchanged. */
