@@ -5,7 +5,7 @@ import type { AcceptedHook } from './types.ts';
 import { GroupCommit } from '../store/group-commit.ts';
 import type { DeliveryWrite, WriteResult } from '../store/deliveries.ts';
 import { IngressMetrics } from './metrics.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { RateLimiter, SharedRateLimiter, type Limiter } from './rate-limit.ts';
 import { SecretCache } from './secret-cache.ts';
 
 /**
@@ -14,7 +14,8 @@ import { SecretCache } from './secret-cache.ts';
  * so that services (the automations' run creation, docs/automations.md) can reach it.
  */
 export interface IngressState {
-  limiter: RateLimiter;
+  /** In memory on SQLite; in the database when replicas share PostgreSQL (docs/deploy.md#several-replicas). */
+  limiter: Limiter;
   secrets: SecretCache;
   metrics: IngressMetrics;
   /**
@@ -41,7 +42,7 @@ declare module '../services.ts' {
 export function createIngressState(config: Config, store: Store, clock: Clock): IngressState {
   const metrics = new IngressMetrics();
   return {
-    limiter: new RateLimiter(clock, config.limits),
+    limiter: store.engine === 'postgres' ? new SharedRateLimiter(clock, config.limits, store.rateWindows) : new RateLimiter(clock, config.limits),
     secrets: new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime()),
     metrics,
     onAccepted: [],
