@@ -88,6 +88,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     };
     try {
       for (const factory of SERVICES) {
+        if (factory.enabled && !factory.enabled(finalConfig)) continue;
         const service = factory.create({ config: finalConfig, store, clock, log, services });
         services[factory.name] = service;
         await service.start?.();

@@ -4,6 +4,7 @@ import type { Logger } from './log.ts';
 import type { Store } from './store/index.ts';
 import { ingressService } from './ingress/service.ts';
 import { executorService } from './executor/pool.ts';
+import { leaseSweeperService } from './executor/lease-sweeper.ts';
 import { schedulerService } from './automations/scheduler.ts';
 import { notifierService } from './notifications/notifier.ts';
 import { metricsService } from './metrics.ts';
@@ -37,10 +38,12 @@ export interface ServiceDeps {
 export interface ServiceFactory {
   name: string;
   create(deps: ServiceDeps): Service;
+  /** False: not created under this config (the executor under --no-executor). Default true. */
+  enabled?(config: Config): boolean;
 }
 
 /**
  * Every service startServer creates, in start order (stopped in reverse). Each owner adds one
  * import and one entry.
  */
-export const SERVICES: ServiceFactory[] = [ingressService, executorService, schedulerService, metricsService, notifierService];
+export const SERVICES: ServiceFactory[] = [ingressService, executorService, leaseSweeperService, schedulerService, metricsService, notifierService];

@@ -10,19 +10,19 @@
  * runs are removed after the retention period; transcripts stay.
  */
 
+import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import path from 'node:path';
-import { accessSync, constants, statSync } from 'node:fs';
-import { repositoryUrl } from '../../core/harness.ts';
-import type { EnvironmentDef, RepoDef, WarpExecution } from '../../core/snapshot.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import type { Service, ServiceFactory } from '../services.ts';
 import type { Store } from '../store/index.ts';
+import { CANCEL_CHANNEL, LEASE_LOST, type LeaseHolder } from '../store/leases.ts';
 import type { FinalState, FinishInput, RunRecord } from '../store/runs.ts';
-import { parseDuration } from './duration.ts';
 import { runJob, type JobResult } from './job.ts';
+import { agentNotFoundMessage, applyIsolation, prepareJob, RunSetupError, type PreparedJob } from './prepare.ts';
 import { killOrphanGroup } from './process.ts';
 import { assertIsolation, isolationOf, type Isolation } from './sandbox.ts';
 import { removeWorkspace } from './workspace.ts';
@@ -50,11 +50,25 @@ export interface PoolOptions {
   cleanupEveryMs?: number;
 }
 
-/** A run that could not be turned into a job: FAILED (the environment is unusable) with a reason. */
-class RunSetupError extends Error {}
+
+interface RunningJob {
+  abort: AbortController;
+  done: Promise<void>;
+  /** Set when a heartbeat found the lease gone: the run has ended, nothing more is recorded. */
+  lost: boolean;
+}
+
+/** A lease holder for this process: a random id per start, and who it is for people. */
+export function newHolder(name: string): LeaseHolder {
+  return { id: randomBytes(9).toString('base64url'), name };
+}
 
 export class ExecutorPool implements Service {
-  private readonly running = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly running = new Map<string, RunningJob>();
+  /** This pool's leases (docs/runs.md#workers). */
+  readonly holder: LeaseHolder = newHolder(`${hostname()}/${process.pid}`);
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private unlisten: (() => void) | undefined;
   /** Told of every run this pool executed once it has ended, as the store has it (the run-duration metric). */
   readonly onRunEnd: ((run: RunRecord) => void)[] = [];
   private paused = false;
@@ -90,6 +104,11 @@ export class ExecutorPool implements Service {
     await this.cleanWorkspaces();
     this.pollTimer = setInterval(() => this.wake(), this.options.pollMs ?? POLL_MS);
     this.pollTimer.unref();
+    // Heartbeats every third of the lease; a cancel asked through another replica arrives on the
+    // channel, or at the latest with the next heartbeat (docs/runs.md#workers).
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), Math.max(200, Math.floor((this.deps.config.leaseSeconds * 1000) / 3)));
+    this.heartbeatTimer.unref();
+    this.unlisten = this.deps.store.listen(CANCEL_CHANNEL, (runId) => this.cancel(runId));
     this.cleanupTimer = setInterval(() => {
       this.cleanWorkspaces().catch((err) => this.deps.log.warn({ err }, 'workspace clean-up failed'));
     }, this.options.cleanupEveryMs ?? CLEANUP_EVERY_MS);
@@ -126,6 +145,8 @@ export class ExecutorPool implements Service {
     this.stopping = true;
     clearInterval(this.pollTimer);
     clearInterval(this.cleanupTimer);
+    clearInterval(this.heartbeatTimer);
+    this.unlisten?.();
     for (const job of this.running.values()) job.abort.abort();
     await Promise.all([...this.running.values()].map((j) => j.done));
     await this.cleaning?.catch(() => {});
@@ -139,7 +160,9 @@ export class ExecutorPool implements Service {
    */
   recover(): string[] {
     const { store, log } = this.deps;
-    const ids = store.runs.inProgressIds();
+    // One process owns a SQLite file: every run in progress was this runtime's. On PostgreSQL,
+    // runs with a live lease belong to other replicas or workers (docs/runs.md#workers).
+    const ids = store.engine === 'sqlite' ? store.runs.inProgressIds() : store.leases.expiredInProgressIds();
     for (const id of ids) {
       for (const pgid of store.runs.processGroups(id)) {
         const outcome = killOrphanGroup(pgid, id);
@@ -170,7 +193,7 @@ export class ExecutorPool implements Service {
   wake(): void {
     if (!this.started || this.paused || this.stopping) return;
     while (this.running.size < this.deps.config.maxConcurrentRuns) {
-      const run = this.deps.store.runs.claimNext();
+      const run = this.deps.store.leases.claim(this.holder, this.deps.config.leaseSeconds * 1000);
       if (!run) return;
       this.launch(run);
     }
@@ -187,14 +210,37 @@ export class ExecutorPool implements Service {
     return true;
   }
 
+  /**
+   * Renews the leases of this pool's runs; aborts a run whose lease is gone (the sweeper ended it)
+   * or whose cancel was asked elsewhere.
+   */
+  heartbeat(): void {
+    if (!this.running.size) return;
+    let held;
+    try {
+      held = new Map(this.deps.store.leases.renewAll(this.holder, this.deps.config.leaseSeconds * 1000).map((h) => [h.runId, h.cancel]));
+    } catch (err) {
+      this.deps.log.warn({ err }, 'could not renew the leases of runs in progress');
+      return;
+    }
+    for (const [runId, job] of this.running) {
+      const cancel = held.get(runId);
+      if (cancel === undefined) {
+        if (!job.lost) this.deps.log.warn({ runId }, 'the lease of a run in progress was lost; stopping it');
+        job.lost = true;
+        job.abort.abort();
+      } else if (cancel) job.abort.abort();
+    }
+  }
+
   /** Resolves once no job is running (tests, shutdown). */
   async idle(): Promise<void> {
     while (this.running.size) await Promise.all([...this.running.values()].map((j) => j.done));
   }
 
   private launch(run: RunRecord): void {
-    const abort = new AbortController();
-    const done = this.execute(run, abort.signal)
+    const job: RunningJob = { abort: new AbortController(), done: Promise.resolve(), lost: false };
+    job.done = this.execute(run, job)
       .catch((err) => this.deps.log.error({ err, runId: run.run_id }, 'executor failed to record a run outcome'))
       .finally(() => {
         this.running.delete(run.run_id);
@@ -204,50 +250,44 @@ export class ExecutorPool implements Service {
         }
         this.wake();
       });
-    this.running.set(run.run_id, { abort, done });
+    this.running.set(run.run_id, job);
   }
 
-  private async execute(run: RunRecord, signal: AbortSignal): Promise<void> {
+  private async execute(run: RunRecord, job: RunningJob): Promise<void> {
     const { store, log } = this.deps;
+    const signal = job.abort.signal;
     log.info({ runId: run.run_id, environment: run.config.environment_id, creator: `${run.creator.type} ${run.creator.name}` }, 'run started');
     const finish = (state: FinalState, outcome: FinishInput) => {
-      store.runs.finish(run.run_id, state, outcome);
+      // Only while this pool holds the run's lease (docs/runs.md#workers): a lost lease ended it already.
+      if (store.leases.finish(run.run_id, this.holder, state, outcome) === LEASE_LOST) {
+        log.warn({ runId: run.run_id, state }, 'the run\'s lease was lost; its outcome was not recorded');
+        return;
+      }
       log.info({ runId: run.run_id, state, statusMessage: outcome.statusMessage ?? undefined }, 'run finished');
     };
     let result: JobResult;
-    let env: EnvironmentDef | undefined;
+    let prepared: PreparedJob | undefined;
     try {
-      env = this.environmentOf(run);
-      const warp = env.warp ? this.warpParts(env, env.warp, run.prompt) : undefined;
+      prepared = prepareJob(this.deps, run);
       await this.prepareWorkDir();
-      result = await runJob(
-        {
-          runId: run.run_id,
-          workspaceDir: path.join(this.workspacesDir, run.run_id),
-          repos: warp ? [...env.repos, ...warp.repos] : env.repos,
-          setup: env.setup,
-          agent: { command: warp?.command ?? env.agent.command, format: env.agent.format, timeoutMs: parseDuration(env.agent.timeout || '30m') },
-          env: this.resolveEnv(env),
-          network: env.network ?? 'none',
-          prompt: warp?.prompt ?? run.prompt,
-          attachments: store.runs.attachmentBytes(run.run_id),
+      result = await runJob(applyIsolation(prepared, this.isolation, path.join(this.workspacesDir, run.run_id)), {
+        signal,
+        // Events of a run whose lease was lost are dropped: it has ended (docs/runs.md#workers).
+        onEvent: (e) => {
+          if (!job.lost) store.runs.appendEvent(run.run_id, e.type, e.data);
         },
-        {
-          signal,
-          onEvent: (e) => store.runs.appendEvent(run.run_id, e.type, e.data),
-          inheritedEnv: this.deps.config.inheritedEnv,
-          isolation: this.isolation,
-          onGroup: (event, pgid) => {
-            try {
-              if (event === 'start') store.runs.addProcessGroup(run.run_id, pgid);
-              else store.runs.removeProcessGroup(run.run_id, pgid);
-            } catch (err) {
-              // The record only serves a later crash recovery; the run itself goes on.
-              log.warn({ err, runId: run.run_id, pgid }, 'could not record a process group');
-            }
-          },
+        inheritedEnv: this.deps.config.inheritedEnv,
+        isolation: this.isolation,
+        onGroup: (event, pgid) => {
+          try {
+            if (event === 'start') store.runs.addProcessGroup(run.run_id, pgid);
+            else store.runs.removeProcessGroup(run.run_id, pgid);
+          } catch (err) {
+            // The record only serves a later crash recovery; the run itself goes on.
+            log.warn({ err, runId: run.run_id, pgid }, 'could not record a process group');
+          }
         },
-      );
+      });
     } catch (err) {
       if (err instanceof RunSetupError) {
         finish('FAILED', { statusMessage: err.message, errorCode: 'environment_invalid', retryable: false });
@@ -265,67 +305,8 @@ export class ExecutorPool implements Service {
       finish('ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
       return;
     }
-    let statusMessage = result.statusMessage;
-    if (env?.warp && result.errorCode === 'agent_not_found') {
-      const where = this.isolation.kind === 'sandbox' ? "the sandbox's PATH, or a --sandbox-ro-bind directory or its bin/" : "the runtime's PATH";
-      statusMessage = `${statusMessage}: the ${env.warp.harness} harness of agent "${env.warp.agent}" needs it; install it where runs find programs (${where}) (docs/definitions.md#warp-agents-run-here)`;
-    }
+    const statusMessage = result.errorCode === 'agent_not_found' ? agentNotFoundMessage(result.statusMessage, prepared.warp, this.isolation) : result.statusMessage;
     finish(result.state, { statusMessage, errorCode: result.errorCode, retryable: false });
-  }
-
-  /**
-   * What an environment made for a Warp agent adds at run start (docs/definitions.md#warp-agents-run-here):
-   * factory.yaml's repositories from --repository-base, the agent's instructions and skills before
-   * the prompt, and the harness program found in a --sandbox-ro-bind directory (findInBinds).
-   */
-  private warpParts(env: EnvironmentDef, warp: WarpExecution, prompt: string): { repos: RepoDef[]; command: string[]; prompt: string } {
-    const repos: RepoDef[] = [];
-    for (const r of warp.repositories) {
-      // Each part is one path segment: `..` or a slash would leave the base (a directory of mirrors).
-      if (![r.owner, r.name].every((p) => /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(p))) {
-        throw new RunSetupError(`repository "${r.owner}/${r.name}" of agent "${warp.agent}" is not owner/name (letters, digits, _, . and -)`);
-      }
-      const twin = warp.repositories.some((o) => o !== r && o.name === r.name);
-      repos.push({ url: repositoryUrl(this.deps.config.repositoryBase, r), path: twin ? `${r.owner}/${r.name}` : r.name });
-    }
-    const command = [...env.agent.command];
-    if (this.isolation.kind === 'sandbox') command[0] = findInBinds(command[0], this.isolation.sandbox.roBinds) ?? command[0];
-    return { repos, command, prompt: warp.instructions ? `${warp.instructions}\n\n---\n\n${prompt}` : prompt };
-  }
-
-  private environmentOf(run: RunRecord): EnvironmentDef {
-    const id = run.config.environment_id;
-    const record = this.deps.store.defs.getEnvironmentRecord(id);
-    if (!record) throw new RunSetupError(`the environment "${id}" no longer exists`);
-    // A factory's run uses only its own factory's environment: the id may have passed to another
-    // factory between the delivery and now (docs/runtime.md#environments-belong-to-their-factory).
-    if (run.factory && record.factory !== run.factory) {
-      throw new RunSetupError(`the environment "${id}" now belongs to another factory, not to "${run.factory}"`);
-    }
-    const env = record.def;
-    try {
-      parseDuration(env.agent.timeout || '30m');
-    } catch {
-      throw new RunSetupError(`the environment "${id}" has an invalid agent.timeout "${env.agent.timeout}"`);
-    }
-    return env;
-  }
-
-  /** `{secret: NAME}` values are read at run start, so a rotated secret applies to the next run. */
-  private resolveEnv(env: EnvironmentDef): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const [name, value] of Object.entries(env.env ?? {})) {
-      if (typeof value === 'string') {
-        out[name] = value;
-        continue;
-      }
-      const secret = this.deps.store.secrets.reveal(value.secret);
-      if (secret === undefined) {
-        throw new RunSetupError(`the team secret "${value.secret}" for ${name} of environment "${env.name}" does not exist or has no value`);
-      }
-      out[name] = secret;
-    }
-    return out;
   }
 
   /**
@@ -357,29 +338,10 @@ export class ExecutorPool implements Service {
   }
 }
 
-/**
- * A harness program in an operator's read-only bind (`D/prog` or `D/bin/prog`), as its absolute
- * path; undefined when no bind has it, and the sandbox's fixed PATH is searched. A bind is the
- * operator's explicit choice, so it wins over a copy in the system directories.
- */
-function findInBinds(program: string, binds: readonly string[]): string | undefined {
-  if (program.includes('/')) return undefined;
-  const executable = (p: string) => {
-    try {
-      accessSync(p, constants.X_OK);
-      return statSync(p).isFile();
-    } catch {
-      return false;
-    }
-  };
-  for (const dir of binds) {
-    for (const p of [path.join(dir, program), path.join(dir, 'bin', program)]) if (executable(p)) return p;
-  }
-  return undefined;
-}
-
 /** The pool as a server service (runtime/services.ts). */
 export const executorService: ServiceFactory = {
   name: 'executor',
   create: (deps) => new ExecutorPool(deps),
+  // --no-executor: runs are left to workers (docs/runs.md#workers).
+  enabled: (config) => config.executeRuns,
 };

@@ -8,6 +8,7 @@ import type { AppDeps } from '../app.ts';
 import { principalOf, requireScope, type Principal } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import { GroupCommit } from '../store/group-commit.ts';
+import { CANCEL_CHANNEL } from '../store/leases.ts';
 import type { NewRunItem, RunRecord } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
@@ -159,8 +160,14 @@ export const runRoutes: RouteModule = (router, deps) => {
     // No await from the read above to here: the run cannot have moved in between.
     if (run.state === 'QUEUED') {
       store.runs.finish(run.run_id, 'CANCELLED', { statusMessage: 'the run was cancelled before it started', errorCode: 'cancelled', retryable: false });
-    } else if (!deps.services.executor?.cancel(run.run_id)) {
-      // INPROGRESS but no job here (no executor in this process): nothing is left to stop.
+    } else if (deps.services.executor?.cancel(run.run_id)) {
+      // Executed here: the job stops and the run ends CANCELLED.
+    } else if (store.leases.requestCancel(run.run_id)) {
+      // Executed elsewhere (a worker, another replica): its holder stops it at its next heartbeat,
+      // or at once when it listens on the channel (docs/runs.md#workers).
+      store.notify(CANCEL_CHANNEL, run.run_id);
+    } else {
+      // INPROGRESS but no live holder: nothing is left to stop.
       store.runs.finish(run.run_id, 'CANCELLED', { statusMessage: 'the run was cancelled', errorCode: 'cancelled', retryable: false });
     }
     ctx.body = { run_id: run.run_id };

@@ -15,6 +15,9 @@ export interface HeldRun {
   cancel: boolean;
 }
 
+/** The channel a cancel of a run executed elsewhere is told on (docs/runs.md#workers); the payload is the run id. */
+export const CANCEL_CHANNEL = 'factory_run_cancel';
+
 /** Why a write of a holder was refused: it no longer holds the run's lease. */
 export const LEASE_LOST = 'lease_lost' as const;
 

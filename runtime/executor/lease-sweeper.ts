@@ -1,0 +1,44 @@
+/**
+ * The lease sweeper (docs/runs.md#workers): in every `serve`, executing or not, every few seconds,
+ * ends the runs in progress whose executor stopped renewing its lease: ERROR `worker_lost`,
+ * retryable. A claimed run has started, so it is never queued again. The sweep is one conditional
+ * UPDATE, so replicas sweeping the same database at once end each run once.
+ */
+
+import type { Service, ServiceDeps, ServiceFactory } from '../services.ts';
+
+/** How often at most; a short lease is swept at a third of it. */
+const SWEEP_MS = 5_000;
+
+export class LeaseSweeper implements Service {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: Pick<ServiceDeps, 'store' | 'log' | 'config'>) {}
+
+  start(): void {
+    const every = Math.min(SWEEP_MS, Math.max(200, Math.floor((this.deps.config.leaseSeconds * 1000) / 3)));
+    this.timer = setInterval(() => this.sweep(), every);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** One sweep; the runs it ended. */
+  sweep(): string[] {
+    try {
+      const ended = this.deps.store.leases.sweep();
+      if (ended.length) this.deps.log.warn({ runs: ended }, 'runs whose executor stopped renewing its lease are now ERROR (worker_lost)');
+      return ended;
+    } catch (err) {
+      this.deps.log.warn({ err }, 'the lease sweep failed; the next one tries again');
+      return [];
+    }
+  }
+}
+
+export const leaseSweeperService: ServiceFactory = {
+  name: 'leaseSweeper',
+  create: (deps) => new LeaseSweeper(deps),
+};
