@@ -3,9 +3,64 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export type DB = Database.Database;
+/** The SQL dialect a store runs on (docs/runtime.md#postgresql). */
+export type Dialect = 'sqlite' | 'postgres';
+
+/** What `run` reports: rows changed (lastInsertRowid is SQLite's only; use RETURNING instead). */
+export interface RunResult {
+  changes: number;
+  lastInsertRowid: number | bigint;
+}
+
+/** A prepared statement: `?` or `@name` placeholders, bound at each call. */
+export interface Statement {
+  run(...params: any[]): RunResult;
+  get(...params: any[]): unknown;
+  all(...params: any[]): unknown[];
+  /** Rows become their first column's value. */
+  pluck(toggle?: boolean): this;
+}
+
+/** better-sqlite3's transaction function: a plain call is BEGIN (or a SAVEPOINT when nested). */
+type ArgumentTypes<F> = F extends (...args: infer A) => unknown ? A : never;
+export type Transaction<F extends (...args: any[]) => any> = {
+  (...args: ArgumentTypes<F>): ReturnType<F>;
+  immediate(...args: ArgumentTypes<F>): ReturnType<F>;
+  deferred(...args: ArgumentTypes<F>): ReturnType<F>;
+  exclusive(...args: ArgumentTypes<F>): ReturnType<F>;
+};
+
+/**
+ * The database as the store modules use it: better-sqlite3's Database on SQLite, and the same
+ * subset on PostgreSQL (postgres/db.ts). Synchronous on both.
+ */
+export interface DB {
+  prepare(sql: string): Statement;
+  exec(sql: string): unknown;
+  transaction<F extends (...args: any[]) => any>(fn: F): Transaction<F>;
+  readonly inTransaction: boolean;
+  readonly open: boolean;
+  close(): unknown;
+}
+
+/** The SQLite database itself (pragmas, backups): for the SQLite engine's own code. */
+export type SqliteDB = Database.Database;
+
+/**
+ * True when `err` is a constraint violation (a UNIQUE, CHECK, FOREIGN KEY or NOT NULL refusal)
+ * on either engine: SQLite's SQLITE_CONSTRAINT* codes, PostgreSQL's SQLSTATE class 23.
+ * On PostgreSQL the failed statement has aborted the transaction it ran in: only catch it where
+ * the statement ran outside a transaction or in a savepoint of its own.
+ */
+export function isConstraintError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  return code.startsWith('SQLITE_CONSTRAINT') || /^23[0-9A-Z]{3}$/.test(code);
+}
 
 const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+/** PostgreSQL's migrations: the same NNN-name files as SQLite's, in PostgreSQL's DDL. */
+export const POSTGRES_MIGRATIONS_DIR = join(MIGRATIONS_DIR, 'postgres');
 
 /**
  * Opens (creating if needed) the SQLite database at `path` (a file, or ':memory:') and brings
@@ -21,14 +76,29 @@ const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations
  * - busy_timeout: another connection (a CLI tool, a backup) holding the lock makes us wait
  *   instead of failing at once.
  */
-export function openDatabase(path: string): DB {
+export function openDatabase(path: string): SqliteDB {
+  const db = connect(path);
+  migrate(db);
+  return db;
+}
+
+function connect(path: string): SqliteDB {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
-  migrate(db);
   return db;
+}
+
+/** Applies the pending migrations of the SQLite file at `path` (`factory migrate`); returns the versions applied now. */
+export function migrateSqliteFile(path: string): number[] {
+  const db = connect(path);
+  try {
+    return migrate(db);
+  } finally {
+    db.close();
+  }
 }
 
 export interface Migration {
@@ -57,7 +127,7 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
  * its own transaction (a failing migration leaves no half-applied schema). Returns the versions
  * applied now.
  */
-export function migrate(db: DB, migrations: Migration[] = readMigrations()): number[] {
+export function migrate(db: SqliteDB, migrations: Migration[] = readMigrations()): number[] {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,

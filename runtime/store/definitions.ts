@@ -1,5 +1,6 @@
 import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
+import { isConstraintError } from './db.ts';
 import { newId } from '../../core/ids.ts';
 import { conflict, notFound } from '../../core/errors.ts';
 import type { AuthMode, AutomationNotify, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
@@ -107,8 +108,6 @@ const toEnvironment = (r: EnvironmentRow): EnvironmentRecord => ({
   name: r.name, factory: r.factory, def: JSON.parse(r.spec) as EnvironmentDef, createdAt: r.created_at, updatedAt: r.updated_at,
 });
 
-const isConstraint = (err: unknown) => (err as { code?: string })?.code?.startsWith('SQLITE_CONSTRAINT') ?? false;
-
 /** Built once per store (`store.defs`); prepares its statements once. */
 export function createDefinitionsStore({ db, clock }: StoreContext): DefinitionsStore {
   const q = {
@@ -118,7 +117,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
     updateFactory: db.prepare('UPDATE factories SET description = ?, revision = ?, digest = ?, generation = generation + 1, applied_at = ? WHERE name = ?'),
     webhook: db.prepare('SELECT * FROM webhooks WHERE uid = ?'),
     webhookByName: db.prepare('SELECT * FROM webhooks WHERE factory = ? AND name = ? AND deleted_at IS NULL'),
-    webhooksAll: db.prepare('SELECT * FROM webhooks WHERE (? IS NULL OR factory = ?) AND (? = 1 OR deleted_at IS NULL) ORDER BY factory, name, created_at'),
+    webhooksAll: db.prepare('SELECT * FROM webhooks WHERE (CAST(? AS TEXT) IS NULL OR factory = ?) AND (? = 1 OR deleted_at IS NULL) ORDER BY factory, name, created_at'),
     webhooksServed: db.prepare('SELECT * FROM webhooks WHERE deleted_at IS NULL AND enabled = 1'),
     insertWebhook: db.prepare(`INSERT INTO webhooks (uid, factory, name, auth_mode, signature_scheme, secret_name, secret_version,
       delivery_id_header, description, enabled, managed_by, source_file, created_at, updated_at)
@@ -126,20 +125,20 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
       @description, @enabled, @managedBy, @sourceFile, @now, @now)`),
     applyWebhook: db.prepare(`UPDATE webhooks SET auth_mode = @authMode, signature_scheme = @signatureScheme, secret_name = @secretName,
       secret_version = @secretVersion, delivery_id_header = @deliveryIdHeader, description = @description, enabled = @enabled,
-      previous_secret_version = CASE WHEN secret_version IS @secretVersion AND secret_name = @secretName THEN previous_secret_version END,
-      previous_secret_until = CASE WHEN secret_version IS @secretVersion AND secret_name = @secretName THEN previous_secret_until END,
+      previous_secret_version = CASE WHEN secret_version IS NOT DISTINCT FROM @secretVersion AND secret_name = @secretName THEN previous_secret_version END,
+      previous_secret_until = CASE WHEN secret_version IS NOT DISTINCT FROM @secretVersion AND secret_name = @secretName THEN previous_secret_until END,
       source_file = @sourceFile, updated_at = @now WHERE uid = @uid AND deleted_at IS NULL`),
     patchWebhook: db.prepare(`UPDATE webhooks SET enabled = @enabled, secret_name = @secretName, secret_version = @secretVersion,
       previous_secret_version = @previousSecretVersion, previous_secret_until = @previousSecretUntil, description = @description, delivery_id_header = @deliveryIdHeader, updated_at = @now WHERE uid = @uid AND deleted_at IS NULL`),
     deleteWebhook: db.prepare('UPDATE webhooks SET deleted_at = ?, updated_at = ?, enabled = 0 WHERE uid = ? AND deleted_at IS NULL'),
-    automations: db.prepare('SELECT * FROM automations WHERE (? IS NULL OR factory = ?) ORDER BY factory, name'),
+    automations: db.prepare('SELECT * FROM automations WHERE (CAST(? AS TEXT) IS NULL OR factory = ?) ORDER BY factory, name'),
     upsertAutomation: db.prepare(`INSERT INTO automations (factory, name, title, enabled, environment, triggers, schedules, notify, prompt, source_file, created_at, updated_at)
       VALUES (@factory, @name, @title, @enabled, @environment, @triggers, @schedules, @notify, @prompt, @sourceFile, @now, @now)
       ON CONFLICT (factory, name) DO UPDATE SET title = excluded.title, enabled = excluded.enabled, environment = excluded.environment,
       triggers = excluded.triggers, schedules = excluded.schedules, notify = excluded.notify, prompt = excluded.prompt, source_file = excluded.source_file, updated_at = excluded.updated_at`),
     deleteAutomation: db.prepare('DELETE FROM automations WHERE factory = ? AND name = ?'),
     environment: db.prepare('SELECT * FROM environments WHERE name = ?'),
-    environments: db.prepare('SELECT * FROM environments WHERE (? IS NULL OR factory = ?) ORDER BY name'),
+    environments: db.prepare('SELECT * FROM environments WHERE (CAST(? AS TEXT) IS NULL OR factory = ?) ORDER BY name'),
     upsertEnvironment: db.prepare(`INSERT INTO environments (name, factory, spec, created_at, updated_at) VALUES (@name, @factory, @spec, @now, @now)
       ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at WHERE environments.factory = excluded.factory`),
     deleteEnvironment: db.prepare('DELETE FROM environments WHERE name = ? AND factory = ?'),
@@ -192,7 +191,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
         sourceFile: input.sourceFile ?? null, now: now(),
       });
     } catch (err) {
-      if (isConstraint(err)) throw conflict(`webhook '${input.name}' or UID ${uid} already exists`);
+      if (isConstraintError(err)) throw conflict(`webhook '${input.name}' or UID ${uid} already exists`);
       throw err;
     }
     return getWebhookByUid(uid)!;
@@ -243,7 +242,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
       try {
         q.insertFactory.run(name, managedBy, description, now());
       } catch (err) {
-        if (isConstraint(err)) throw conflict(`factory '${name}' already exists`);
+        if (isConstraintError(err)) throw conflict(`factory '${name}' already exists`);
         throw err;
       }
       return toFactory(q.factory.get(name) as FactoryRow);

@@ -128,7 +128,7 @@ interface Row {
 }
 
 const COLUMNS = `d.seq, d.webhook_uid, d.delivery_id, d.outcome, d.reason, d.size, d.received_at, d.sender,
-  d.content_type, d.user_agent, (p.delivery_seq IS NOT NULL) AS has_payload, d.secret_version`;
+  d.content_type, d.user_agent, CASE WHEN p.delivery_seq IS NULL THEN 0 ELSE 1 END AS has_payload, d.secret_version`;
 
 export type DeliveryStore = ReturnType<typeof createDeliveryStore>;
 
@@ -137,15 +137,16 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   const db = ctx.db;
   const insert = db.prepare(
     `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version)
-     VALUES (@webhookUid, @deliveryId, @outcome, @reason, @size, @receivedAt, @receivedMs, @sender, @contentType, @userAgent, @secretVersion)`,
-  );
+     VALUES (@webhookUid, @deliveryId, @outcome, @reason, @size, @receivedAt, @receivedMs, @sender, @contentType, @userAgent, @secretVersion)
+     RETURNING seq`,
+  ).pluck();
   const insertPayload = db.prepare('INSERT INTO delivery_payloads (delivery_seq, body) VALUES (?, ?)');
   // One statement claims the identity for the entry just logged (`seq`): a new row, or an expired
   // one (older than the cutoff, not yet pruned) taken over. A live Accepted identity changes
   // nothing: the delivery is a Duplicate.
   const claimIdentity = db.prepare(
     `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (@uid, @identity, @now, @seq)
-     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq WHERE accepted_ms < @cutoff`,
+     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq WHERE delivery_identities.accepted_ms < @cutoff`,
   );
   const markDuplicate = db.prepare(`UPDATE deliveries SET outcome = 'duplicate' WHERE seq = ?`);
   const listStmt = db.prepare(
@@ -218,7 +219,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     (f: DeliveryFacts, payload: Buffer, identityDays: number, onAccepted: readonly ((delivery: AcceptedDelivery) => void)[]): AcceptResult => {
       const nowMs = f.receivedAt.getTime();
       const cutoff = nowMs - identityDays * DAY_MS;
-      const seq = Number(insert.run(facts(f, 'accepted', null)).lastInsertRowid);
+      const seq = insert.get(facts(f, 'accepted', null)) as number;
       if (claimIdentity.run({ uid: f.webhookUid, identity: f.deliveryId, now: nowMs, cutoff, seq }).changes !== 1) {
         markDuplicate.run(seq);
         return { outcome: 'duplicate', seq };
@@ -231,7 +232,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   const noHooks: readonly ((delivery: AcceptedDelivery) => void)[] = [];
   const writeOne = (item: DeliveryWrite, limits: WriteLimits): WriteResult =>
     item.kind === 'reject'
-      ? { outcome: item.outcome, seq: Number(insert.run(facts(item.facts, item.outcome, item.reason)).lastInsertRowid) }
+      ? { outcome: item.outcome, seq: insert.get(facts(item.facts, item.outcome, item.reason)) as number }
       : acceptOne(item.facts, item.payload, limits.identityDays, item.onAccepted ? [item.onAccepted] : noHooks);
 
   /**

@@ -3,7 +3,10 @@ import { EventEmitter } from 'node:events';
 import { CliError } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import { open, seal } from '../crypto.ts';
-import { openDatabase, type DB } from './db.ts';
+import { openDatabase, type DB, type Dialect } from './db.ts';
+export { migrateSqliteFile } from './db.ts';
+import { PostgresDatabase } from './postgres/db.ts';
+import { migratePostgres } from './postgres/migrate.ts';
 import { KeyStore } from './keys.ts';
 import { SecretStore } from './secrets.ts';
 import { createDefinitionsStore, type DefinitionsStore } from './definitions.ts';
@@ -17,14 +20,18 @@ import { RateWindowStore } from './rate-windows.ts';
 export interface StoreContext {
   /** For store modules only: SQL lives under runtime/store/. */
   readonly db: DB;
+  /** Which SQL the modules write where the engines differ (docs/runtime.md#postgresql). */
+  readonly dialect: Dialect;
   readonly clock: Clock;
   /** 32 bytes: seals team secrets (runtime/crypto.ts). */
   readonly masterKey: Buffer;
 }
 
 export interface OpenStoreOptions {
-  /** A file path or ':memory:'. */
+  /** A file path or ':memory:' (SQLite); unused when `databaseUrl` is given. */
   path: string;
+  /** A postgres:// URL: the store is on PostgreSQL (migrated on open) instead of SQLite at `path`. */
+  databaseUrl?: string;
   clock: Clock;
   /**
    * The master key. When absent, a random key for this process only is used, which suits tests
@@ -52,13 +59,17 @@ export class Store {
   readonly schedules: ScheduleStore;
   readonly leases: LeaseStore;
   /** Which database this is: one process owns a SQLite file; PostgreSQL may serve several replicas. */
-  readonly engine: 'sqlite' | 'postgres' = 'sqlite';
+  readonly engine: Dialect;
+  /** Where the data is, for logs: the SQLite path, or the PostgreSQL URL without its password. */
+  readonly location: string;
   /** SQLite: one process, so notifications stay in it (an in-process emitter). */
   private readonly channels = new EventEmitter().setMaxListeners(0);
   readonly rateWindows: RateWindowStore;
 
   constructor(ctx: StoreContext) {
     this.db = ctx.db;
+    this.engine = ctx.dialect;
+    this.location = ctx.db instanceof PostgresDatabase ? ctx.db.url : String((ctx.db as { name?: string }).name ?? '');
     this.keys = new KeyStore(ctx);
     this.secrets = new SecretStore(ctx);
     this.defs = createDefinitionsStore(ctx);
@@ -71,6 +82,8 @@ export class Store {
 
   /** Calls `fn` with the payload of every notify on `channel`, until the returned function is called. */
   listen(channel: string, fn: (payload: string) => void): () => void {
+    // PostgreSQL: LISTEN on the bridge's own connection; notifications arrive when the loop is free.
+    if (this.db instanceof PostgresDatabase) return this.db.listen(channel, fn);
     this.channels.on(channel, fn);
     return () => {
       this.channels.off(channel, fn);
@@ -79,6 +92,11 @@ export class Store {
 
   /** Tells the listeners of `channel` (asynchronously, as a database notification would arrive). */
   notify(channel: string, payload = ''): void {
+    // PostgreSQL: NOTIFY in the current transaction, if any, so it is delivered when that commits.
+    if (this.db instanceof PostgresDatabase) {
+      this.db.prepare('SELECT pg_notify(?, ?)').run(channel, payload);
+      return;
+    }
     setImmediate(() => this.channels.emit(channel, payload));
   }
 
@@ -106,9 +124,27 @@ export class Store {
   }
 }
 
-/** Opens the database at `path`, runs pending migrations and returns the store. */
+/**
+ * Opens the database (PostgreSQL at `databaseUrl` when given, else SQLite at `path`), runs
+ * pending migrations and returns the store. Synchronous on both engines.
+ */
 export function openStore(options: OpenStoreOptions): Store {
-  const db = openDatabase(options.path);
+  let db: DB;
+  let dialect: Dialect;
+  if (options.databaseUrl !== undefined) {
+    const pg = new PostgresDatabase(options.databaseUrl);
+    try {
+      migratePostgres(pg);
+    } catch (err) {
+      pg.close();
+      throw err;
+    }
+    db = pg;
+    dialect = 'postgres';
+  } else {
+    db = openDatabase(options.path);
+    dialect = 'sqlite';
+  }
   const masterKey = options.masterKey ?? randomBytes(32);
   try {
     checkMasterKey(db, masterKey);
@@ -116,7 +152,20 @@ export function openStore(options: OpenStoreOptions): Store {
     db.close();
     throw err;
   }
-  return new Store({ db, clock: options.clock, masterKey });
+  return new Store({ db, dialect, clock: options.clock, masterKey });
+}
+
+/**
+ * Applies the PostgreSQL migrations not yet applied at `url` (`factory migrate`); returns the
+ * versions applied now. Safe while replicas run or start: they take the same lock.
+ */
+export function migrateDatabase(url: string): number[] {
+  const db = new PostgresDatabase(url);
+  try {
+    return migratePostgres(db);
+  } finally {
+    db.close();
+  }
 }
 
 const CHECK_AAD = Buffer.from('factory-master-key-check', 'utf8');
@@ -127,11 +176,9 @@ const CHECK_AAD = Buffer.from('factory-master-key-check', 'utf8');
  * sentence, instead of every secret failing to decrypt later.
  */
 function checkMasterKey(db: DB, key: Buffer): void {
-  const row = db.prepare(`SELECT value FROM meta WHERE key = 'master_key_check'`).get() as { value: Buffer } | undefined;
-  if (!row) {
-    db.prepare(`INSERT INTO meta (key, value) VALUES ('master_key_check', ?)`).run(seal(key, 'ok', CHECK_AAD));
-    return;
-  }
+  // Replicas opening a new database at once: the first insert wins, and every one checks that value.
+  db.prepare(`INSERT INTO meta (key, value) VALUES ('master_key_check', ?) ON CONFLICT (key) DO NOTHING`).run(seal(key, 'ok', CHECK_AAD));
+  const row = db.prepare(`SELECT value FROM meta WHERE key = 'master_key_check'`).get() as { value: Buffer };
   try {
     open(key, row.value, CHECK_AAD);
   } catch {

@@ -66,7 +66,9 @@ export class KeyStore {
     this.setRevoked = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL');
     this.countAll = db.prepare('SELECT count(*) AS n FROM api_keys');
     this.activeAdmins = db.prepare(
-      `SELECT id FROM api_keys WHERE revoked_at IS NULL AND EXISTS (SELECT 1 FROM json_each(scopes) WHERE value = 'admin')`,
+      ctx.dialect === 'postgres'
+        ? `SELECT id FROM api_keys WHERE revoked_at IS NULL AND scopes::jsonb @> '["admin"]'::jsonb`
+        : `SELECT id FROM api_keys WHERE revoked_at IS NULL AND EXISTS (SELECT 1 FROM json_each(scopes) WHERE value = 'admin')`,
     );
   }
 

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type Database from 'better-sqlite3';
 import { conflict } from '../../core/errors.ts';
 import { newId } from '../../core/ids.ts';
 import { sourcesOf, type RunState } from '../../core/run-state.ts';
@@ -7,6 +6,7 @@ import { iso } from '../clock.ts';
 import { open as openSealed, seal } from '../crypto.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 import type { StoreContext } from './index.ts';
+import type { Transaction } from './db.ts';
 
 /** SCHEDULE: started by a schedule trigger; stored as API with `schedule` set (migration 009). */
 export type RunSource = 'API' | 'WEBHOOK' | 'SCHEDULE';
@@ -263,7 +263,7 @@ export function decodeCursor(text: string): RunCursor | undefined {
 export class RunStore {
   private readonly ctx: StoreContext;
   private readonly stmts;
-  private readonly createOne: Database.Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
+  private readonly createOne: Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
   private readonly createAll: (items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[];
 
   constructor(ctx: StoreContext) {
@@ -279,8 +279,10 @@ export class RunStore {
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
       attachmentBytes: db.prepare('SELECT name, bytes FROM run_attachments WHERE run_id = ? ORDER BY name'),
       // The claim: one statement, so two claimers can never both move the same run (docs/runs.md).
+      // On PostgreSQL, replicas claim at once: the row is locked by the first, and skipped by the
+      // others, which take the next QUEUED run instead of waiting (docs/runtime.md#postgresql).
       claim: db.prepare(`UPDATE runs SET state = 'INPROGRESS', started_at = @now, updated_at = @now
-        WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' ORDER BY created_at, seq LIMIT 1)
+        WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' ORDER BY created_at, seq LIMIT 1${ctx.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : ''})
           AND state = 'QUEUED'
         RETURNING ${COLUMNS}`),
       nextEventSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM run_events WHERE run_id = ?'),
@@ -297,7 +299,8 @@ export class RunStore {
       workspaceRemoved: db.prepare('UPDATE runs SET workspace_removed_at = ? WHERE run_id = ?'),
       countQueued: db.prepare(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`),
       countByState: db.prepare('SELECT state, COUNT(*) AS n FROM runs GROUP BY state'),
-      groupInsert: db.prepare('INSERT OR REPLACE INTO run_process_groups (run_id, pgid, started_at) VALUES (?, ?, ?)'),
+      groupInsert: db.prepare(`INSERT INTO run_process_groups (run_id, pgid, started_at) VALUES (?, ?, ?)
+        ON CONFLICT (run_id, pgid) DO UPDATE SET started_at = excluded.started_at`),
       groupDelete: db.prepare('DELETE FROM run_process_groups WHERE run_id = ? AND pgid = ?'),
       groupsOf: db.prepare('SELECT pgid FROM run_process_groups WHERE run_id = ? ORDER BY started_at, pgid'),
       groupsClear: db.prepare('DELETE FROM run_process_groups WHERE run_id = ?'),
@@ -545,6 +548,9 @@ export class RunStore {
    */
   list(q: RunListQuery): { runs: RunRecord[]; nextCursor: string | null } {
     if (q.none) return { runs: [], nextCursor: null };
+    // A text field of the recorded Oz fields (a JSON object), by its dotted path.
+    const ozField = (path: string) =>
+      this.ctx.dialect === 'postgres' ? `(oz::jsonb #>> '{${path.split('.').join(',')}}')` : `json_extract(oz, '$.${path}')`;
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.states?.length) {
@@ -557,9 +563,9 @@ export class RunStore {
       ['factory', q.factory],
       ['automation', q.automation],
       ['creator_name', q.creator],
-      ["json_extract(oz, '$.config.name')", q.configName],
-      ["json_extract(oz, '$.config.model_id')", q.modelId],
-      ["COALESCE(json_extract(oz, '$.skill'), json_extract(oz, '$.config.skill_spec'))", q.skill],
+      [ozField('config.name'), q.configName],
+      [ozField('config.model_id'), q.modelId],
+      [`COALESCE(${ozField('skill')}, ${ozField('config.skill_spec')})`, q.skill],
     ];
     for (const [col, v] of eq) {
       if (v !== undefined) {
@@ -571,8 +577,9 @@ export class RunStore {
     if (q.q !== undefined) {
       // instr() on lower-cased text: a plain substring, so % and _ in the query mean themselves.
       const needle = q.q.toLowerCase();
-      where.push(`(instr(lower(COALESCE(title, '')), ?) > 0 OR instr(lower(prompt), ?) > 0
-        OR instr(lower(COALESCE(json_extract(oz, '$.skill'), json_extract(oz, '$.config.skill_spec'), '')), ?) > 0)`);
+      const instr = this.ctx.dialect === 'postgres' ? 'strpos' : 'instr';
+      where.push(`(${instr}(lower(COALESCE(title, '')), ?) > 0 OR ${instr}(lower(prompt), ?) > 0
+        OR ${instr}(lower(COALESCE(${ozField('skill')}, ${ozField('config.skill_spec')}, '')), ?) > 0)`);
       params.push(needle, needle, needle);
     }
     if (q.createdAfter) {

@@ -70,11 +70,18 @@ export class SecretStore {
     this.sealedOf = db.prepare('SELECT sealed FROM secret_versions WHERE secret_name = ? AND version = ?');
     // Live webhooks (migration 002) and environments whose `env` names the secret ({secret: NAME}).
     this.users = db.prepare(
-      `SELECT factory, 'webhook ' || factory || '/' || name AS what FROM webhooks WHERE secret_name = @name AND deleted_at IS NULL
-       UNION ALL
-       SELECT environments.factory, 'environment ' || environments.name FROM environments, json_each(environments.spec, '$.env') AS e
-        WHERE e.type = 'object' AND json_extract(e.value, '$.secret') = @name
-       ORDER BY 2`,
+      ctx.dialect === 'postgres'
+        ? `SELECT factory, what FROM (
+             SELECT factory, 'webhook ' || factory || '/' || name AS what FROM webhooks WHERE secret_name = @name AND deleted_at IS NULL
+             UNION ALL
+             SELECT environments.factory, 'environment ' || environments.name FROM environments, jsonb_each(environments.spec::jsonb -> 'env') AS e
+              WHERE jsonb_typeof(e.value) = 'object' AND e.value ->> 'secret' = @name) AS u
+           ORDER BY what COLLATE "C"`
+        : `SELECT factory, 'webhook ' || factory || '/' || name AS what FROM webhooks WHERE secret_name = @name AND deleted_at IS NULL
+           UNION ALL
+           SELECT environments.factory, 'environment ' || environments.name FROM environments, json_each(environments.spec, '$.env') AS e
+            WHERE e.type = 'object' AND json_extract(e.value, '$.secret') = @name
+           ORDER BY 2`,
     );
   }
 

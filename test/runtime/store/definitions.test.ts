@@ -1,26 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FactoryError } from '../../../core/errors.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { computePlan } from '../../../runtime/definitions/plan.ts';
 import type { PlanInput } from '../../../runtime/definitions/state.ts';
-import { openStore, type Store } from '../../../runtime/store/index.ts';
+import type { Store } from '../../../runtime/store/index.ts';
+import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 import type { Snapshot } from '../../../core/snapshot.ts';
 import { automation, environment, snapshot, webhook, UID_A, UID_B } from '../definitions/fixture.ts';
 
-function withStore(fn: (store: Store, clock: FakeClock) => void): void {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-defs-'));
+function withStore(db: TestDatabase, fn: (store: Store, clock: FakeClock) => void): void {
   const clock = new FakeClock();
-  const store = openStore({ path: join(dir, 'factory.db'), clock });
-  try {
-    fn(store, clock);
-  } finally {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  fn(db.open({ clock }), clock);
 }
 
 /** What the route gathers, minus secrets and cross-factory facts (these tests bypass the checks). */
@@ -42,8 +35,8 @@ function apply(store: Store, s: Snapshot, revision: string | null = null) {
   return store.defs.applySnapshot(plan.ops, { revision, digest: s.digest });
 }
 
-test('applySnapshot writes every resource and reads back the same definitions', () => {
-  withStore((store) => {
+forEachEngine('applySnapshot writes every resource and reads back the same definitions', (_t, db) => {
+  withStore(db, (store) => {
     const s = snapshot({ webhooks: [webhook('ci', { uid: UID_A }), webhook('gh', { secretName: 'ci-secret' })] });
     const { created } = apply(store, s, 'abc123');
     assert.equal(created.get('ci'), UID_A);
@@ -61,8 +54,8 @@ test('applySnapshot writes every resource and reads back the same definitions', 
   });
 });
 
-test('a deleted webhook keeps its row and its UID can never be taken again', () => {
-  withStore((store) => {
+forEachEngine('a deleted webhook keeps its row and its UID can never be taken again', (_t, db) => {
+  withStore(db, (store) => {
     apply(store, snapshot());
     apply(store, snapshot({ webhooks: [], automations: [] }));
     assert.deepEqual(store.defs.listWebhooks('demo'), []);
@@ -80,8 +73,8 @@ test('a deleted webhook keeps its row and its UID can never be taken again', () 
   });
 });
 
-test('a write that fails midway leaves nothing behind (one transaction)', () => {
-  withStore((store) => {
+forEachEngine('a write that fails midway leaves nothing behind (one transaction)', (_t, db) => {
+  withStore(db, (store) => {
     apply(store, snapshot({ factory: { name: 'other', source: { file: 'factory.yaml' } }, webhooks: [], automations: [] }));
     // Bypass the checks: 'demo' also defines 'sandbox', which 'other' owns. The store refuses
     // after it has already inserted the factory, so everything must roll back.
@@ -94,8 +87,8 @@ test('a write that fails midway leaves nothing behind (one transaction)', () => 
   });
 });
 
-test('webhook lifecycle primitives: update the runtime fields, delete', () => {
-  withStore((store, clock) => {
+forEachEngine('webhook lifecycle primitives: update the runtime fields, delete', (_t, db) => {
+  withStore(db, (store, clock) => {
     apply(store, snapshot());
     clock.advance(1000);
     const w = store.defs.updateWebhook(UID_A, { enabled: false, secretVersion: 3 });
@@ -105,17 +98,16 @@ test('webhook lifecycle primitives: update the runtime fields, delete', () => {
   });
 });
 
-test('createFactory fixes who manages a factory; a second create is a conflict', () => {
-  withStore((store) => {
+forEachEngine('createFactory fixes who manages a factory; a second create is a conflict', (_t, db) => {
+  withStore(db, (store) => {
     assert.equal(store.defs.createFactory('ops', 'api').managedBy, 'api');
     assert.throws(() => store.defs.createFactory('ops', 'definitions'), (err: unknown) => err instanceof FactoryError && err.code === 'conflict');
   });
 });
 
-test('the cached reads the ingress uses follow every write, and a rolled-back write leaves nothing stale', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-defs-'));
-  const store = openStore({ path: join(dir, 'factory.db'), clock: new FakeClock() });
-  try {
+forEachEngine('the cached reads the ingress uses follow every write, and a rolled-back write leaves nothing stale', async (_t, db) => {
+  const store = db.open({ clock: new FakeClock() });
+  {
     const served = () => store.defs.servedWebhook(UID_A);
     const automations = () => store.defs.cachedAutomations('demo').map((a) => [a.name, a.enabled]);
     apply(store, snapshot());
@@ -153,9 +145,6 @@ test('the cached reads the ingress uses follow every write, and a rolled-back wr
     apply(store, snapshot({ webhooks: [], automations: [] }));
     assert.equal(served(), undefined);
     assert.deepEqual(automations(), []);
-  } finally {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
   }
 });
 

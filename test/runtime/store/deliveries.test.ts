@@ -7,18 +7,14 @@ import Database from 'better-sqlite3';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { migrate, readMigrations } from '../../../runtime/store/db.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
+import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 import type { AcceptItem, DeliveryFacts, DeliveryWrite } from '../../../runtime/store/deliveries.ts';
 
 /** Group commit in the store (pipeline steps 8-9 and identity, docs/ingress.md): acceptBatch keeps one-by-one semantics. */
 
-function setup(t: { after: (fn: () => void) => void }) {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-deliveries-'));
+function setup(_t: unknown, db: TestDatabase) {
   const clock = new FakeClock();
-  const store = openStore({ path: join(dir, 'factory.db'), clock });
-  t.after(() => {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const store = db.open({ clock });
   return { clock, store };
 }
 
@@ -32,8 +28,8 @@ const facts = (store: Store, deliveryId: string, webhookUid = 'wh_a'): DeliveryF
 const item = (store: Store, id: string, extra: Partial<AcceptItem> = {}): AcceptItem => ({ facts: facts(store, id), payload: Buffer.from(`"${id}"`), ...extra });
 const outcomes = (store: Store, id: string) => store.deliveries.list('wh_a', 100).filter((e) => e.deliveryId === id).map((e) => e.outcome).reverse();
 
-test('a batch commits every delivery in arrival order; the same identity twice is Accepted then Duplicate', (t) => {
-  const { store } = setup(t);
+forEachEngine('a batch commits every delivery in arrival order; the same identity twice is Accepted then Duplicate', (t, db) => {
+  const { store } = setup(t, db);
   const results = store.deliveries.acceptBatch([item(store, 'a'), item(store, 'b'), item(store, 'a'), item(store, 'a')], 30);
   assert.deepEqual(
     results.map((r) => (r.ok ? r.result.outcome : 'error')),
@@ -49,8 +45,8 @@ test('a batch commits every delivery in arrival order; the same identity twice i
   assert.equal(other[0].ok && other[0].result.outcome, 'accepted');
 });
 
-test('a throwing hook rolls back only its own delivery; its identity stays free', (t) => {
-  const { store } = setup(t);
+forEachEngine('a throwing hook rolls back only its own delivery; its identity stays free', (t, db) => {
+  const { store } = setup(t, db);
   const seen: string[] = [];
   const hook = (d: { deliveryId: string }) => {
     assert.equal(store.db.inTransaction, true);
@@ -73,8 +69,8 @@ test('a throwing hook rolls back only its own delivery; its identity stays free'
   assert.equal(store.deliveries.count('wh_a'), 3);
 });
 
-test('when SQLite ends the transaction, the batch fails as a whole and nothing of it is committed', (t) => {
-  const { store } = setup(t);
+forEachEngine('when the database ends the transaction, the batch fails as a whole and nothing of it is committed', (t, db) => {
+  const { store } = setup(t, db);
   // A hook that ends the transaction under the batch (as a disk-full error would).
   const abort = () => store.db.exec('ROLLBACK');
   assert.throws(() => store.deliveries.acceptBatch([item(store, 'p'), item(store, 'q', { onAccepted: abort }), item(store, 'r')], 30));
@@ -85,8 +81,8 @@ test('when SQLite ends the transaction, the batch fails as a whole and nothing o
   assert.deepEqual(retry.map((r) => r.ok && r.result.outcome), ['accepted', 'accepted', 'accepted']);
 });
 
-test('acceptOrDuplicate (one delivery, its own transaction) agrees with a batch of one', (t) => {
-  const { store } = setup(t);
+forEachEngine('acceptOrDuplicate (one delivery, its own transaction) agrees with a batch of one', (t, db) => {
+  const { store } = setup(t, db);
   assert.equal(store.deliveries.acceptOrDuplicate(facts(store, 'one'), Buffer.from('1'), 30).outcome, 'accepted');
   const [r] = store.deliveries.acceptBatch([item(store, 'one')], 30);
   assert.equal(r.ok && r.result.outcome, 'duplicate');
@@ -102,8 +98,8 @@ const write = (store: Store, items: DeliveryWrite[], rejectedKeep = 1000) => {
   for (const r of store.deliveries.writeBatch(items, { identityDays: 30, rejectedKeep })) assert.equal(r.ok, true);
 };
 
-test('pruning goes in bounded steps and removes exactly what is outside the newest 50 and older than 7 days', (t) => {
-  const { store } = setup(t);
+forEachEngine('pruning goes in bounded steps and removes exactly what is outside the newest 50 and older than 7 days', (t, db) => {
+  const { store } = setup(t, db);
   const t0 = Date.parse('2026-03-01T00:00:00.000Z');
   // wh_a: 60 old entries (Accepted, with some Rejected among them), then 10 young ones; wh_b: 30 old.
   const old = Array.from({ length: 60 }, (_, i) => (i % 7 === 3 ? reject : accept)(at(t0 + i, 'wh_a', `old-${i}`)));
@@ -143,8 +139,8 @@ test('pruning goes in bounded steps and removes exactly what is outside the newe
   assert.equal(found.receivedAt, later.toISOString(), 'the Accepted entry of the replay, the newest');
 });
 
-test('the cap keeps the newest N Rejected entries of each webhook and leaves Accepted and Duplicate ones alone', (t) => {
-  const { store } = setup(t);
+forEachEngine('the cap keeps the newest N Rejected entries of each webhook and leaves Accepted and Duplicate ones alone', (t, db) => {
+  const { store } = setup(t, db);
   const t0 = Date.parse('2026-03-01T00:00:00.000Z');
   // Several batches, as a flood would come: rejections of two webhooks among valid deliveries.
   for (let b = 0; b < 4; b++) {
@@ -171,6 +167,7 @@ test('the cap keeps the newest N Rejected entries of each webhook and leaves Acc
   assert.deepEqual(ids(store, 'wh_c'), Array.from({ length: 20 }, (_, i) => `c-${i + 5}`));
 });
 
+// SQLite only: it writes a log with SQLite's schema before migration 008 (a PostgreSQL database starts at the current schema).
 test('migration 008 keeps every entry of an older log findable by id', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'factory-deliveries-008-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));

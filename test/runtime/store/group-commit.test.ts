@@ -2,15 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { GroupCommit } from '../../../runtime/store/group-commit.ts';
-import { openStore } from '../../../runtime/store/index.ts';
+import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 import type { AcceptItem } from '../../../runtime/store/deliveries.ts';
 import { createHook, deliver, startIngressRuntime } from '../ingress/helpers.ts';
 
 /** The group-commit queue (runtime/store/group-commit.ts) over a real store. */
 
-function setup(t: { after: (fn: () => void) => void }) {
-  const store = openStore({ path: ':memory:', clock: new FakeClock() });
-  t.after(() => store.close());
+function setup(_t: unknown, db: TestDatabase) {
+  const store = db.open({ clock: new FakeClock() });
   const batches: number[] = [];
   const commits = new GroupCommit((items: readonly AcceptItem[]) => {
     batches.push(items.length);
@@ -24,8 +23,8 @@ function setup(t: { after: (fn: () => void) => void }) {
   return { store, commits, batches, item };
 }
 
-test('deliveries queued in one turn are one commit, and each settles only after it', async (t) => {
-  const { store, commits, batches, item } = setup(t);
+forEachEngine('deliveries queued in one turn are one commit, and each settles only after it', async (t, db) => {
+  const { store, commits, batches, item } = setup(t, db);
   const ids = ['a', 'b', 'a', 'c', 'b'];
   const pending = ids.map((id) => commits.submit(item(id)));
   // Nothing is written before the commit, so nothing can have been answered yet.
@@ -40,16 +39,16 @@ test('deliveries queued in one turn are one commit, and each settles only after 
   assert.deepEqual(batches, [5, 1]);
 });
 
-test('a batch larger than MAX_BATCH is split into several commits in the same turn, in order', async (t) => {
-  const { commits, batches, item } = setup(t);
+forEachEngine('a batch larger than MAX_BATCH is split into several commits in the same turn, in order', async (t, db) => {
+  const { commits, batches, item } = setup(t, db);
   const n = GroupCommit.MAX_BATCH + 3;
   const results = await Promise.all(Array.from({ length: n }, (_, i) => commits.submit(item(i === n - 1 ? 'id-0' : `id-${i}`))));
   assert.deepEqual(batches, [GroupCommit.MAX_BATCH, 3]);
   assert.equal(results[n - 1].outcome, 'duplicate', 'the last one repeats the first identity, committed in the previous batch');
 });
 
-test('a failing hook rejects only its own delivery; a failed transaction rejects the whole batch', async (t) => {
-  const { store, commits, item } = setup(t);
+forEachEngine('a failing hook rejects only its own delivery; a failed transaction rejects the whole batch', async (t, db) => {
+  const { store, commits, item } = setup(t, db);
   const boom = () => {
     throw new Error('hook failed');
   };
@@ -66,6 +65,7 @@ test('a failing hook rejects only its own delivery; a failed transaction rejects
   assert.equal((await commits.submit(item('m'))).outcome, 'accepted');
 });
 
+// Through the server, which the ingress test helpers start on SQLite.
 test('through the server: racing duplicates across batches give one Accepted each, and one log entry per 202', async (t) => {
   const rt = await startIngressRuntime({ limits: { deliveriesPerMinute: 100_000, failedAuthPerMinute: 100_000 } });
   t.after(() => rt.stop());

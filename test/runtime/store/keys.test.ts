@@ -1,27 +1,18 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { FactoryError } from '../../../core/errors.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { openStore } from '../../../runtime/store/index.ts';
+import type { Store } from '../../../runtime/store/index.ts';
+import type { SqliteDB } from '../../../runtime/store/db.ts';
+import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 
-function withStore(fn: (store: ReturnType<typeof openStore>, path: string, clock: FakeClock) => void) {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-keys-'));
+function withStore(db: TestDatabase, fn: (store: Store, db: TestDatabase, clock: FakeClock) => void) {
   const clock = new FakeClock('2026-03-01T10:00:00Z');
-  const store = openStore({ path: join(dir, 'f.db'), clock, masterKey: randomBytes(32) });
-  try {
-    fn(store, join(dir, 'f.db'), clock);
-  } finally {
-    store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  fn(db.open({ clock }), db, clock);
 }
 
-test('create returns the raw key once; only its hash is stored', () =>
-  withStore((store, path) => {
+forEachEngine('create returns the raw key once; only its hash is stored', (_t, db) =>
+  withStore(db, (store) => {
     const { id, raw, key } = store.keys.create({ name: 'alice', kind: 'personal', scopes: ['manage', 'runs'], factories: ['payments'] });
     assert.match(id, /^key_[a-z2-7]{26}$/);
     assert.match(raw, /^fk_[A-Za-z0-9_-]{43}$/);
@@ -35,15 +26,18 @@ test('create returns the raw key once; only its hash is stored', () =>
       revoked_at: null,
     });
     assert.ok(!JSON.stringify(store.keys.list()).includes(raw));
-    store.db.pragma('wal_checkpoint(TRUNCATE)');
-    assert.ok(!readFileSync(path).includes(Buffer.from(raw)), 'the raw key is not in the database file');
+    // The database file is read on SQLite only: PostgreSQL's files are the server's.
+    if (db.engine === 'sqlite') {
+      (store.db as SqliteDB).pragma('wal_checkpoint(TRUNCATE)');
+      assert.ok(!readFileSync(db.where).includes(Buffer.from(raw)), 'the raw key is not in the database file');
+    }
     assert.equal(store.keys.findByRaw(raw)?.id, id);
     assert.equal(store.keys.findByRaw(raw + 'x'), undefined);
     assert.equal(store.keys.findByRaw('fk_' + 'A'.repeat(43)), undefined);
   }));
 
-test('revoke is immediate and idempotent; the last admin key cannot be revoked', () =>
-  withStore((store, _path, clock) => {
+forEachEngine('revoke is immediate and idempotent; the last admin key cannot be revoked', (_t, db) =>
+  withStore(db, (store, _db, clock) => {
     const admin = store.keys.create({ name: 'admin', kind: 'personal', scopes: ['admin'] });
     const ci = store.keys.create({ name: 'ci', kind: 'agent', scopes: ['runs'] });
     clock.advance(1000);
@@ -59,8 +53,8 @@ test('revoke is immediate and idempotent; the last admin key cannot be revoked',
     assert.equal(store.keys.count(), 3);
   }));
 
-test('invalid keys are 400s with a pointer per problem', () =>
-  withStore((store) => {
+forEachEngine('invalid keys are 400s with a pointer per problem', (_t, db) =>
+  withStore(db, (store) => {
     const bad = (input: Parameters<typeof store.keys.create>[0]) => {
       try {
         store.keys.create(input);

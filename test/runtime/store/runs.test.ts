@@ -1,8 +1,7 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { FactoryError } from '../../../core/errors.ts';
-import { openStore } from '../../../runtime/store/index.ts';
+import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 import { decodeCursor, type NewRun } from '../../../runtime/store/runs.ts';
 
 const input = (over: Partial<NewRun> = {}): NewRun => ({
@@ -13,15 +12,14 @@ const input = (over: Partial<NewRun> = {}): NewRun => ({
   ...over,
 });
 
-function setup(t: { after: (fn: () => void) => void }) {
+function setup(_t: unknown, db: TestDatabase) {
   const clock = new FakeClock();
-  const store = openStore({ path: ':memory:', clock });
-  t.after(() => store.close());
+  const store = db.open({ clock });
   return { clock, store };
 }
 
-test('a created run is QUEUED with its fields and attachment metadata', (t) => {
-  const { store } = setup(t);
+forEachEngine('a created run is QUEUED with its fields and attachment metadata', (t, db) => {
+  const { store } = setup(t, db);
   const run = store.runs.create(
     input({ title: 'T', metadata: { a: 1 }, source: 'WEBHOOK', creator: { type: 'automation', name: 'triage' }, factory: 'f', automation: 'triage', webhookUid: 'wh_x', deliveryId: 'd1', attachments: [{ name: 'event-payload.json', bytes: Buffer.from('{}') }] }),
   );
@@ -34,8 +32,8 @@ test('a created run is QUEUED with its fields and attachment metadata', (t) => {
   assert.equal(run.started_at, null);
 });
 
-test('claims take the oldest QUEUED run, each run exactly once, with a state event', (t) => {
-  const { store, clock } = setup(t);
+forEachEngine('claims take the oldest QUEUED run, each run exactly once, with a state event', (t, db) => {
+  const { store, clock } = setup(t, db);
   const a = store.runs.create(input());
   clock.advance(1);
   const b = store.runs.create(input());
@@ -47,8 +45,8 @@ test('claims take the oldest QUEUED run, each run exactly once, with a state eve
   assert.deepEqual(store.runs.events(a.run_id, 0, 10).map((e) => [e.seq, e.type, e.data]), [[1, 'state', { from: 'QUEUED', to: 'INPROGRESS' }]]);
 });
 
-test('finish follows the state machine; a finished run never changes again', (t) => {
-  const { store } = setup(t);
+forEachEngine('finish follows the state machine; a finished run never changes again', (t, db) => {
+  const { store } = setup(t, db);
   const run = store.runs.create(input());
   assert.equal(store.runs.finish(run.run_id, 'SUCCEEDED'), undefined, 'QUEUED cannot succeed');
   store.runs.claimNext();
@@ -62,16 +60,16 @@ test('finish follows the state machine; a finished run never changes again', (t)
   assert.equal(store.runs.finish(queued.run_id, 'CANCELLED', { statusMessage: 'cancelled' })!.state, 'CANCELLED');
 });
 
-test('transcript events are numbered per run and read after a seq', (t) => {
-  const { store } = setup(t);
+forEachEngine('transcript events are numbered per run and read after a seq', (t, db) => {
+  const { store } = setup(t, db);
   const run = store.runs.create(input());
   for (let i = 0; i < 5; i++) store.runs.appendEvent(run.run_id, 'output', { text: `line ${i}` });
   assert.deepEqual(store.runs.events(run.run_id, 2, 2).map((e) => e.seq), [3, 4]);
   assert.equal(store.runs.events(run.run_id, 5, 10).length, 0);
 });
 
-test('paging is newest first without gaps or duplicates while runs are created', (t) => {
-  const { store, clock } = setup(t);
+forEachEngine('paging is newest first without gaps or duplicates while runs are created', (t, db) => {
+  const { store, clock } = setup(t, db);
   const ids: string[] = [];
   for (let i = 0; i < 45; i++) {
     if (i % 3 === 0) clock.advance(1); // some runs share a created_at
@@ -92,8 +90,8 @@ test('paging is newest first without gaps or duplicates while runs are created',
   assert.deepEqual(seen, [...ids].reverse());
 });
 
-test('list filters', (t) => {
-  const { store, clock } = setup(t);
+forEachEngine('list filters', (t, db) => {
+  const { store, clock } = setup(t, db);
   const a = store.runs.create(input({ environmentId: 'e1' }));
   clock.advance(1000);
   const b = store.runs.create(input({ source: 'WEBHOOK', factory: 'f', automation: 'x', creator: { type: 'automation', name: 'x' } }));
@@ -107,8 +105,8 @@ test('list filters', (t) => {
   assert.deepEqual(ids({ createdBefore: b.created_at }), [a.run_id]);
 });
 
-test('idempotent creates: same key and body → same run; other body → 409; expired → new run', (t) => {
-  const { store, clock } = setup(t);
+forEachEngine('idempotent creates: same key and body → same run; other body → 409; expired → new run', (t, db) => {
+  const { store, clock } = setup(t, db);
   const idem = { keyId: 'key_1', key: 'abc', requestHash: 'h1' };
   // One create under an Idempotency-Key, as the run API makes it: a batch of one.
   const createIdempotent = (run: NewRun, key: typeof idem) => {
@@ -128,8 +126,8 @@ test('idempotent creates: same key and body → same run; other body → 409; ex
   assert.notEqual(later.run.run_id, first.run.run_id);
 });
 
-test('createInTx joins the caller transaction: a rollback leaves no run', (t) => {
-  const { store } = setup(t);
+forEachEngine('createInTx joins the caller transaction: a rollback leaves no run', (t, db) => {
+  const { store } = setup(t, db);
   assert.throws(() =>
     store.transaction(() => {
       store.runs.createInTx([input(), input()]);
@@ -141,8 +139,8 @@ test('createInTx joins the caller transaction: a rollback leaves no run', (t) =>
   assert.equal(runs.length, 2);
 });
 
-test('in-progress runs are found for recovery; workspaces are due after retention', (t) => {
-  const { store, clock } = setup(t);
+forEachEngine('in-progress runs are found for recovery; workspaces are due after retention', (t, db) => {
+  const { store, clock } = setup(t, db);
   const run = store.runs.create(input());
   store.runs.claimNext();
   assert.deepEqual(store.runs.inProgressIds(), [run.run_id]);

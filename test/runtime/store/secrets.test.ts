@@ -1,22 +1,16 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { FactoryError } from '../../../core/errors.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { openStore } from '../../../runtime/store/index.ts';
+import type { SqliteDB } from '../../../runtime/store/db.ts';
+import { forEachEngine } from '../../helpers/postgres.ts';
 
 const code = (c: string) => (e: unknown) => e instanceof FactoryError && e.code === c;
 
-test('secrets: versions, pending, reveal, metadata without values, reopen with the same key', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-secrets-'));
-  const path = join(dir, 'f.db');
-  const key = randomBytes(32);
+forEachEngine('secrets: versions, pending, reveal, metadata without values, reopen with the same key', (_t, db) => {
   const clock = new FakeClock('2026-03-01T10:00:00Z');
-  try {
-    let store = openStore({ path, clock, masterKey: key });
+  {
+    let store = db.open({ clock });
     const v1 = 'first-VALUE-7c1e\n  with spaces ';
     assert.deepEqual(store.secrets.create('gh.signing_1', v1), {
       name: 'gh.signing_1',
@@ -48,40 +42,39 @@ test('secrets: versions, pending, reveal, metadata without values, reopen with t
     assert.throws(() => store.secrets.create('ok', ''), code('invalid_request'));
     assert.throws(() => store.secrets.create('big', 'x'.repeat(65_537)), code('invalid_request'));
 
-    store.db.pragma('wal_checkpoint(TRUNCATE)');
-    for (const f of [path, path + '-wal']) {
-      if (!existsSync(f)) continue;
-      const bytes = readFileSync(f);
-      for (const v of ['first-VALUE-7c1e', 'second-VALUE-9a2f', 'now-set']) assert.ok(!bytes.includes(Buffer.from(v)), `${v} in ${f}`);
+    // The database files are read on SQLite only: PostgreSQL's files are the server's.
+    if (db.engine === 'sqlite') {
+      (store.db as SqliteDB).pragma('wal_checkpoint(TRUNCATE)');
+      for (const f of [db.where, db.where + '-wal']) {
+        if (!existsSync(f)) continue;
+        const bytes = readFileSync(f);
+        for (const v of ['first-VALUE-7c1e', 'second-VALUE-9a2f', 'now-set']) assert.ok(!bytes.includes(Buffer.from(v)), `${v} in ${f}`);
+      }
     }
 
     store.close();
-    store = openStore({ path, clock, masterKey: key });
+    store = db.open({ clock });
     assert.equal(store.secrets.reveal('gh.signing_1'), 'second-VALUE-9a2f');
     store.secrets.delete('gh.signing_1');
     assert.equal(store.secrets.get('gh.signing_1'), undefined);
     assert.throws(() => store.secrets.delete('gh.signing_1'), code('resource_not_found'));
     store.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('a sealed value moved onto another secret does not open (AAD binds name and version)', () => {
-  const store = openStore({ path: ':memory:', clock: new FakeClock() });
-  try {
+forEachEngine('a sealed value moved onto another secret does not open (AAD binds name and version)', (_t, db) => {
+  const store = db.open({ clock: new FakeClock() });
+  {
     store.secrets.create('a', 'value-a');
     store.secrets.create('b', 'value-b');
     store.db.prepare(`UPDATE secret_versions SET sealed = (SELECT sealed FROM secret_versions WHERE secret_name = 'a') WHERE secret_name = 'b'`).run();
     assert.throws(() => store.secrets.reveal('b'), code('internal_error'));
-  } finally {
-    store.close();
   }
 });
 
-test('a secret used by a live webhook or an environment cannot be deleted (409 naming them)', () => {
-  const store = openStore({ path: ':memory:', clock: new FakeClock() });
-  try {
+forEachEngine('a secret used by a live webhook or an environment cannot be deleted (409 naming them)', (_t, db) => {
+  const store = db.open({ clock: new FakeClock() });
+  {
     store.secrets.create('hook', 'v');
     store.secrets.create('envsecret', 'v');
     store.secrets.create('free', 'v');
@@ -101,18 +94,13 @@ test('a secret used by a live webhook or an environment cannot be deleted (409 n
     assert.throws(() => store.secrets.delete('envsecret'), (e: unknown) => e instanceof FactoryError && e.code === 'conflict' && /environment ci/.test(e.message));
     store.secrets.delete('free');
     assert.equal(store.secrets.get('free'), undefined);
-  } finally {
-    store.close();
   }
 });
 
-test('which factories may use a secret: create limited, grant, revoke, limit, team-wide; bad names and lists refused', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-secret-owners-'));
-  const path = join(dir, 'f.db');
-  const key = randomBytes(32);
+forEachEngine('which factories may use a secret: create limited, grant, revoke, limit, team-wide; bad names and lists refused', (_t, db) => {
   const clock = new FakeClock('2026-03-01T10:00:00Z');
-  try {
-    let store = openStore({ path, clock, masterKey: key });
+  {
+    let store = db.open({ clock });
     assert.deepEqual(store.secrets.create('pay-token', 'v', ['shop', 'pay', 'shop']).factories, ['pay', 'shop'], 'sorted, without repeats');
     assert.equal(store.secrets.create('team', 'v').factories, null, 'team-wide by default');
 
@@ -148,17 +136,15 @@ test('which factories may use a secret: create limited, grant, revoke, limit, te
     assert.throws(() => store.secrets.grant('missing', ['shop']), code('resource_not_found'));
 
     store.close();
-    store = openStore({ path, clock, masterKey: key });
+    store = db.open({ clock });
     assert.deepEqual(store.secrets.list().map((s) => [s.name, s.factories]), [['pay-token', ['blog', 'pay']], ['team', null]], 'kept across a reopen');
     store.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('a factory that still binds a secret cannot be taken off its list (409 naming the uses)', () => {
-  const store = openStore({ path: ':memory:', clock: new FakeClock() });
-  try {
+forEachEngine('a factory that still binds a secret cannot be taken off its list (409 naming the uses)', (_t, db) => {
+  const store = db.open({ clock: new FakeClock() });
+  {
     store.secrets.create('hook', 'v', ['pay', 'shop']);
     store.secrets.create('envsecret', 'v', ['pay', 'shop']);
     const now = '2026-01-01T00:00:00.000Z';
@@ -181,7 +167,5 @@ test('a factory that still binds a secret cannot be taken off its list (409 nami
     // Another factory that binds nothing can go; widening to every factory is always fine.
     assert.deepEqual(store.secrets.revoke('hook', ['shop']).factories, ['pay']);
     assert.equal(store.secrets.setFactories('envsecret', null).factories, null);
-  } finally {
-    store.close();
   }
 });

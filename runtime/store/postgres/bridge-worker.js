@@ -1,0 +1,187 @@
+// The PostgreSQL side of the store's blocking bridge (docs/runtime.md#postgresql): a worker thread
+// holding one `pg` connection for queries and one for LISTEN. The main thread (postgres/db.ts)
+// posts a request on `port`, then blocks on `flag` with Atomics.wait; this worker runs the query,
+// posts the answer, sets the flag and wakes it. Plain JavaScript so that it loads both under tsx
+// and next to the esbuild bundle in dist/.
+import { workerData } from 'node:worker_threads';
+import pg from 'pg';
+
+/** @typedef {{ id: number, mode: 'connect' | 'query' | 'exec' | 'listen' | 'unlisten', sql?: string, params?: unknown[], channel?: string }} Request */
+
+// The store's SQL expects numbers where SQLite gives numbers: BIGINT (20) and NUMERIC (1700)
+// come back as JS numbers (ids and counts stay far below 2^53). BYTEA is a Buffer already.
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+
+const { connectionString, flag: flagBuffer, port, notifyPort } = /** @type {{ connectionString: string, flag: SharedArrayBuffer, port: import('node:worker_threads').MessagePort, notifyPort: import('node:worker_threads').MessagePort }} */ (workerData);
+const flag = new Int32Array(flagBuffer);
+
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** @type {pg.Client | null} */
+let client = null;
+/** @type {Promise<pg.Client> | null} */
+let connecting = null;
+
+/** The query connection, opened on first use and again after it was lost. */
+function queryClient() {
+  if (client) return Promise.resolve(client);
+  if (!connecting) {
+    const c = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    // ReadyForQuery carries the transaction status; it arrives before the query's promise settles.
+    /** @type {any} */ (c).connection.on('readyForQuery', (/** @type {{ status: string }} */ msg) => {
+      txStatus = msg.status;
+    });
+    c.on('error', () => {
+      txStatus = 'I';
+      // The connection is gone (server restart, network): the next request opens a new one.
+      if (client === c) client = null;
+    });
+    connecting = c.connect().then(
+      () => {
+        client = c;
+        connecting = null;
+        return c;
+      },
+      (err) => {
+        connecting = null;
+        c.end().catch(() => {});
+        throw err;
+      },
+    );
+  }
+  return connecting;
+}
+
+/** Structured clone turns Buffers into Uint8Arrays: turn them back, so pg sends them as bytea. */
+function toPg(value) {
+  return value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value;
+}
+
+/** What the main thread gets of an error: enough to map it (SQLSTATE) and say it in one sentence. */
+function errorOf(err) {
+  const e = /** @type {any} */ (err);
+  return { message: String(e?.message ?? e), code: typeof e?.code === 'string' ? e.code : undefined, detail: e?.detail, constraint: e?.constraint };
+}
+
+/** The query connection's transaction status after its last request (I idle, T in one, E failed). */
+let txStatus = 'I';
+
+/** Posts the answer, then bumps the flag and wakes the main thread (which re-reads the port). */
+function reply(message) {
+  port.postMessage({ ...message, tx: txStatus });
+  Atomics.add(flag, 0, 1);
+  Atomics.notify(flag, 0);
+}
+
+// ---- LISTEN connection ---------------------------------------------------------------------
+
+/** Channels listened to now (the main thread asks for each once). */
+const channels = new Set();
+/** @type {pg.Client | null} */
+let listener = null;
+/** @type {Promise<pg.Client> | null} */
+let listenerConnecting = null;
+let closing = false;
+let retryMs = 100;
+
+const quoteIdent = (name) => `"${String(name).replace(/"/g, '""')}"`;
+
+function listenClient() {
+  if (listener) return Promise.resolve(listener);
+  if (!listenerConnecting) {
+    const c = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    c.on('notification', (n) => notifyPort.postMessage({ channel: n.channel, payload: n.payload ?? '' }));
+    c.on('error', () => lost(c));
+    c.on('end', () => lost(c));
+    listenerConnecting = c.connect().then(
+      async () => {
+        for (const ch of channels) await c.query(`LISTEN ${quoteIdent(ch)}`);
+        listener = c;
+        listenerConnecting = null;
+        return c;
+      },
+      (err) => {
+        listenerConnecting = null;
+        c.end().catch(() => {});
+        throw err;
+      },
+    );
+  }
+  return listenerConnecting;
+}
+
+/**
+ * The LISTEN connection dropped: reconnect (backing off up to 5 s), LISTEN again on every channel,
+ * then tell every channel something may have changed, since notifications sent while it was down
+ * are lost (docs/runtime.md#postgresql).
+ */
+function lost(c) {
+  if (listener !== c || closing) return;
+  listener = null;
+  const retry = () => {
+    if (closing) return;
+    listenClient().then(
+      () => {
+        retryMs = 100;
+        for (const ch of channels) notifyPort.postMessage({ channel: ch, payload: '', synthetic: true });
+      },
+      () => {
+        retryMs = Math.min(retryMs * 2, 5000);
+        setTimeout(retry, retryMs).unref?.();
+      },
+    );
+  };
+  setTimeout(retry, retryMs).unref?.();
+}
+
+// ---- requests ------------------------------------------------------------------------------
+
+/** @param {Request} req */
+async function handle(req) {
+  switch (req.mode) {
+    case 'connect': {
+      await queryClient();
+      return {};
+    }
+    case 'query': {
+      const c = await queryClient();
+      const r = await c.query({ text: req.sql, values: (req.params ?? []).map(toPg) });
+      return { rows: r.rows, rowCount: r.rowCount ?? 0, fields: (r.fields ?? []).map((f) => f.name) };
+    }
+    case 'exec': {
+      const c = await queryClient();
+      await c.query(req.sql);
+      return {};
+    }
+    case 'listen': {
+      if (!channels.has(req.channel)) {
+        channels.add(req.channel);
+        const c = await listenClient();
+        // A connection that came up after the add already listens on it.
+        await c.query(`LISTEN ${quoteIdent(req.channel)}`);
+      }
+      return {};
+    }
+    case 'unlisten': {
+      if (channels.delete(req.channel) && listener) await listener.query(`UNLISTEN ${quoteIdent(req.channel)}`);
+      return {};
+    }
+    case 'close': {
+      closing = true;
+      await Promise.allSettled([client?.end(), listener?.end()]);
+      client = listener = null;
+      return {};
+    }
+    default:
+      throw new Error(`unknown bridge request ${String(req.mode)}`);
+  }
+}
+
+// One request at a time: the main thread blocks until each is answered.
+port.on('message', (/** @type {Request} */ req) => {
+  handle(req).then(
+    (result) => reply({ id: req.id, ok: true, ...result }),
+    (err) => reply({ id: req.id, ok: false, error: errorOf(err) }),
+  );
+});
