@@ -40,6 +40,12 @@ import webhookCreate from '../schemas/api/webhook-create.schema.json' with { typ
 import webhookList from '../schemas/api/webhook-list.schema.json' with { type: 'json' };
 import webhookSecret from '../schemas/api/webhook-secret.schema.json' with { type: 'json' };
 import webhook from '../schemas/api/webhook.schema.json' with { type: 'json' };
+import workerClaim from '../schemas/api/worker-claim.schema.json' with { type: 'json' };
+import workerEvents from '../schemas/api/worker-events.schema.json' with { type: 'json' };
+import workerFinish from '../schemas/api/worker-finish.schema.json' with { type: 'json' };
+import workerHeartbeat from '../schemas/api/worker-heartbeat.schema.json' with { type: 'json' };
+import workerJob from '../schemas/api/worker-job.schema.json' with { type: 'json' };
+import workerLease from '../schemas/api/worker-lease.schema.json' with { type: 'json' };
 
 /** Every API schema by file name (schemas/api/<name>.schema.json). */
 export const API_SCHEMAS: Readonly<Record<string, object>> = {
@@ -71,13 +77,19 @@ export const API_SCHEMAS: Readonly<Record<string, object>> = {
   'webhook-list': webhookList,
   'webhook-secret': webhookSecret,
   webhook,
+  'worker-claim': workerClaim,
+  'worker-events': workerEvents,
+  'worker-finish': workerFinish,
+  'worker-heartbeat': workerHeartbeat,
+  'worker-job': workerJob,
+  'worker-lease': workerLease,
 };
 export type ApiSchemaName = keyof typeof API_SCHEMAS & string;
 
 /** The component name of a schema file: run-create → RunCreate. */
 export const componentName = (file: string): string => file.replace(/(^|-)([a-z])/g, (_, _d, c: string) => c.toUpperCase());
 
-type Scope = 'runs' | 'manage' | 'admin';
+type Scope = 'runs' | 'manage' | 'worker' | 'admin';
 interface Param {
   name: string;
   description: string;
@@ -107,6 +119,8 @@ interface Operation {
   location?: boolean;
   /** Takes an Idempotency-Key header (the run creates). */
   idempotent?: boolean;
+  /** A 204 (no body) beside the success answer, and when. */
+  noContent?: string;
 }
 
 const RUN_ID = { type: 'string', pattern: RUN_ID_PATTERN.source };
@@ -204,6 +218,11 @@ export const OPERATIONS: Operation[] = [
   { method: 'put', path: '/api/v1/secrets/{name}/factories', id: 'setSecretFactories', summary: 'Replace the factories that may use a secret', tag: 'secrets', scope: 'admin', doc: 'docs/runtime.md#which-factories-may-use-a-secret', body: 'factories-change', ok: 200, answer: 'secret' },
   { method: 'post', path: '/api/v1/secrets/{name}/grant', id: 'grantSecret', summary: 'Let more factories use a secret', tag: 'secrets', scope: 'admin', doc: 'docs/runtime.md#which-factories-may-use-a-secret', body: 'factories-change', ok: 200, answer: 'secret' },
   { method: 'post', path: '/api/v1/secrets/{name}/revoke', id: 'revokeSecret', summary: 'Take factories off a secret', tag: 'secrets', scope: 'admin', doc: 'docs/runtime.md#which-factories-may-use-a-secret', body: 'factories-change', ok: 200, answer: 'secret' },
+  // Workers (runtime/routes/worker.ts)
+  { method: 'post', path: '/api/v1/worker/claim', id: 'claimRun', summary: 'Claim the oldest QUEUED run with a lease', tag: 'workers', scope: 'worker', doc: 'docs/runs.md#workers', body: 'worker-claim', ok: 200, answer: 'worker-job', noContent: 'No run is QUEUED (after waiting wait_seconds).' },
+  { method: 'post', path: '/api/v1/worker/runs/{run_id}/heartbeat', id: 'heartbeatRun', summary: 'Renew the lease of a claimed run', tag: 'workers', scope: 'worker', doc: 'docs/runs.md#workers', body: 'worker-lease', ok: 200, answer: 'worker-heartbeat' },
+  { method: 'post', path: '/api/v1/worker/runs/{run_id}/events', id: 'appendRunEvents', summary: 'Append transcript events of a claimed run', tag: 'workers', scope: 'worker', doc: 'docs/runs.md#workers', body: 'worker-events', ok: 200, answer: 'worker-heartbeat' },
+  { method: 'post', path: '/api/v1/worker/runs/{run_id}/finish', id: 'finishRun', summary: 'Record the outcome of a claimed run', tag: 'workers', scope: 'worker', doc: 'docs/runs.md#workers', body: 'worker-finish', ok: 200, answer: 'run' },
   // No key needed (runtime/routes/health.ts, openapi.ts)
   { method: 'get', path: '/api/v1/openapi.json', id: 'getOpenApi', summary: 'This document', tag: 'meta', scope: null, doc: 'docs/api.md#openapi', ok: 200 },
   { method: 'get', path: '/healthz', id: 'health', summary: 'The process is up', tag: 'meta', scope: null, doc: 'docs/runtime.md#health', ok: 200 },
@@ -245,6 +264,7 @@ function operation(op: Operation): Record<string, unknown> {
   };
   const responses: Record<string, unknown> = { [String(op.ok)]: success };
   if (op.alsoOk) responses[String(op.alsoOk.status)] = { ...success, description: op.alsoOk.description };
+  if (op.noContent) responses['204'] = { description: op.noContent };
   if (op.scope) {
     responses['401'] = { $ref: '#/components/responses/Unauthenticated' };
     responses['403'] = { $ref: '#/components/responses/Forbidden' };
@@ -283,7 +303,7 @@ export function buildOpenApi(options: { baseUrl?: string } = {}): Record<string,
     },
     ...(options.baseUrl ? { servers: [{ url: options.baseUrl }] } : {}),
     security: [{ bearer: [] }],
-    tags: ['runs', 'definitions', 'webhooks', 'automations', 'keys', 'secrets', 'meta'].map((name) => ({ name })),
+    tags: ['runs', 'definitions', 'webhooks', 'automations', 'keys', 'secrets', 'workers', 'meta'].map((name) => ({ name })),
     paths,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key, fk_... (docs/runtime.md#api-keys-and-scopes).' } },

@@ -110,6 +110,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     const close = () =>
       (closing ??= (async () => {
         stopping = true;
+        for (const s of started) s.drain?.();
         const force = setTimeout(() => server.closeAllConnections(), FORCE_CLOSE_MS);
         force.unref();
         await new Promise<void>((resolve) => {

@@ -15,6 +15,8 @@ export interface Service {
   start?(): void | Promise<void>;
   /** Called after the server stopped accepting and in-flight requests finished, before the store closes. */
   stop?(): void | Promise<void>;
+  /** Called when the server stops accepting, before in-flight requests finish: end long polls now. */
+  drain?(): void;
 }
 
 /**

@@ -26,7 +26,7 @@ export function registerKey(program: Command, io: CliIO): void {
       .description('create an API key; the key is printed once, on stdout')
       .requiredOption('--name <name>', 'who uses it: a person (personal) or a cloud agent (agent)')
       .requiredOption('--kind <kind>', 'personal or agent: whom runs created with it are attributed to')
-      .option('--scope <scope>', 'runs, manage or admin; repeat for several (default: runs)', collect, [])
+      .option('--scope <scope>', 'runs, manage, worker or admin; repeat for several (default: runs)', collect, [])
       .option('--factory <name>', 'limit the manage scope to this factory; repeat for several', collect, [])
       .option('--json', 'print the key record, with the key, as JSON'),
   )
@@ -36,7 +36,7 @@ export function registerKey(program: Command, io: CliIO): void {
     )
     .action(async (flags: ClientFlags & { name: string; kind: string; scope: string[]; factory: string[]; json?: boolean }) => {
       if (!['personal', 'agent'].includes(flags.kind)) throw usageError(`--kind must be personal or agent, got "${flags.kind}".`);
-      for (const s of flags.scope) if (!['runs', 'manage', 'admin'].includes(s)) throw usageError(`--scope must be runs, manage or admin, got "${s}".`);
+      for (const s of flags.scope) if (!['runs', 'manage', 'worker', 'admin'].includes(s)) throw usageError(`--scope must be runs, manage, worker or admin, got "${s}".`);
       const client = clientFromFlags(flags, io);
       const created = await client.request<ApiKey & { key: string }>('POST', '/api/v1/keys', {
         name: flags.name,

@@ -1,5 +1,5 @@
 /**
- * The lease sweeper (docs/runs.md#workers): in every `serve`, executing or not, every few seconds,
+ * The lease service: claims waiting for work, and the lease sweeper (docs/runs.md#workers): in every `serve`, executing or not, every few seconds,
  * ends the runs in progress whose executor stopped renewing its lease: ERROR `worker_lost`,
  * retryable. A claimed run has started, so it is never queued again. The sweep is one conditional
  * UPDATE, so replicas sweeping the same database at once end each run once.
@@ -12,6 +12,8 @@ const SWEEP_MS = 5_000;
 
 export class LeaseSweeper implements Service {
   private timer: NodeJS.Timeout | undefined;
+  private readonly waiters = new Set<() => void>();
+  private draining = false;
 
   constructor(private readonly deps: Pick<ServiceDeps, 'store' | 'log' | 'config'>) {}
 
@@ -23,6 +25,38 @@ export class LeaseSweeper implements Service {
 
   stop(): void {
     clearInterval(this.timer);
+    this.drain();
+  }
+
+  /** Ends every wait at once: the server is stopping. */
+  drain(): void {
+    this.draining = true;
+    this.wake();
+  }
+
+  /** Ends the current waits (a run was queued). */
+  wake(): void {
+    for (const w of this.waiters) w();
+    this.waiters.clear();
+  }
+
+  /**
+   * Resolves after `ms`, or sooner when woken, when `signal` aborts, or when the server drains
+   * (then `false`: do not wait again).
+   */
+  wait(ms: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.draining) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.waiters.delete(done);
+        resolve(!this.draining && !signal?.aborted);
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done);
+      this.waiters.add(done);
+    });
   }
 
   /** One sweep; the runs it ended. */
@@ -38,7 +72,13 @@ export class LeaseSweeper implements Service {
   }
 }
 
+declare module '../services.ts' {
+  interface Services {
+    leases?: LeaseSweeper;
+  }
+}
+
 export const leaseSweeperService: ServiceFactory = {
-  name: 'leaseSweeper',
+  name: 'leases',
   create: (deps) => new LeaseSweeper(deps),
 };

@@ -13,9 +13,10 @@ import { dashboardRoutes } from './dashboard.ts';
 import { replayRetryRoutes } from './replay-retry.ts';
 import { openApiRoutes } from './openapi.ts';
 import { scheduleRoutes } from './schedules.ts';
+import { workerRoutes } from './worker.ts';
 
 /** A route module adds its routes to the one router. */
 export type RouteModule = (router: Router, deps: AppDeps) => void;
 
 /** Every route module. Each owner adds one import and one entry. */
-export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, ingressRoutes, webhooksManageRoutes, runRoutes, sessionRoutes, automationRoutes, dashboardRoutes, replayRetryRoutes, scheduleRoutes, openApiRoutes];
+export const ROUTES: RouteModule[] = [healthRoutes, keyRoutes, secretRoutes, definitionsRoutes, ingressRoutes, webhooksManageRoutes, runRoutes, sessionRoutes, automationRoutes, dashboardRoutes, replayRetryRoutes, scheduleRoutes, workerRoutes, openApiRoutes];

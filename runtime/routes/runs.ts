@@ -124,7 +124,12 @@ export const runRoutes: RouteModule = (router, deps) => {
       idem: idemKey ? { keyId: principal.keyId, key: idemKey, requestHash: sha256Hex(canonicalJson(body)) } : undefined,
     });
     // The run starts asynchronously (docs/api.md): answer first, then let the pool claim it.
-    if (created) setImmediate(() => deps.services.executor?.wake());
+    if (created) {
+      setImmediate(() => {
+        deps.services.executor?.wake();
+        deps.services.leases?.wake();
+      });
+    }
     ctx.status = created ? 201 : 200;
     ctx.set('Location', `${RUNS_PATH}/${run.run_id}`);
     // A generated notification secret is shown once, in the answer that created the run.

@@ -4,7 +4,7 @@ import { newApiKey, newId, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
 
-export const SCOPES = ['runs', 'manage', 'admin'] as const;
+export const SCOPES = ['runs', 'manage', 'worker', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 export const KEY_KINDS = ['personal', 'agent'] as const;
 export type KeyKind = (typeof KEY_KINDS)[number];
@@ -154,7 +154,7 @@ export function checkNewKey(input: unknown): { scopes: Scope[]; factories: strin
   }
   const scopeList = b.scopes;
   const scopesOk = isStringArray(scopeList) && scopeList.length > 0 && scopeList.every((s) => (SCOPES as readonly string[]).includes(s));
-  if (!scopesOk) errors.push({ pointer: '/scopes', message: 'scopes must be a non-empty list of "runs", "manage" and "admin"' });
+  if (!scopesOk) errors.push({ pointer: '/scopes', message: 'scopes must be a non-empty list of "runs", "manage", "worker" and "admin"' });
   const scopes = scopesOk ? SCOPES.filter((s) => scopeList.includes(s)) : [];
   let factories: string[] | null = null;
   const f = b.factories;

@@ -28,7 +28,7 @@ export const WORKER_LOST_MESSAGE = 'the executor of the run stopped renewing its
  * `leaseMs`; heartbeats, events and the finish of the holder renew it; anything from a holder whose
  * lease expired or was taken is refused. Every check is one conditional UPDATE of the run's row,
  * so a sweeper ending the run and its holder renewing it cannot both win, on either engine.
- * The holder column stores `id name` so the run can be traced to a process.
+ * Only the holder's id is compared; its name is kept beside it so a run can be traced to a process.
  */
 export class LeaseStore {
   private readonly ctx: StoreContext;
@@ -40,7 +40,7 @@ export class LeaseStore {
     this.runs = runs;
     const db = ctx.db;
     this.stmts = {
-      take: db.prepare(`UPDATE runs SET lease_holder = @holder, lease_until_ms = @until, cancel_requested_at = NULL
+      take: db.prepare(`UPDATE runs SET lease_holder = @holder, lease_name = @name, lease_until_ms = @until, cancel_requested_at = NULL
         WHERE run_id = @run AND state = 'INPROGRESS'`),
       renew: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder AND lease_until_ms >= @now
@@ -56,7 +56,7 @@ export class LeaseStore {
         RETURNING run_id AS "runId"`),
       expiredInProgress: db.prepare(`SELECT run_id AS "runId" FROM runs
         WHERE state = 'INPROGRESS' AND (lease_until_ms IS NULL OR lease_until_ms < @now) ORDER BY created_at, seq`),
-      holderOf: db.prepare(`SELECT lease_holder AS "holder", lease_until_ms AS "until" FROM runs WHERE run_id = ?`),
+      holderOf: db.prepare(`SELECT lease_holder AS "holder", lease_name AS "name", lease_until_ms AS "until" FROM runs WHERE run_id = ?`),
     };
   }
 
@@ -64,35 +64,31 @@ export class LeaseStore {
     return this.ctx.clock.now().getTime();
   }
 
-  private static column(holder: LeaseHolder): string {
-    return `${holder.id} ${holder.name}`;
-  }
-
   /** Claims the oldest QUEUED run with its lease, in one transaction; undefined when none is queued. */
   claim(holder: LeaseHolder, leaseMs: number): RunRecord | undefined {
     return this.ctx.db.transaction(() => {
       const run = this.runs.claimNext();
-      if (run) this.stmts.take.run({ run: run.run_id, holder: LeaseStore.column(holder), until: this.nowMs() + leaseMs });
+      if (run) this.stmts.take.run({ run: run.run_id, holder: holder.id, name: holder.name, until: this.nowMs() + leaseMs });
       return run;
     })();
   }
 
   /** Extends the holder's lease on one run: whether a cancel was asked, or LEASE_LOST. */
-  renew(runId: string, holder: LeaseHolder, leaseMs: number): { cancel: boolean } | typeof LEASE_LOST {
+  renew(runId: string, holder: Pick<LeaseHolder, 'id'>, leaseMs: number): { cancel: boolean } | typeof LEASE_LOST {
     const now = this.nowMs();
-    const row = this.stmts.renew.get({ run: runId, holder: LeaseStore.column(holder), now, until: now + leaseMs }) as { cancelRequestedAt: string | null } | undefined;
+    const row = this.stmts.renew.get({ run: runId, holder: holder.id, now, until: now + leaseMs }) as { cancelRequestedAt: string | null } | undefined;
     return row ? { cancel: row.cancelRequestedAt !== null } : LEASE_LOST;
   }
 
   /** Extends every lease the holder still holds (a pool's heartbeat); the runs it holds. */
-  renewAll(holder: LeaseHolder, leaseMs: number): HeldRun[] {
+  renewAll(holder: Pick<LeaseHolder, 'id'>, leaseMs: number): HeldRun[] {
     const now = this.nowMs();
-    const rows = this.stmts.renewAll.all({ holder: LeaseStore.column(holder), now, until: now + leaseMs }) as { runId: string; cancelRequestedAt: string | null }[];
+    const rows = this.stmts.renewAll.all({ holder: holder.id, now, until: now + leaseMs }) as { runId: string; cancelRequestedAt: string | null }[];
     return rows.map((r) => ({ runId: r.runId, cancel: r.cancelRequestedAt !== null }));
   }
 
   /** Appends transcript events of the holder, renewing its lease, all or nothing; LEASE_LOST writes none. */
-  appendEvents(runId: string, holder: LeaseHolder, leaseMs: number, events: readonly { type: string; data: Record<string, unknown> }[]): { cancel: boolean } | typeof LEASE_LOST {
+  appendEvents(runId: string, holder: Pick<LeaseHolder, 'id'>, leaseMs: number, events: readonly { type: string; data: Record<string, unknown> }[]): { cancel: boolean } | typeof LEASE_LOST {
     return this.ctx.db.transaction(() => {
       const held = this.renew(runId, holder, leaseMs);
       if (held === LEASE_LOST) return held;
@@ -105,7 +101,7 @@ export class LeaseStore {
    * Ends the holder's run; LEASE_LOST when it no longer holds it (the run was then ended by the
    * sweeper, or cancelled). The run keeps its last holder's name after it ends.
    */
-  finish(runId: string, holder: LeaseHolder, state: FinalState, input: FinishInput): RunRecord | typeof LEASE_LOST {
+  finish(runId: string, holder: Pick<LeaseHolder, 'id'>, state: FinalState, input: FinishInput): RunRecord | typeof LEASE_LOST {
     return this.ctx.db.transaction(() => {
       if (this.renew(runId, holder, 0) === LEASE_LOST) return LEASE_LOST;
       return this.runs.finish(runId, state, input) ?? LEASE_LOST;
@@ -141,9 +137,9 @@ export class LeaseStore {
     return (this.stmts.expiredInProgress.all({ now: this.nowMs() }) as { runId: string }[]).map((r) => r.runId);
   }
 
-  /** The run's holder (`id name`) and lease end, for diagnostics and tests. */
-  holderOf(runId: string): { holder: string | null; untilMs: number | null } | undefined {
-    const row = this.stmts.holderOf.get(runId) as { holder: string | null; until: number | null } | undefined;
-    return row ? { holder: row.holder, untilMs: row.until } : undefined;
+  /** The run's last holder and lease end, for diagnostics and tests. */
+  holderOf(runId: string): { id: string | null; name: string | null; untilMs: number | null } | undefined {
+    const row = this.stmts.holderOf.get(runId) as { holder: string | null; name: string | null; until: number | null } | undefined;
+    return row ? { id: row.holder, name: row.name, untilMs: row.until } : undefined;
   }
 }

@@ -58,6 +58,11 @@ export const ROUTE_SCOPES: RouteScope[] = [
   { method: 'POST', path: '/api/v1/agent/runs/run_placeholder/cancel', scope: 'runs' },
   { method: 'POST', path: '/api/v1/agent/runs/run_placeholder/retry', scope: 'runs' },
   { method: 'GET', path: '/api/v1/agent/runs/run_placeholder/transcript', scope: 'runs' },
+  // runtime/routes/worker.ts
+  { method: 'POST', path: '/api/v1/worker/claim', scope: 'worker', body: { worker: 'w', worker_id: 'placeholder' } },
+  { method: 'POST', path: '/api/v1/worker/runs/run_placeholder/heartbeat', scope: 'worker', body: { worker_id: 'placeholder' } },
+  { method: 'POST', path: '/api/v1/worker/runs/run_placeholder/events', scope: 'worker', body: { worker_id: 'placeholder', events: [] } },
+  { method: 'POST', path: '/api/v1/worker/runs/run_placeholder/finish', scope: 'worker', body: { worker_id: 'placeholder', state: 'SUCCEEDED' } },
   // runtime/routes/automations.ts
   { method: 'GET', path: '/api/v1/automations', scope: 'manage' },
   { method: 'GET', path: '/api/v1/automations/placeholder/placeholder', scope: 'manage' },

@@ -7,7 +7,7 @@ import { startTestRuntime } from '../helpers.ts';
 import { PUBLIC_ROUTES, ROUTE_SCOPES } from './scope-table.ts';
 
 /** For each scope, a key that has every other scope but not that one (admin implies all). */
-const LACKING: Record<Scope, Scope[]> = { admin: ['runs', 'manage'], manage: ['runs'], runs: ['manage'] };
+const LACKING: Record<Scope, Scope[]> = { admin: ['runs', 'manage', 'worker'], manage: ['runs', 'worker'], runs: ['manage', 'worker'], worker: ['runs', 'manage'] };
 
 test('every route in the table: no key 401, revoked key 401, key without the scope 403', async () => {
   const rt = await startTestRuntime();
