@@ -139,8 +139,10 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
     sources: hashes,
   };
   // Through canonical JSON and back: drops undefined members, so the object equals its bytes.
-  const clean = JSON.parse(canonicalJson(body)) as Omit<Snapshot, 'digest'>;
-  return { ...clean, digest: sha256Digest(canonicalJson(clean)) };
+  // Those bytes are also the canonical JSON of the clean object, which the digest is of.
+  const bytes = canonicalJson(body);
+  const clean = JSON.parse(bytes) as Omit<Snapshot, 'digest'>;
+  return { ...clean, digest: sha256Digest(bytes) };
 }
 
 /**

@@ -1,3 +1,4 @@
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { CliError } from '../../core/errors.ts';
@@ -24,9 +25,14 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
   // (a link to ~/.ssh/id_rsa, a linked webhooks/ directory) is reported, never read.
   const realRoot = await realpath(dir);
 
-  const paths = ['factory.yaml'];
-  for (const top of DEFINITION_DIRS) paths.push(...(await listFiles(dir, top, 0)));
-  const wanted = paths.sort().filter((p) => classifyPath(p).kind !== 'ignored');
+  // factory.yaml is stat-ed above, not listed: it is read through the careful path.
+  const listed = new Map<string, boolean>([['factory.yaml', false]]);
+  for (const top of DEFINITION_DIRS) {
+    // A top directory that is a symbolic link may lead anywhere: its files are checked one by one.
+    const topIsDir = (await lstat(join(dir, top)).catch(() => undefined))?.isDirectory() === true;
+    for (const [path, plain] of await listFiles(dir, top, 0, topIsDir)) listed.set(path, plain);
+  }
+  const wanted = [...listed.keys()].sort().filter((p) => classifyPath(p).kind !== 'ignored');
   const files: SourceFile[] = [];
   // Reads in batches: thousands of small files load much faster than one at a time.
   for (let i = 0; i < wanted.length; i += 64) {
@@ -34,6 +40,8 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
     // Unexpected files are only named in a warning; their content is not needed.
     const read = async (p: string): Promise<SourceFile> => {
       if (classifyPath(p).kind === 'unexpected') return { path: p, text: '' };
+      // A regular file reached through real directories only is inside the repo: read at once.
+      if (listed.get(p)) return { path: p, text: readPlainFile(dir, p) };
       const outside = await outsideRepo(realRoot, join(dir, p));
       return outside === undefined ? { path: p, text: await readText(dir, p) } : { path: p, text: '', outsideRepo: outside };
     };
@@ -42,12 +50,16 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
   return files;
 }
 
-async function listFiles(root: string, rel: string, depth: number): Promise<string[]> {
+/**
+ * The files under `rel`, each with whether it is plain: a regular file (not a symbolic link) whose
+ * every directory from the repo root is a real directory too, so its real path is in the repo.
+ */
+async function listFiles(root: string, rel: string, depth: number, plainDir: boolean): Promise<[string, boolean][]> {
   const entries = await readdir(join(root, rel), { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [];
     throw new CliError(`cannot read directory ${rel}: ${fsReason(err)}`);
   });
-  const out: string[] = [];
+  const out: [string, boolean][] = [];
   for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
     if (e.name.startsWith('.')) continue;
     const path = `${rel}/${e.name}`;
@@ -55,8 +67,8 @@ async function listFiles(root: string, rel: string, depth: number): Promise<stri
     // A directory named like a definitions file is reported by readText; other directories are
     // only entered as deep as definitions sit (automations/<name>/, agents/<a>/skills/<s>/).
     if (e.isDirectory() && !/\.(ya?ml|md)$/.test(e.name)) {
-      if (depth < dirDepth(rel.split('/')[0])) out.push(...(await listFiles(root, path, depth + 1)));
-    } else out.push(path);
+      if (depth < dirDepth(rel.split('/')[0])) out.push(...(await listFiles(root, path, depth + 1, plainDir)));
+    } else out.push([path, plainDir && e.isFile()]);
   }
   return out;
 }
@@ -83,15 +95,48 @@ async function readText(root: string, path: string): Promise<string> {
   if (info.isDirectory()) throw new CliError(`cannot read ${path}: it is a directory, but a file is expected there`);
   // A FIFO or a device would block or never end; only regular files are definitions.
   if (!info.isFile()) throw new CliError(`cannot read ${path}: it is not a regular file (a pipe, socket or device)`);
-  if (info.size > MAX_FILE_BYTES) {
-    throw new CliError(`${path} is ${info.size} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
-  }
+  checkSize(path, info.size);
   const bytes = await readFile(full).catch((err: NodeJS.ErrnoException) => {
     throw new CliError(`cannot read ${path}: ${fsReason(err)}`);
   });
+  return decode(path, bytes);
+}
+
+/**
+ * readText for a file listed as a regular file that no symbolic link leads to, synchronously:
+ * thousands of small reads through the thread pool cost several times more
+ * (docs/architecture.md#compile-speed). The messages are readText's.
+ */
+function readPlainFile(root: string, path: string): string {
+  let fd: number;
   try {
-    // ignoreBOM keeps a BOM in the text, so the source hash is the hash of the file's bytes.
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+    fd = openSync(join(root, path), 'r');
+  } catch (err) {
+    throw new CliError(`cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
+  }
+  try {
+    checkSize(path, fstatSync(fd).size);
+    return decode(path, readFileSync(fd));
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(`cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function checkSize(path: string, size: number): void {
+  if (size > MAX_FILE_BYTES) {
+    throw new CliError(`${path} is ${size} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
+  }
+}
+
+// ignoreBOM keeps a BOM in the text, so the source hash is the hash of the file's bytes.
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function decode(path: string, bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
   } catch {
     throw new CliError(`${path} is not valid UTF-8 (at byte offset ${firstInvalidUtf8(bytes)}); save it as UTF-8`);
   }

@@ -3,6 +3,7 @@ import { splitFrontMatter, type FrontMatter } from './front-matter.ts';
 import { isMarkdownKind, type DefinitionKind } from './paths.ts';
 import type { Locate } from './schema-diagnostics.ts';
 import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
+import { readPlainYaml } from './yaml-fast.ts';
 
 /** Definitions are small; a size cap bounds parse time and memory (docs/definitions.md#rules). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -46,19 +47,25 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
     yamlText = frontMatter.yaml;
   }
 
-  const parsed: ParsedYaml = parseYaml(yamlText);
+  // Plain YAML is read without positions; the first diagnostic of such a file parses it again with
+  // them, so a diagnostic says the same either way (docs/architecture.md#compile-speed).
+  const plain = readPlainYaml(yamlText);
+  let parsed: ParsedYaml | undefined = plain === undefined ? parseYaml(yamlText) : undefined;
   const at: Locate = (pointer, mode) => {
     if (markdown && pointer === '/prompt' && frontMatter) return { line: frontMatter.bodyLine, column: 1 };
+    parsed ??= parseYaml(yamlText);
     return positionOf(parsed, pointer, mode);
   };
-  for (const p of parsed.problems) {
-    const pos = toPosition(parsed, p.offset);
-    error(pos.line, pos.column, p.code, p.message);
+  if (parsed !== undefined) {
+    for (const p of parsed.problems) {
+      const pos = toPosition(parsed, p.offset);
+      error(pos.line, pos.column, p.code, p.message);
+    }
+    if (parsed.problems.length) return unread(at);
   }
-  if (parsed.problems.length) return unread(at);
 
   // An empty front matter is an empty mapping (the schema then names the missing keys).
-  let value = parsed.value;
+  let value = plain === undefined ? parsed!.value : plain.value;
   if (markdown && (value === null || value === undefined)) value = {};
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     const what = value === null || value === undefined ? 'empty' : Array.isArray(value) ? 'a list' : `a ${typeof value}`;

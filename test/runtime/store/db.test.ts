@@ -3,12 +3,20 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { migrate, openDatabase, readMigrations } from '../../../runtime/store/db.ts';
-import { openStore } from '../../../runtime/store/index.ts';
+import { migrate, openDatabase, POSTGRES_MIGRATIONS_DIR, readMigrations } from '../../../runtime/store/db.ts';
+import { migrateDatabase, openStore } from '../../../runtime/store/index.ts';
+import { PostgresDatabase } from '../../../runtime/store/postgres/db.ts';
+import { migratePostgres } from '../../../runtime/store/postgres/migrate.ts';
+import { forEachEngine, postgresUrl } from '../../helpers/postgres.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 
+const run = promisify(execFile);
+
+// SQLite only: its pragmas (PostgreSQL's counterpart is the next tests').
 test('openDatabase: WAL, foreign keys, all migrations recorded', () => {
   const dir = mkdtempSync(join(tmpdir(), 'factory-db-'));
   try {
@@ -48,25 +56,61 @@ test('migrations run in numeric order, each in a transaction', () => {
   }
 });
 
-test('store: ping, transaction rollback, wrong master key refused on reopen', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-store-'));
-  try {
-    const path = join(dir, 'f.db');
-    const key = randomBytes(32);
-    const store = openStore({ path, clock: new FakeClock(), masterKey: key });
-    assert.equal(store.ping(), true);
-    assert.throws(() =>
-      store.transaction(() => {
-        store.secrets.create('a', 'v');
-        throw new Error('boom');
-      }),
-    );
-    assert.equal(store.secrets.get('a'), undefined);
-    store.close();
-    assert.equal(store.ping(), false);
-    assert.throws(() => openStore({ path, clock: new FakeClock(), masterKey: randomBytes(32) }), /master key does not match/);
-    openStore({ path, clock: new FakeClock(), masterKey: key }).close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+forEachEngine('store: ping, transaction rollback, wrong master key refused on reopen', (_t, db) => {
+  const key = randomBytes(32);
+  const store = db.open({ clock: new FakeClock(), masterKey: key });
+  assert.equal(store.ping(), true);
+  assert.equal(store.engine, db.engine);
+  assert.throws(() =>
+    store.transaction(() => {
+      store.secrets.create('a', 'v');
+      throw new Error('boom');
+    }),
+  );
+  assert.equal(store.secrets.get('a'), undefined);
+  store.close();
+  assert.equal(store.ping(), false);
+  assert.throws(() => db.open({ clock: new FakeClock(), masterKey: randomBytes(32) }), /master key does not match/);
+  db.open({ clock: new FakeClock(), masterKey: key }).close();
+});
+
+test('PostgreSQL has a migration for every SQLite one: the same NNN-name files', () => {
+  const names = (dir?: string) => readMigrations(dir).map((m) => `${String(m.version).padStart(3, '0')}-${m.name}`);
+  assert.deepEqual(names(POSTGRES_MIGRATIONS_DIR), names());
+});
+
+test('PostgreSQL migrations: all recorded once, even when several replicas start at once', async (t) => {
+  const url = await postgresUrl(t);
+  if (!url) return;
+  const all = readMigrations(POSTGRES_MIGRATIONS_DIR).map((m) => m.version);
+  // Three processes migrate at the same time: one applies, the others wait for its lock and find nothing.
+  const code = `import { migrateDatabase } from ${JSON.stringify(new URL('../../../runtime/store/index.ts', import.meta.url).href)};
+    process.stdout.write(JSON.stringify(migrateDatabase(${JSON.stringify(url)})));`;
+  const results = await Promise.all(
+    [0, 1, 2].map(async () => {
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code]);
+      return JSON.parse(stdout) as number[];
+    }),
+  );
+  assert.deepEqual(results.flat().sort((a, b) => a - b), all, 'every migration applied exactly once');
+  assert.deepEqual(migrateDatabase(url), []);
+  const db = new PostgresDatabase(url);
+  t.after(() => db.close());
+  assert.deepEqual(db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(), all);
+});
+
+test('a failing PostgreSQL migration leaves nothing of itself behind', async (t) => {
+  const url = await postgresUrl(t);
+  if (!url) return;
+  const dir = mkdtempSync(join(tmpdir(), 'factory-pgmig-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, '001-a.sql'), 'CREATE TABLE a (x BIGINT PRIMARY KEY);');
+  writeFileSync(join(dir, '002-bad.sql'), 'CREATE TABLE c (x BIGINT); THIS IS NOT SQL;');
+  const db = new PostgresDatabase(url);
+  t.after(() => db.close());
+  assert.throws(() => migratePostgres(db, readMigrations(dir)), /syntax error/);
+  const tables = db.prepare(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`).pluck().all();
+  assert.deepEqual(tables, ['a', 'schema_migrations']);
+  assert.deepEqual(db.prepare('SELECT version FROM schema_migrations').pluck().all(), [1]);
+  assert.equal(db.inTransaction, false);
 });

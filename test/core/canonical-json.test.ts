@@ -1,0 +1,47 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { canonicalJson } from '../../core/canonical-json.ts';
+
+/** The definition canonicalJson is written against: JSON.stringify of a deep copy with sorted keys. */
+function reference(value: unknown): string {
+  const sortDeep = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(sortDeep);
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const key of Object.keys(v).sort()) {
+        const x = (v as Record<string, unknown>)[key];
+        if (x !== undefined) Object.defineProperty(out, key, { value: sortDeep(x), enumerable: true, writable: true, configurable: true });
+      }
+      return out;
+    }
+    return v;
+  };
+  return JSON.stringify(sortDeep(value));
+}
+
+test('canonicalJson sorts keys, drops undefined members and has no white space', () => {
+  assert.equal(canonicalJson({ b: 1, a: [{ d: undefined, c: 'x' }, undefined], é: null, Z: true }), '{"Z":true,"a":[{"c":"x"},null],"b":1,"é":null}');
+  // Integer keys come first in numeric order, as JSON.stringify writes any object.
+  assert.equal(canonicalJson({ b: 1, 10: 'ten', 9: 'nine', '1a': 2, __proto__x: 3 }), '{"9":"nine","10":"ten","1a":2,"__proto__x":3,"b":1}');
+});
+
+test('canonicalJson writes the same bytes as JSON.stringify of a sorted copy', () => {
+  const key = fc.oneof(fc.string(), fc.constantFrom('0', '1', '10', '9', '01', '4294967294', '4294967295', '-1', '__proto__', 'toString', 'a', 'b'));
+  const value = fc.letrec<{ v: unknown }>((tie) => ({
+    v: fc.oneof(
+      { depthSize: 'small' },
+      fc.constantFrom(null, undefined, true, false, 0, -0, 1.5, Number.NaN, Infinity, 1e21, 'x', '\ud800', '"\\\n'),
+      fc.double(),
+      fc.string({ unit: 'binary' }),
+      fc.array(tie('v')),
+      fc.dictionary(key, tie('v')),
+    ),
+  })).v;
+  fc.assert(
+    fc.property(value, (v) => {
+      assert.equal(canonicalJson(v), reference(v));
+    }),
+    { numRuns: 3000 },
+  );
+});
