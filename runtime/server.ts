@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -24,9 +24,10 @@ export interface RunningServer {
   store: Store;
   services: Services;
   log: Logger;
-  /** `<dataDir>/admin.key`, and whether this start created it. */
+  /** `<dataDir>/admin.key`, whether this start created it, and whether this data dir has it (docs/deploy.md#the-admin-key). */
   adminKeyPath: string;
   adminKeyCreated: boolean;
+  adminKeyHere: boolean;
   /** Stops accepting, waits for in-flight requests, stops services, closes the database. Idempotent. */
   close(): Promise<void>;
 }
@@ -48,7 +49,12 @@ export async function startServer(config: Config, options: StartServerOptions = 
   const clock = options.clock ?? systemClock;
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const masterKey = config.masterKey ?? loadOrCreateMasterKey(config.dataDir).key;
-  const store = openStore({ path: join(config.dataDir, 'factory.db'), clock, masterKey });
+  const store = openStore({
+    path: join(config.dataDir, 'factory.db'),
+    databaseUrl: config.database.engine === 'postgres' ? config.database.url : undefined,
+    clock,
+    masterKey,
+  });
 
   try {
     const admin = bootstrapAdminKey(store, config.dataDir, log);
@@ -103,7 +109,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
     const app = createApp({ config: finalConfig, store, clock, log, services });
     handler = appListener(app);
     markReady();
-    log.info({ url: baseUrl, dataDir: config.dataDir }, 'factory runtime listening');
+    log.info({ url: baseUrl, dataDir: config.dataDir, database: store.location }, 'factory runtime listening');
     const runtimeFile = writeRuntimeFile(config.dataDir, localUrl(config.host, port), clock, log);
 
     let closing: Promise<void> | undefined;
@@ -135,6 +141,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
       log,
       adminKeyPath: admin.path,
       adminKeyCreated: admin.created,
+      adminKeyHere: admin.created || existsSync(admin.path),
       close,
     };
   } catch (err) {
@@ -191,17 +198,22 @@ function removeRuntimeFile(file: { path: string; content: string } | undefined):
  * On first start (no API key at all), creates an admin key named `admin` and writes it to
  * `<dataDir>/admin.key` with mode 0600 (docs/runtime.md). Logs the path, never the key. A crash
  * between writing the file and committing leaves no key, so the next start simply tries again.
+ * Once per database: replicas starting together on one PostgreSQL database take turns, and only
+ * the first writes a key, into its own data dir (docs/deploy.md#the-admin-key).
  */
 export function bootstrapAdminKey(store: Store, dataDir: string, log: Logger): { path: string; created: boolean } {
   const path = join(dataDir, 'admin.key');
   if (store.keys.count() > 0) return { path, created: false };
   // The file is written inside the transaction: if writing fails, no key is stored.
   const id = store.transaction(() => {
+    store.lockUntilCommit('bootstrap-admin-key');
+    if (store.keys.count() > 0) return undefined;
     const { id, raw } = store.keys.create({ name: 'admin', kind: 'personal', scopes: ['admin'] });
     writeFileSync(path, raw + '\n', { mode: 0o600 });
     chmodSync(path, 0o600); // the mode applies only when the file is created; tighten an old file too
     return id;
   });
+  if (id === undefined) return { path, created: false };
   log.info({ path, keyId: id }, 'created the admin API key; it is in this file');
   return { path, created: true };
 }

@@ -3,6 +3,7 @@ import type { CliIO } from '../io.ts';
 import { registerValidate } from './validate.ts';
 import { registerBuild } from './build.ts';
 import { registerServe } from './serve.ts';
+import { registerWorker } from './worker.ts';
 import { registerKey } from './key.ts';
 import { registerSecret } from './secret.ts';
 import { registerFilter } from './filter.ts';
@@ -14,6 +15,7 @@ import { registerWebhook } from './webhook.ts';
 import { registerAutomation } from './automation.ts';
 import { registerDelivery } from './delivery.ts';
 import { registerRun } from './run.ts';
+import { registerMigrate } from './migrate.ts';
 
 /** A command module adds its commands to the program. */
 export type RegisterCommand = (program: Command, io: CliIO) => void;
@@ -32,6 +34,8 @@ export const COMMANDS: RegisterCommand[] = [
   registerWatch,
   registerDev,
   registerServe,
+  registerWorker,
+  registerMigrate,
   // Online: team and operations.
   registerSecret,
   registerKey,

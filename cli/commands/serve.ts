@@ -35,13 +35,17 @@ export function registerServe(program: Command, io: CliIO): void {
     .option('--metrics-port <port>', 'serve Prometheus metrics at /metrics on this port of the same host (env FACTORY_METRICS_PORT; off by default)')
     .option('--base-url <url>', 'public URL for ingress URLs and session links (env FACTORY_BASE_URL)')
     .option('--data-dir <dir>', 'database and keys (env FACTORY_DATA_DIR, default ./.factory)')
+    .option('--database <url>', 'a PostgreSQL URL shared by every replica, instead of the SQLite file in the data dir (env FACTORY_DATABASE_URL; needs FACTORY_MASTER_KEY)')
     .option('--trust-proxy', 'read the client address from X-Forwarded-For (env FACTORY_TRUST_PROXY)')
     .option('--max-concurrent-runs <n>', 'runs executed at once (env FACTORY_MAX_CONCURRENT_RUNS, default 2)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env FACTORY_LOG_LEVEL)');
   addExecutorOptions(command)
+    // After --executor <kind>, so commander leaves the value unset unless either is given (docs/runs.md#workers).
+    .option('--no-executor', 'execute no run here: leave them to `factory worker`s; still serve the APIs and end runs whose worker died (env FACTORY_NO_EXECUTOR)')
+    .option('--lease-seconds <n>', 'how long a run\'s executor may go without a heartbeat before the run ends ERROR worker_lost (env FACTORY_LEASE_SECONDS, default 30)')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ factory serve\n  $ FACTORY_MASTER_KEY=$(openssl rand -base64 32) factory serve --host 0.0.0.0 --base-url https://hooks.example.com\n\nOn first start an admin API key is written to <data-dir>/admin.key (mode 0600); the CLI uses it when run next to that data dir. Logs are JSON lines on stdout.\n\nRuns execute in a bubblewrap sandbox (apt-get install bubblewrap); serve refuses to start without it unless --executor direct is given. See docs/security.md.\n',
+      '\nExamples:\n  $ factory serve\n  $ FACTORY_MASTER_KEY=$(openssl rand -base64 32) factory serve --host 0.0.0.0 --base-url https://hooks.example.com\n  $ FACTORY_MASTER_KEY=... factory serve --database postgres://factory@db:5432/factory   # one of several replicas (docs/deploy.md)\n\nOn first start an admin API key is written to <data-dir>/admin.key (mode 0600); the CLI uses it when run next to that data dir. Logs are JSON lines on stdout.\n\nRuns execute in a bubblewrap sandbox (apt-get install bubblewrap); serve refuses to start without it unless --executor direct is given. See docs/security.md.\n',
     )
     .action(async (flags: ServeFlags) => {
       // The runtime (Koa, SQLite, the executor) is loaded when serve runs, never for `factory --help`.
@@ -49,7 +53,11 @@ export function registerServe(program: Command, io: CliIO): void {
       const config = parseConfig(flags, io.env, io.cwd);
       const server = await startServer(config);
       io.stdout(`factory runtime listening on ${server.url}\n`);
-      io.stdout(`admin key: ${server.adminKeyPath}${server.adminKeyCreated ? ' (created now; keep it safe)' : ''}\n`);
+      io.stdout(
+        server.adminKeyHere
+          ? `admin key: ${server.adminKeyPath}${server.adminKeyCreated ? ' (created now; keep it safe)' : ''}\n`
+          : 'admin key: not in this data dir; the replica that first opened the database wrote it to its own (docs/deploy.md#the-admin-key)\n',
+      );
       // Signal handlers belong to the serve command only: startServer (used by tests) installs none.
       const signal = await new Promise<string>((resolve) => {
         const on = (name: string) => () => {

@@ -110,6 +110,16 @@ export class Store {
     return this.db.transaction(fn)();
   }
 
+  /**
+   * Inside a transaction: waits until no other replica holds the lock `name`, then holds it until
+   * the transaction ends, so replicas on one PostgreSQL database take turns at a check-then-write
+   * (the bootstrap admin key, a schedule's fire). SQLite has one writer at a time already.
+   */
+  lockUntilCommit(name: string): void {
+    if (!this.db.inTransaction) throw new Error('lockUntilCommit needs a transaction');
+    if (this.engine === 'postgres') this.db.prepare('SELECT pg_advisory_xact_lock(hashtext(?)) AS locked').get(name);
+  }
+
   /** True when the database answers a trivial query (`GET /readyz`). */
   ping(): boolean {
     try {
