@@ -1,4 +1,3 @@
-import matter from 'gray-matter';
 import type { DiagnosticCode } from './diagnostics.ts';
 import type { MarkdownKind } from './paths.ts';
 
@@ -22,47 +21,62 @@ export interface FrontMatter {
 }
 
 /**
- * Splits a Markdown definitions file (docs/definitions.md) with gray-matter, whose YAML engine only
- * captures the text: the `yaml` package parses it later with positions (never js-yaml, whose
- * timestamps would turn dates into Date objects). The opening fence must be exactly `---`:
- * gray-matter would otherwise pick an engine from the fence (`---js` evaluates JavaScript), which a
- * definitions file must never do.
+ * Splits a Markdown definitions file (docs/definitions.md). The opening fence must be exactly
+ * `---` (a fence such as `---js` would, in front-matter tools, pick a language whose parser runs
+ * code, which a definitions file must never do); the YAML is parsed later, with positions, by the
+ * compiler. The split is the one gray-matter makes of such a file, written out here because the
+ * package copied every file into a Buffer and built its options for each
+ * (docs/architecture.md#compile-speed): the front matter ends at the first line that starts with
+ * `---`, and one that holds only comments counts as empty.
  */
 export function splitFrontMatter(text: string, kind: MarkdownKind = 'automation'): FrontMatter {
   const t = text.startsWith('\ufeff') ? text.slice(1) : text;
-  const lines = t.split('\n').map((l) => l.replace(/\r$/, ''));
-  if (lines[0].trimEnd() !== '---') {
-    if (lines[0].startsWith('---')) {
-      const message = `the front matter fence must be '---' alone, not '${lines[0].trimEnd()}'; only YAML front matter is read`;
+  const firstEnd = t.indexOf('\n');
+  const first = (firstEnd < 0 ? t : t.slice(0, firstEnd)).replace(/\r$/, '');
+  if (first.trimEnd() !== '---') {
+    if (first.startsWith('---')) {
+      const message = `the front matter fence must be '---' alone, not '${first.trimEnd()}'; only YAML front matter is read`;
       return { yaml: '', body: t, bodyLine: 1, problem: { code: `${kind}.front_matter_language` as DiagnosticCode, message, line: 1 } };
     }
     // Every key of an agent is optional, so a plain Markdown agent.md is its instructions alone.
     if (kind === 'agent') return { yaml: '', body: t, bodyLine: 1 };
     return { yaml: '', body: t, bodyLine: 1, problem: { code: `${kind}.no_front_matter` as DiagnosticCode, message: NO_FRONT_MATTER[kind], line: 1 } };
   }
-  const close = lines.findIndex((l, i) => i > 0 && l.trimEnd() === '---');
-  if (close < 0) {
+  if (!hasClosingFence(t, firstEnd)) {
     return {
       yaml: '',
       body: '',
-      bodyLine: lines.length,
+      bodyLine: countLines(t, t.length),
       problem: { code: `${kind}.unclosed_front_matter` as DiagnosticCode, message: "the front matter has no closing '---' line", line: 1 },
     };
   }
-  let captured = '';
-  const file = matter(t, {
-    language: 'yaml',
-    engines: {
-      yaml: (s: string) => {
-        captured = s;
-        return {};
-      },
-    },
-  });
-  const body = file.content;
-  const bodyOffset = t.endsWith(body) ? t.length - body.length : t.length;
-  const bodyLine = t.slice(0, bodyOffset).split('\n').length;
-  return { yaml: captured, body, bodyLine };
+  // The YAML starts right after the opening `---` (its line numbers are the file's own) and ends
+  // before the first line that starts with `---`, which a closing fence line does.
+  const close = t.indexOf('\n---', 3);
+  const matter = t.slice(3, close);
+  const yaml = matter.replace(/^\s*#[^\n]+/gm, '').trim() === '' ? '' : matter;
+  let bodyStart = close + 4;
+  if (t[bodyStart] === '\r') bodyStart++;
+  if (t[bodyStart] === '\n') bodyStart++;
+  return { yaml, body: t.slice(bodyStart), bodyLine: countLines(t, bodyStart) };
+}
+
+/** Whether a line after the first (which ends at `firstEnd`) is `---` alone, give or take trailing white space. */
+function hasClosingFence(t: string, firstEnd: number): boolean {
+  for (let start = firstEnd + 1; start > 0; ) {
+    const end = t.indexOf('\n', start);
+    const line = end < 0 ? t.slice(start) : t.slice(start, end);
+    if (line.startsWith('---') && line.trimEnd() === '---') return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+/** The 1-based number of the line that offset `end` of `t` is on. */
+function countLines(t: string, end: number): number {
+  let n = 1;
+  for (let i = t.indexOf('\n'); i >= 0 && i < end; i = t.indexOf('\n', i + 1)) n++;
+  return n;
 }
 
 /**

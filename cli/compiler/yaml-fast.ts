@@ -38,6 +38,9 @@ const KEY = /^[A-Za-z0-9_][A-Za-z0-9_./-]*$/;
 
 /** The value of a plain scalar as the core schema resolves it. */
 function plainValue(s: string): unknown {
+  // Most scalars are words: one that starts with a letter other than those of null, true and false is a string.
+  const c = s.charCodeAt(0) | 0x20;
+  if (c >= 0x61 && c <= 0x7a && c !== 0x6e && c !== 0x74 && c !== 0x66) return s;
   if (NULL.test(s)) return null;
   if (BOOL.test(s)) return s[0] === 't' || s[0] === 'T';
   if (/^0o/.test(s)) giveUp();
@@ -62,13 +65,22 @@ interface Line {
 export function readPlainYaml(text: string): { value: unknown } | undefined {
   if (UNUSUAL.test(text)) return undefined;
   const lines: Line[] = [];
-  for (const raw of text.split('\n')) {
-    const body = trimSpaces(raw);
+  for (let start = 0; start <= text.length; ) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    // Only spaces are white space here (tabs are given up on); String.trim would take Unicode spaces too.
+    let from = start;
+    while (from < end && text.charCodeAt(from) === 0x20) from++;
+    let to = end;
+    while (to > from && text.charCodeAt(to - 1) === 0x20) to--;
+    const first = text[from];
     // Blank lines and comment lines say nothing outside block scalars (which are not read here).
-    if (body === '' || body[0] === '#') continue;
-    // A document marker or a directive: left to yaml.
-    if (raw.startsWith('---') || raw.startsWith('...') || raw[0] === '%') return undefined;
-    lines.push({ indent: raw.length - raw.replace(/^ +/, '').length, text: body });
+    if (from < to && first !== '#') {
+      // A document marker or a directive: left to yaml.
+      if (from === start && (first === '%' || text.startsWith('---', from) || text.startsWith('...', from))) return undefined;
+      lines.push({ indent: from - start, text: text.slice(from, to) });
+    }
+    start = end + 1;
   }
   if (lines.length === 0 || lines[0].indent !== 0) return undefined;
   try {
@@ -134,7 +146,7 @@ class Reader {
       if (Object.hasOwn(out, key!)) giveUp();
       const rest = line.text.slice(key!.length + 1);
       this.i++;
-      if (rest === '' || /^ +#/.test(rest)) {
+      if (rest === '' || isComment(rest)) {
         // `key:` with its value on the lines below, or a sequence at the key's own indentation.
         const next = this.lines[this.i];
         out[key!] = next !== undefined && next.indent === indent && isItem(next.text) ? this.block(indent, depth + 1) : this.childOrNull(indent, depth);
@@ -161,8 +173,12 @@ class Reader {
   }
 }
 
-/** Only spaces are YAML's white space here (tabs are left to yaml); String.trim would take Unicode spaces too. */
-const trimSpaces = (s: string) => s.replace(/^ +| +$/g, '');
+/** Spaces then `#`: a comment after a value. */
+const isComment = (rest: string) => {
+  let i = 0;
+  while (rest.charCodeAt(i) === 0x20) i++;
+  return i > 0 && rest[i] === '#';
+};
 
 const isItem = (text: string) => text[0] === '-' && (text.length === 1 || text[1] === ' ');
 
@@ -182,7 +198,7 @@ function inlineValue(text: string, depth: number): unknown {
     const flow = new Flow(text, depth);
     const value = flow.value();
     const rest = text.slice(flow.at);
-    if (rest !== '' && !/^ +#/.test(rest)) giveUp();
+    if (rest !== '' && !isComment(rest)) giveUp();
     return value;
   }
   if (INDICATOR.test(text)) giveUp();
@@ -192,6 +208,10 @@ function inlineValue(text: string, depth: number): unknown {
   if (plain.includes(': ') || plain.endsWith(':')) giveUp();
   return plainValue(plain);
 }
+
+const ENDS_FLOW_PLAIN = new Set([',', '[', ']', '{', '}']);
+/** What ends a key in a flow mapping: the flow indicators, `:` and white space (a space; tabs are not read here). */
+const ENDS_FLOW_KEY = new Set([...ENDS_FLOW_PLAIN, ':', ' ']);
 
 /** A one-line flow collection or quoted scalar, read from `at`. */
 class Flow {
@@ -242,7 +262,7 @@ class Flow {
     }
     for (;;) {
       const start = this.at;
-      while (this.at < this.text.length && !/[:,[\]{}\s]/.test(this.text[this.at])) this.at++;
+      while (this.at < this.text.length && !ENDS_FLOW_KEY.has(this.text[this.at])) this.at++;
       const key = this.text.slice(start, this.at);
       if (!KEY.test(key) || key === '__proto__' || typeof plainValue(key) !== 'string' || Object.hasOwn(out, key)) giveUp();
       if (this.text[this.at] !== ':' || this.text[this.at + 1] !== ' ') giveUp();
@@ -279,7 +299,7 @@ class Flow {
   /** A plain scalar inside a flow collection: no indicators, no `:` and no `#` (left to yaml). */
   private plain(): unknown {
     const start = this.at;
-    while (this.at < this.text.length && !/[,[\]{}]/.test(this.text[this.at])) this.at++;
+    while (this.at < this.text.length && !ENDS_FLOW_PLAIN.has(this.text[this.at])) this.at++;
     const s = this.text.slice(start, this.at).replace(/ +$/, '');
     if (s === '' || INDICATOR.test(s) || s.includes(':') || s.includes('#')) giveUp();
     return plainValue(s);
