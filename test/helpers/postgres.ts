@@ -60,12 +60,23 @@ export async function postgresUrl(t: TestContext): Promise<string | undefined> {
     t.skip(message);
     return undefined;
   }
+  const { url, drop } = await createTestSchema();
+  t.after(drop);
+  return url;
+}
+
+/** A fresh schema on the test server: its URL, and the function that drops it. */
+export async function createTestSchema(): Promise<{ url: string; drop: () => Promise<void> }> {
   const schema = `f_${randomBytes(8).toString('hex')}`;
   await admin((c) => c.query(`CREATE SCHEMA ${schema}`));
-  t.after(() => admin((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)));
   const url = new URL(testServerUrl());
   url.searchParams.set('options', `-c search_path=${schema}`);
-  return url.toString();
+  return {
+    url: url.toString(),
+    drop: async () => {
+      await admin((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+    },
+  };
 }
 
 export type Engine = 'sqlite' | 'postgres';

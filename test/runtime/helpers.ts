@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,6 +8,7 @@ import { createLogger } from '../../runtime/log.ts';
 import { startServer, type RunningServer } from '../../runtime/server.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import { testExecutor } from './executor/helpers.ts';
+import { createTestSchema } from '../helpers/postgres.ts';
 
 /** The example agents (scripted, failing, claude-stream), which test runtimes let sandboxed runs read. */
 export const EXAMPLE_AGENTS = resolve(import.meta.dirname, '../../examples/agents');
@@ -64,7 +66,11 @@ export async function startTestRuntime(
   // process; no stray FACTORY_* value of the test environment changes the config.
   const inherited = Object.fromEntries(INHERITED_ENV.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n]]])));
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
-  const config = parseConfig({ port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], ...options.flags, dataDir }, { ...inherited, ...options.env });
+  const pg = await onPostgres(dataDir, options);
+  const config = parseConfig(
+    { port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], ...pg?.flags, ...options.flags, dataDir },
+    { ...inherited, ...pg?.env, ...options.env },
+  );
   const logs = new LogCapture();
   const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock }).catch((err) => {
     if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
@@ -81,9 +87,41 @@ export async function startTestRuntime(
     async stop() {
       await server.close();
       if (!keep) {
+        await pg?.drop();
         rmSync(dataDir, { recursive: true, force: true });
         rmSync(config.workDir, { recursive: true, force: true });
       }
+    },
+  };
+}
+
+/** The PostgreSQL schema (and master key) of each data dir, so a restart on it finds its state again. */
+const pgByDataDir = new Map<string, { url: string; masterKey: string; drop: () => Promise<void> }>();
+
+/**
+ * FACTORY_TEST_ENGINE=postgres runs every test runtime on PostgreSQL (docs/runtime.md#postgresql):
+ * a schema of its own on the test server (FACTORY_TEST_DATABASE_URL), kept with its data dir.
+ * Runtimes given a database or a master key by their test stay as the test says.
+ */
+async function onPostgres(
+  dataDir: string,
+  options: { flags?: ConfigFlags; env?: Record<string, string> },
+): Promise<{ flags: ConfigFlags; env: Record<string, string>; drop: () => Promise<void> } | undefined> {
+  if (process.env.FACTORY_TEST_ENGINE !== 'postgres' || options.flags?.database !== undefined || options.env?.FACTORY_DATABASE_URL !== undefined) return undefined;
+  if (options.env?.FACTORY_MASTER_KEY !== undefined) return undefined;
+  let pg = pgByDataDir.get(dataDir);
+  if (!pg) {
+    const schema = await createTestSchema();
+    pg = { ...schema, masterKey: randomBytes(32).toString('base64') };
+    pgByDataDir.set(dataDir, pg);
+  }
+  const { url, masterKey, drop } = pg;
+  return {
+    flags: { database: url },
+    env: { FACTORY_MASTER_KEY: masterKey },
+    drop: async () => {
+      pgByDataDir.delete(dataDir);
+      await drop();
     },
   };
 }
