@@ -16,6 +16,11 @@ export class SecretCache {
     private readonly max = 1000,
   ) {}
 
+  /** Forgets every value: another replica deleted or re-created a secret (docs/deploy.md#several-replicas). */
+  clear(): void {
+    this.entries.clear();
+  }
+
   get(name: string, version: number): string | undefined {
     const key = `${version}\u0000${name}`;
     const now = this.nowMs();

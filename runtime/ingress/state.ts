@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import type { Store } from '../store/index.ts';
+import { CHANNELS, type Store } from '../store/index.ts';
 import type { AcceptedHook } from './types.ts';
 import { GroupCommit } from '../store/group-commit.ts';
 import type { DeliveryWrite, WriteResult } from '../store/deliveries.ts';
@@ -41,9 +41,11 @@ declare module '../services.ts' {
 /** Builds the state; `ingressService` does this at server start, createApp alone does it lazily. */
 export function createIngressState(config: Config, store: Store, clock: Clock): IngressState {
   const metrics = new IngressMetrics();
+  const secrets = new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime());
+  if (store.engine === 'postgres') store.listen(CHANNELS.secrets, () => secrets.clear());
   return {
     limiter: store.engine === 'postgres' ? new SharedRateLimiter(clock, config.limits, store.rateWindows) : new RateLimiter(clock, config.limits),
-    secrets: new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime()),
+    secrets,
     metrics,
     onAccepted: [],
     commits: new GroupCommit(

@@ -1,5 +1,6 @@
 import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
+import { CHANNELS } from './channels.ts';
 import { isConstraintError } from './db.ts';
 import { newId } from '../../core/ids.ts';
 import { conflict, notFound } from '../../core/errors.ts';
@@ -45,6 +46,11 @@ export interface DefinitionsStore {
    * a shared counter (a row bumped in the same transactions, or LISTEN/NOTIFY) behind this method.
    */
   generation(): number;
+  /**
+   * Drops the caches: another replica changed the definitions (docs/deploy.md#several-replicas).
+   * The next read reloads them, in a new generation.
+   */
+  invalidate(): void;
   /**
    * The webhook the ingress serves at `uid` (live and enabled), from a cache rebuilt once per
    * generation, so a delivery runs no query for it; undefined for unknown, disabled or deleted.
@@ -109,7 +115,7 @@ const toEnvironment = (r: EnvironmentRow): EnvironmentRecord => ({
 });
 
 /** Built once per store (`store.defs`); prepares its statements once. */
-export function createDefinitionsStore({ db, clock }: StoreContext): DefinitionsStore {
+export function createDefinitionsStore({ db, clock, announce }: StoreContext): DefinitionsStore {
   const q = {
     factory: db.prepare('SELECT * FROM factories WHERE name = ?'),
     factories: db.prepare('SELECT * FROM factories ORDER BY name'),
@@ -155,6 +161,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
   const changed = () => {
     bump();
     queueMicrotask(bump);
+    announce(CHANNELS.definitions);
   };
   const cache = {
     generation: -1,
@@ -296,6 +303,7 @@ export function createDefinitionsStore({ db, clock }: StoreContext): Definitions
     },
     applySnapshot: (ops, meta) => applyTx(ops, meta),
     generation: () => generation,
+    invalidate: bump,
     servedWebhook: (uid) => fresh().webhooks.get(uid),
     cachedAutomations(factory) {
       const c = fresh();

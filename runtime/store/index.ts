@@ -14,6 +14,8 @@ import { createDeliveryStore, type DeliveryStore } from './deliveries.ts';
 import { RunStore } from './runs.ts';
 import { ScheduleStore } from './schedules.ts';
 import { LeaseStore } from './leases.ts';
+import { CHANNELS, type Channel } from './channels.ts';
+export { CHANNELS, type Channel } from './channels.ts';
 import { RateWindowStore } from './rate-windows.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
@@ -25,6 +27,12 @@ export interface StoreContext {
   readonly clock: Clock;
   /** 32 bytes: seals team secrets (runtime/crypto.ts). */
   readonly masterKey: Buffer;
+  /**
+   * Tells the other replicas on the same database that something they cache changed (`channel` is
+   * one of CHANNELS), once the current write is over (docs/deploy.md#several-replicas). A no-op on
+   * SQLite: one process owns the file, and its caches are invalidated where they are written.
+   */
+  readonly announce: (channel: Channel) => void;
 }
 
 export interface OpenStoreOptions {
@@ -73,6 +81,8 @@ export class Store {
     this.keys = new KeyStore(ctx);
     this.secrets = new SecretStore(ctx);
     this.defs = createDefinitionsStore(ctx);
+    // Another replica's change: drop the definitions caches (the next read reloads them).
+    if (this.engine === 'postgres') this.listen(CHANNELS.definitions, () => this.defs.invalidate());
     this.deliveries = createDeliveryStore(ctx);
     this.runs = new RunStore(ctx);
     this.schedules = new ScheduleStore(ctx);
@@ -162,7 +172,27 @@ export function openStore(options: OpenStoreOptions): Store {
     db.close();
     throw err;
   }
-  return new Store({ db, dialect, clock: options.clock, masterKey });
+  return new Store({ db, dialect, clock: options.clock, masterKey, announce: announcer(db) });
+}
+
+/**
+ * PostgreSQL: NOTIFY on a microtask, i.e. once the synchronous write that announced is over and any
+ * transaction it ran in has ended (transactions never span an await), so a replica that reloads on
+ * the notification reads the committed change. Announcements of one turn on one channel are sent
+ * once. A rolled-back write announces too: the other replicas reload for nothing, which is harmless.
+ */
+function announcer(db: DB): (channel: Channel) => void {
+  if (!(db instanceof PostgresDatabase)) return () => {};
+  const pending = new Set<Channel>();
+  const send = db.prepare('SELECT pg_notify(?, ?) AS sent');
+  return (channel) => {
+    if (pending.has(channel)) return;
+    pending.add(channel);
+    queueMicrotask(() => {
+      pending.delete(channel);
+      if (db.open) send.get(channel, '');
+    });
+  };
 }
 
 /**

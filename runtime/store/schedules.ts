@@ -33,6 +33,7 @@ export class ScheduleStore {
       upsert: db.prepare(`INSERT INTO schedule_state (schedule_id, cron, next_fire_at) VALUES (?, ?, ?)
         ON CONFLICT (schedule_id) DO UPDATE SET cron = excluded.cron, next_fire_at = excluded.next_fire_at`),
       nextOf: db.prepare('SELECT next_fire_at FROM schedule_state WHERE schedule_id = ?'),
+      lock: ctx.dialect === 'postgres' ? db.prepare("SELECT pg_advisory_xact_lock(hashtext('factory-schedules')) AS locked") : undefined,
       remove: db.prepare('DELETE FROM schedule_state WHERE schedule_id = ?'),
       pauses: db.prepare('SELECT schedule_id, paused_at, paused_by FROM schedule_pauses'),
       pause: db.prepare('INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES (?, ?, ?) ON CONFLICT (schedule_id) DO NOTHING'),
@@ -47,6 +48,9 @@ export class ScheduleStore {
    */
   fire(now: string, wanted: readonly WantedSchedule[], runs: RunStore, runFor: (w: WantedSchedule) => NewRun): RunRecord[] {
     return this.ctx.db.transaction(() => {
+      // Replicas on one PostgreSQL database fire in turns, each reading what the one before moved,
+      // so a fire starts one run in total and not one per replica (docs/deploy.md#several-replicas).
+      if (this.ctx.dialect === 'postgres') this.stmts.lock!.get();
       const known = new Map((this.stmts.all.all() as { schedule_id: string; cron: string; next_fire_at: string }[]).map((r) => [r.schedule_id, r]));
       const due: WantedSchedule[] = [];
       for (const w of wanted) {

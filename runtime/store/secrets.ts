@@ -3,6 +3,7 @@ import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { iso } from '../clock.ts';
 import { open, seal, secretAad } from '../crypto.ts';
 import type { StoreContext } from './index.ts';
+import { CHANNELS } from './channels.ts';
 
 export const SECRET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** Values are credentials and signing secrets, not files. */
@@ -99,6 +100,8 @@ export class SecretStore {
       this.insertSecret.run(name, value === null ? 0 : 1, owners && JSON.stringify(owners), now, now);
       if (value !== null) this.insertVersion.run(name, 1, this.seal(name, 1, value), now);
     })();
+    // A re-created name starts at version 1 again, which other replicas may hold under the old value.
+    this.ctx.announce(CHANNELS.secrets);
     return this.get(name)!;
   }
 
@@ -180,6 +183,7 @@ export class SecretStore {
       throw conflict(`The secret "${name}" is still used by ${users.join(', ')}; remove those uses (and apply) first.`);
     }
     this.remove.run(name);
+    this.ctx.announce(CHANNELS.secrets);
   }
 
   /**

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { RateLimiter, SharedRateLimiter, type Limiter, type RateLimits } from '../../../runtime/ingress/rate-limit.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
+import { testDatabase } from '../../helpers/postgres.ts';
 
 /**
  * The shared limiter keeps the in-memory limiter's rules (docs/ingress.md#rate-limits) while two
@@ -100,5 +101,24 @@ describe('rate limits shared by two connections to one database', () => {
     a.take('wh_b', 'x');
     clock.advance(-200_000);
     assert.equal(store.rateWindows.sweep(clock.now().getTime() - 60_000, clock.now().getTime() + 60_000), 2, 'windows in the future (a clock moved back) go too');
+  });
+});
+
+describe('rate limits shared by two replicas on PostgreSQL', () => {
+  it('hold the budget in total, and the failed-auth budget too', async (t) => {
+    const db = await testDatabase(t, 'postgres');
+    if (!db) return;
+    const clock = new FakeClock();
+    const limits = { deliveriesPerMinute: 60, failedAuthPerMinute: 3 };
+    const [a, b] = [db.open({ clock }), db.open({ clock })].map((s) => new SharedRateLimiter(clock, limits, s.rateWindows));
+    let granted = 0;
+    for (let i = 0; i < 100; i++) if ((i % 2 ? a : b).take('wh_a', '9.9.9.9').ok) granted++;
+    assert.equal(granted, 60);
+    assert.deepEqual(a.take('wh_a', '9.9.9.9'), { ok: false, retryAfterSeconds: 60, budget: 'deliveries' });
+    for (let i = 0; i < 3; i++) (i % 2 ? a : b).failedAuth('wh_b', 's');
+    assert.deepEqual(b.take('wh_b', 's'), { ok: false, retryAfterSeconds: 60, budget: 'failed_auth' });
+    clock.advance(60_000);
+    assert.equal(b.take('wh_a', '9.9.9.9').ok, true);
+    assert.equal(a.take('wh_b', 's').ok, true);
   });
 });
