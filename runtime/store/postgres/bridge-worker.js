@@ -32,11 +32,14 @@ function queryClient() {
     /** @type {any} */ (c).connection.on('readyForQuery', (/** @type {{ status: string }} */ msg) => {
       txStatus = msg.status;
     });
-    c.on('error', () => {
+    // The connection is gone (server restart, network): the next request opens a new one.
+    const gone = () => {
+      if (client !== c) return;
+      client = null;
       txStatus = 'I';
-      // The connection is gone (server restart, network): the next request opens a new one.
-      if (client === c) client = null;
-    });
+    };
+    c.on('error', gone);
+    c.on('end', gone);
     connecting = c.connect().then(
       () => {
         client = c;

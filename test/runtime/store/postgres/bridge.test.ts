@@ -173,6 +173,25 @@ test('a dropped LISTEN connection comes back and tells every channel something m
   await eventually(() => heard.includes('defs:again'), 'a notification on the new connection');
 });
 
+test('a lost query connection fails the statement that was running, and the next one reconnects', async (t) => {
+  const base = await postgresUrl(t);
+  if (!base) return;
+  const app = `factory_test_q_${process.pid}_${Date.now()}`;
+  const url = new URL(base);
+  url.searchParams.set('application_name', app);
+  const store = openStore({ path: '', databaseUrl: url.toString(), clock: new FakeClock() });
+  t.after(() => store.close());
+  store.secrets.create('kept', 'v');
+  const admin = new pg.Client({ connectionString: testServerUrl() });
+  await admin.connect();
+  t.after(() => admin.end());
+  const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query NOT LIKE 'LISTEN %'`, [app]);
+  assert.equal(killed.rowCount, 1);
+  // The store notices when it next uses the connection: at most that statement fails.
+  await eventually(() => store.ping(), 'the store answering again');
+  assert.equal(store.secrets.get('kept')?.name, 'kept');
+});
+
 test('an unreachable server is one sentence without the password', () => {
   assert.throws(
     () => openStore({ path: '', databaseUrl: 'postgres://factory:hunter2@127.0.0.1:1/factory', clock: new FakeClock() }),
