@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams, type SpawnOptions } from 'node:child_process';
 import { resolve } from 'node:path';
+import { Readable } from 'node:stream';
 
 /**
- * The one way tests run the real CLI (`bin/factory.js`) as a child process: `execCli` for a command
- * that runs to its end, `startCli` for one that keeps running (serve, dev, watch) and is waited on
- * through its output.
+ * The ways tests run the CLI. `runCliInProcess` for a command that runs to its end: `runCli` of
+ * cli/main.ts in this process, with the working directory, environment and stdin given through its
+ * CliIO (cli/io.ts), so tests may run it concurrently. `execCli` runs the real `bin/factory.js` as a
+ * child process, for the few end-to-end smoke tests (the entry, exit codes of the process, signals,
+ * the build); `startCli` for a command that keeps running (serve, dev, watch), waited on through its
+ * output.
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -44,6 +48,37 @@ export interface ExecCliOptions {
   spawn?: SpawnOptions;
   /** What node runs: `[BIN]` by default; the build's tests give the built entry or the sources instead. */
   entry?: string[];
+}
+
+export interface InProcessOptions {
+  /** Working directory (io.cwd); the repo root by default. */
+  cwd?: string;
+  /** The whole environment the command sees (io.env); `terminalEnv()` by default. */
+  env?: Record<string, string>;
+  /** What the command reads on stdin (then end of input); nothing by default. */
+  stdin?: string | Buffer;
+}
+
+/**
+ * Runs `factory ...args` in this process through `runCli` (cli/main.ts), with the same result as
+ * `execCli`: stdin and stdout are not terminals, and nothing of this process's env or cwd leaks in.
+ */
+export async function runCliInProcess(args: string[], options: InProcessOptions = {}): Promise<CliResult> {
+  // Imported on first use, so a test that only spawns the CLI does not load the whole command tree.
+  const { runCli } = await import('../../cli/main.ts');
+  let stdout = '';
+  let stderr = '';
+  const input = options.stdin ?? '';
+  const code = await runCli(args, {
+    stdout: (text) => void (stdout += text),
+    stderr: (text) => void (stderr += text),
+    env: options.env ?? terminalEnv(),
+    cwd: options.cwd ?? ROOT,
+    stdin: Readable.from(input.length ? [typeof input === 'string' ? Buffer.from(input) : input] : []),
+    stdinIsTTY: false,
+    stdoutIsTTY: false,
+  });
+  return { code, signal: null, stdout, stderr, killed: false };
 }
 
 /** Runs `bin/factory.js ...args` to its end and collects its exit code and output. */

@@ -7,12 +7,13 @@ import { gzipSync } from 'node:zlib';
 import { writeBenchRepo } from '../../../bench/compile.ts';
 import { parseConfig } from '../../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../../runtime/server.ts';
-import { execCli, terminalEnv, type CliResult } from '../../helpers/cli.ts';
+import { runCliInProcess, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 
 /**
  * docs/plan-apply.md#large-factories: a factory of 20 webhooks and 5,000 automations (a snapshot
- * of about 2.7 MB, past the 1 MiB of the other routes) plans and applies through the real CLI,
- * which sends it gzip-compressed; a gzip bomb is a 413 and gzip elsewhere is a 415.
+ * of about 2.7 MB, past the 1 MiB of the other routes) plans and applies through the CLI
+ * (in-process, test/helpers/cli.ts), which sends it gzip-compressed; a gzip bomb is a 413 and
+ * gzip elsewhere is a 415.
  */
 
 const AUTOMATIONS = 5000;
@@ -40,7 +41,7 @@ after(async () => {
 });
 
 function cli(args: string[]): Promise<CliResult> {
-  return execCli(args, { cwd: tmp, env: terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey }) });
+  return runCliInProcess(args, { cwd: tmp, env: terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey }) });
 }
 
 const post = (path: string, body: Buffer | string, headers: Record<string, string> = {}) =>

@@ -3,19 +3,16 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { runCli } from '../../../cli/main.ts';
-import type { CliIO } from '../../../cli/io.ts';
 import { parseConfig } from '../../../runtime/config.ts';
 import { startServer, type RunningServer } from '../../../runtime/server.ts';
 import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
 import type { Snapshot } from '../../../core/snapshot.ts';
-import { execCli, terminalEnv } from '../../helpers/cli.ts';
+import { runCliInProcess, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 
 /**
- * Issue 3's end-to-end test: the real CLI (child processes of bin/factory.js) against a real
- * runtime on port 0. The failing applies run the same CLI in-process (runCli) to stay fast.
+ * Issue 3's end-to-end test: the CLI (in-process through runCli, test/helpers/cli.ts) against a
+ * real runtime on port 0.
  */
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -36,32 +33,9 @@ after(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The CLI as a user runs it: a child process, the key in FACTORY_API_KEY. */
-function cli(args: string[], stdin = ''): Promise<Result> {
-  return execCli(args, { cwd: tmp, env: terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey }), stdin });
-}
-
-/** The same CLI in-process (cli/main.ts runCli), with captured output. */
-async function cliIn(args: string[]): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIO = {
-    stdout: (t) => void (stdout += t),
-    stderr: (t) => void (stderr += t),
-    env: { FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey, NO_COLOR: '1' },
-    cwd: tmp,
-    stdin: Readable.from([]),
-    stdinIsTTY: false,
-    stdoutIsTTY: false,
-  };
-  const code = await runCli(args, io);
-  return { code, stdout, stderr };
+/** The CLI (in-process, test/helpers/cli.ts) as a user runs it: the key in FACTORY_API_KEY. */
+function cli(args: string[], stdin = ''): Promise<CliResult> {
+  return runCliInProcess(args, { cwd: tmp, env: terminalEnv({ FACTORY_SERVER: server.url, FACTORY_API_KEY: apiKey }), stdin });
 }
 
 /** Writes a small factory repo under tmp and returns its directory (relative to tmp). */
@@ -142,7 +116,7 @@ test('a failing apply changes nothing and names the file and key', async () => {
     'webhooks/hook.yaml': `secretName: owner-token\nuid: ${UID_TAKEN}\n`,
     'environments/shared-env.yaml': ENV_YAML,
   });
-  const applied = await cliIn(['apply', owner]);
+  const applied = await cli(['apply', owner]);
   assert.equal(applied.code, 0, applied.stderr);
 
   const cases: { name: string; files: Record<string, string>; code: string; where: RegExp }[] = [
@@ -154,13 +128,13 @@ test('a failing apply changes nothing and names the file and key', async () => {
   for (const c of cases) {
     const dir = writeRepo(c.name, c.files);
     const before = dump();
-    const r = await cliIn(['apply', dir]);
+    const r = await cli(['apply', dir]);
     assert.equal(r.code, 1, `${c.name}: ${r.stderr}`);
     assert.match(r.stderr, c.where, c.name);
     assert.ok(r.stderr.includes(`repos/${c.name}/`), `${c.name}: the file is shown as given`);
     assert.equal(dump(), before, `${c.name}: nothing changed`);
     // plan refuses the same way
-    const p = await cliIn(['plan', dir, '--detailed-exitcode']);
+    const p = await cli(['plan', dir, '--detailed-exitcode']);
     assert.equal(p.code, 1);
     assert.ok(p.stderr.includes(c.code));
   }
@@ -170,7 +144,7 @@ test('a failing apply changes nothing and names the file and key', async () => {
 test('21 webhooks: the CLI refuses offline, and the runtime refuses a snapshot sent without the CLI', async () => {
   const hooks = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`webhooks/h${String(i).padStart(2, '0')}.yaml`, 'secretName: owner-token\n']));
   const dir = writeRepo('f-many', hooks);
-  const offline = await cliIn(['apply', dir]);
+  const offline = await cli(['apply', dir]);
   assert.equal(offline.code, 1);
   assert.match(offline.stderr, /repos\/f-many\/webhooks\/h20\.yaml:1:1: error/);
 
@@ -224,20 +198,20 @@ test('the runtime validates the snapshot itself: schema, digest and the factory 
 
 test('apply --plan applies what was planned, and refuses a plan made before another apply', async () => {
   const dir = writeRepo('f-planned', { 'environments/box.yaml': ENV_YAML });
-  const planned = await cliIn(['plan', dir, '--out', 'planned.json']);
+  const planned = await cli(['plan', dir, '--out', 'planned.json']);
   assert.equal(planned.code, 0, planned.stderr);
-  const ok = await cliIn(['apply', '--plan', 'planned.json', '--revision', 'abc123']);
+  const ok = await cli(['apply', '--plan', 'planned.json', '--revision', 'abc123']);
   assert.equal(ok.code, 0, ok.stderr);
   assert.match(ok.stdout, /^Applied factory f-planned at revision abc123: 2 created/m);
-  const again = await cliIn(['apply', dir]);
+  const again = await cli(['apply', dir]);
   assert.match(again.stdout, /^No changes\./);
 
-  const stale = await cliIn(['plan', dir, '--out', 'stale.json']);
+  const stale = await cli(['plan', dir, '--out', 'stale.json']);
   assert.equal(stale.code, 0);
   writeFileSync(join(tmp, dir, 'factory.yaml'), 'name: f-planned\ndescription: changed since the plan\n');
-  assert.equal((await cliIn(['apply', dir])).code, 0);
+  assert.equal((await cli(['apply', dir])).code, 0);
   const before = dump();
-  const refused = await cliIn(['apply', '--plan', 'stale.json']);
+  const refused = await cli(['apply', '--plan', 'stale.json']);
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /plan\.stale/);
   assert.match(refused.stderr, /changed since this plan/);
@@ -247,23 +221,23 @@ test('apply --plan applies what was planned, and refuses a plan made before anot
 test('a signature webhook whose secret is pending is created disabled, and enabled by the apply after the secret has a value', async () => {
   server.store.secrets.create('later', null);
   const dir = writeRepo('f-pending', { 'webhooks/gh.yaml': 'authMode: signature\nsignatureScheme: github\nsecretName: later\n' });
-  const first = await cliIn(['apply', dir]);
+  const first = await cli(['apply', dir]);
   assert.equal(first.code, 0, first.stderr);
   assert.match(first.stdout, /created disabled/);
   assert.match(first.stdout, /gh {2}disabled/);
   server.store.secrets.update('later', 'now it has a value');
-  const plan = await cliIn(['plan', dir, '--json']);
+  const plan = await cli(['plan', dir, '--json']);
   const diff = changed(JSON.parse(plan.stdout))[0] as unknown as { diff: unknown };
   assert.deepEqual(diff.diff, [{ field: 'secret_version', before: null, after: 1 }, { field: 'enabled', before: false, after: true }]);
-  const second = await cliIn(['apply', dir]);
+  const second = await cli(['apply', dir]);
   assert.match(second.stdout, /gh {2}enabled/);
 });
 
 test('webhook show finds a webhook by name or UID; an unknown one is an error', async () => {
-  const byName = await cliIn(['webhook', 'show', 'hook', '--factory', 'f-owner', '--json']);
+  const byName = await cli(['webhook', 'show', 'hook', '--factory', 'f-owner', '--json']);
   assert.equal(byName.code, 0, byName.stderr);
   assert.equal(JSON.parse(byName.stdout).uid, UID_TAKEN);
-  const byUid = await cliIn(['webhook', 'show', UID_TAKEN]);
+  const byUid = await cli(['webhook', 'show', UID_TAKEN]);
   assert.match(byUid.stdout, /secret: +owner-token \(bound to version 1\)/);
-  assert.equal((await cliIn(['webhook', 'show', 'wh_zzzzzzzzzzzzzzzzzzzzzzzzzz'])).code, 1);
+  assert.equal((await cli(['webhook', 'show', 'wh_zzzzzzzzzzzzzzzzzzzzzzzzzz'])).code, 1);
 });

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
-import { execCli, terminalEnv, type CliResult } from '../../helpers/cli.ts';
+import { runCliInProcess, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 
 /**
- * Secrets with an owner through the real CLI (bin/factory.js as a child process) against a real
+ * Secrets with an owner through the CLI (in-process, test/helpers/cli.ts) against a real
  * runtime: `secret create --factory`, `list`, `grant`, `revoke`, `limit`, and what plan, apply and
  * a factory-limited key's `webhook create|rotate` are refused (docs/runtime.md#which-factories-may-use-a-secret).
  */
@@ -17,10 +17,10 @@ before(async () => {
 });
 after(() => rt.stop());
 
-/** The real CLI as a child process in the data dir, with the admin key unless another is given. */
+/** The CLI in the data dir, with the admin key unless another is given. */
 function factory(args: string[], options: { stdin?: string; key?: string } = {}): Promise<CliResult> {
   const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: options.key ?? rt.adminKey });
-  return execCli(args, { cwd: rt.dataDir, env, stdin: options.stdin });
+  return runCliInProcess(args, { cwd: rt.dataDir, env, stdin: options.stdin });
 }
 
 /** Writes a factory repo under the data dir; returns its path relative to it (the CLI's cwd). */

@@ -4,10 +4,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripOneNewline } from '../../../cli/commands/secret.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
-import { execCli } from '../../helpers/cli.ts';
+import { runCliInProcess } from '../../helpers/cli.ts';
 
-/** Runs the real CLI as a child process, with only PATH and the given variables in its environment. */
-const factory = (args: string[], env: Record<string, string>, stdin?: string | Buffer) => execCli(args, { env: { PATH: process.env.PATH ?? '', ...env }, stdin });
+/** Runs the CLI (in-process), with only PATH and the given variables in its environment. */
+const factory = (args: string[], env: Record<string, string>, stdin?: string | Buffer) => runCliInProcess(args, { env: { PATH: process.env.PATH ?? '', ...env }, stdin });
 
 test('stripOneNewline removes exactly one trailing newline', () => {
   assert.equal(stripOneNewline('a\n'), 'a');
@@ -17,7 +17,7 @@ test('stripOneNewline removes exactly one trailing newline', () => {
   assert.equal(stripOneNewline('a\r'), 'a\r');
 });
 
-test('factory secret create/update/list/delete through the real CLI; the value never leaks', async () => {
+test('factory secret create/update/list/delete through the CLI; the value never leaks', async () => {
   const rt = await startTestRuntime();
   const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
   const VALUE = 'cli-canary-51d0e2 with  spaces ';
