@@ -114,7 +114,9 @@ export const notifierService: ServiceFactory = {
       const free = MAX_IN_FLIGHT - inFlight.size;
       if (free > 0) {
         try {
-          const due = store.runs.dueNotifications(clock.now(), free + inFlight.size).filter((n) => !inFlight.has(n.seq)).slice(0, free);
+          // Held long enough for one attempt to end, so another replica does not send it meanwhile.
+          const holdMs = config.notify.timeoutMs * 2 + 5_000;
+          const due = store.runs.dueNotifications(clock.now(), free + inFlight.size, holdMs).filter((n) => !inFlight.has(n.seq)).slice(0, free);
           for (const n of due) {
             const p = attempt(n)
               .catch((err) => log.error({ err, runId: n.runId }, 'a run notification could not be recorded'))

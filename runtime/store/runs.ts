@@ -308,8 +308,10 @@ export class RunStore {
       notifyOf: db.prepare('SELECT run_id, notify FROM runs WHERE run_id = ?'),
       enqueue: db.prepare(`INSERT INTO run_notifications (run_id, message_id, state, run, status, attempts, next_ms, created_at)
         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`),
+      // PostgreSQL: rows another replica is taking right now are skipped, not waited for.
       due: db.prepare(`SELECT n.seq, n.run_id, n.message_id, n.attempts, n.run, n.created_at, r.notify FROM run_notifications n
-        JOIN runs r ON r.run_id = n.run_id WHERE n.status = 'pending' AND n.next_ms <= ? ORDER BY n.next_ms, n.seq LIMIT ?`),
+        JOIN runs r ON r.run_id = n.run_id WHERE n.status = 'pending' AND n.next_ms <= ? ORDER BY n.next_ms, n.seq LIMIT ?${ctx.dialect === 'postgres' ? ' FOR UPDATE OF n SKIP LOCKED' : ''}`),
+      hold: db.prepare('UPDATE run_notifications SET next_ms = ? WHERE seq = ? AND status = \'pending\''),
       nextDue: db.prepare(`SELECT MIN(next_ms) AS ms FROM run_notifications WHERE status = 'pending'`),
       recordAttempt: db.prepare('INSERT INTO run_notification_attempts (notification_seq, attempt, at, status_code, error) VALUES (?, ?, ?, ?, ?)'),
       settle: db.prepare('UPDATE run_notifications SET status = ?, attempts = ?, next_ms = ? WHERE seq = ? AND status = \'pending\''),
@@ -428,9 +430,19 @@ export class RunStore {
     this.notificationListener = fn;
   }
 
-  /** Notifications due by `now`, oldest first, with what sending them needs. */
-  dueNotifications(now: Date, limit: number): DueNotification[] {
-    const rows = this.stmts.due.all(now.getTime(), limit) as { seq: number; run_id: string; message_id: string; attempts: number; run: string; created_at: string; notify: string | null }[];
+  /**
+   * Notifications due by `now`, oldest first, with what sending them needs. On PostgreSQL, where
+   * several replicas run a notifier, the ones returned are also held for `holdMs` (their next
+   * attempt moved that far ahead), so no other replica sends them meanwhile; the attempt's outcome
+   * then sets the real next time (docs/deploy.md#several-replicas). One process on SQLite needs no hold.
+   */
+  dueNotifications(now: Date, limit: number, holdMs = 0): DueNotification[] {
+    type Row = { seq: number; run_id: string; message_id: string; attempts: number; run: string; created_at: string; notify: string | null };
+    const rows = this.ctx.db.transaction(() => {
+      const due = this.stmts.due.all(now.getTime(), limit) as Row[];
+      if (this.ctx.dialect === 'postgres' && holdMs > 0) for (const r of due) this.stmts.hold.run(now.getTime() + holdMs, r.seq);
+      return due;
+    })();
     return rows.flatMap((r) => {
       if (r.notify === null) return [];
       return [{ seq: r.seq, runId: r.run_id, messageId: r.message_id, attempts: r.attempts, run: JSON.parse(r.run) as RunRecord, notify: this.openNotify(r.run_id, r.notify), createdAt: r.created_at }];

@@ -55,3 +55,19 @@ test('a secret deleted and re-created through one replica is not answered from t
   // The same name and version, another value: only the announcement can tell B.
   await eventually(() => ingressB.secrets.get('tok', 1), 'B to read the re-created value', { until: (v) => v === 'second' });
 });
+
+test('a due run notification is taken by one replica: the other skips it until the hold ends', async (t) => {
+  const db = await testDatabase(t, 'postgres');
+  if (!db) return;
+  const clock = new FakeClock();
+  const a = db.open({ clock });
+  const b = db.open({ clock });
+  const run = a.runs.create({ prompt: 'x', environmentId: 'e', source: 'API', creator: { type: 'user', name: 'k' }, notify: { url: 'https://example.test/hook' } });
+  a.runs.finish(run.run_id, 'CANCELLED', { statusMessage: 'cancelled before it started' });
+  const takenByA = a.runs.dueNotifications(clock.now(), 10, 30_000);
+  assert.deepEqual(takenByA.map((n) => n.runId), [run.run_id]);
+  assert.deepEqual(b.runs.dueNotifications(clock.now(), 10, 30_000), [], 'held by A');
+  clock.advance(30_000);
+  // A replica that died mid-attempt leaves it due again once the hold has passed: at least once.
+  assert.deepEqual(b.runs.dueNotifications(clock.now(), 10, 30_000).map((n) => n.runId), [run.run_id]);
+});
