@@ -27,6 +27,52 @@ function sortDeep(value: unknown): unknown {
   return value;
 }
 
+/**
+ * `JSON.parse(canonicalJson(value))` and that JSON text, without parsing it back: one copy with
+ * sorted keys in which every value is already what JSON makes of it (undefined members dropped,
+ * undefined and functions in arrays null, NaN and Infinity null, -0 zero). A snapshot is built
+ * this way (docs/architecture.md#compile-speed). An object with a toJSON function of its own,
+ * which JSON.stringify would call, takes the long way.
+ */
+export function canonicalCopy<T>(value: T): { copy: T; json: string } {
+  try {
+    const copy = jsonCopy(value) as T;
+    return { copy, json: JSON.stringify(copy) };
+  } catch (err) {
+    if (err !== CALLS_TO_JSON) throw err;
+    const json = canonicalJson(value);
+    return { copy: JSON.parse(json) as T, json };
+  }
+}
+
+const CALLS_TO_JSON = new Error('toJSON');
+
+function jsonCopy(value: unknown): unknown {
+  if (typeof value === 'number') return Number.isFinite(value) ? value + 0 : null;
+  if (typeof value === 'bigint') return JSON.stringify(value); // throws, as canonicalJson does
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) {
+      const v = jsonCopy(value[i]);
+      out[i] = v === undefined || typeof v === 'function' || typeof v === 'symbol' ? null : v;
+    }
+    return out;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v === undefined || typeof v === 'symbol') continue;
+    if (typeof v === 'function') {
+      if (key === 'toJSON') throw CALLS_TO_JSON;
+      continue;
+    }
+    if (key === '__proto__') Object.defineProperty(out, key, { value: jsonCopy(v), enumerable: true, writable: true, configurable: true });
+    else out[key] = jsonCopy(v);
+  }
+  return out;
+}
+
 /** `sha256:` + lowercase hex of the UTF-8 bytes (or the given bytes). */
 export function sha256Digest(data: string | Uint8Array): string {
   return 'sha256:' + sha256Hex(data);

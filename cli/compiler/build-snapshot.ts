@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
-import { canonicalJson, sha256Digest, sha256Hex } from '../../core/canonical-json.ts';
+import { canonicalCopy, canonicalJson, sha256Digest, sha256Hex } from '../../core/canonical-json.ts';
 import {
   SCHEME_ALIASES,
   SNAPSHOT_FORMAT_VERSION,
@@ -138,11 +138,10 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
     inactive: nonEmpty(inactive),
     sources: hashes,
   };
-  // Through canonical JSON and back: drops undefined members, so the object equals its bytes.
-  // Those bytes are also the canonical JSON of the clean object, which the digest is of.
-  const bytes = canonicalJson(body);
-  const clean = JSON.parse(bytes) as Omit<Snapshot, 'digest'>;
-  return { ...clean, digest: sha256Digest(bytes) };
+  // What JSON makes of it (undefined members dropped), so the object equals its bytes; those
+  // bytes are also the canonical JSON of the clean object, which the digest is of.
+  const { copy: clean, json } = canonicalCopy(body as Omit<Snapshot, 'digest'>);
+  return { ...clean, digest: sha256Digest(json) };
 }
 
 /**
