@@ -4,13 +4,14 @@ import { execFileSync, type SpawnOptions } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execCli, type CliResult } from '../../helpers/cli.ts';
+import { execCli, runCliInProcess, type CliResult } from '../../helpers/cli.ts';
 
 /**
- * Issue 2: bad input never crashes the CLI. Each case runs the real CLI (bin/factory.js) as a child
- * process on a repo holding one kind of bad input: an unreadable file, invalid UTF-8, a 5 MB YAML
- * file, YAML alias bombs, YAML nested too deeply, a FIFO, a directory without factory.yaml. Each
- * ends with exit 1 and says what is wrong, with no stack trace.
+ * Issue 2: bad input never crashes the CLI. Each case runs `factory validate` on a repo holding one
+ * kind of bad input: an unreadable file, invalid UTF-8, a 5 MB YAML file, YAML alias bombs, YAML
+ * nested too deeply, a FIFO, a directory without factory.yaml. Each ends with exit 1 and says what
+ * is wrong, with no stack trace. Most run in-process; the unreadable file (the CLI runs as another
+ * user) and the FIFO (a regression would block forever) run the real bin/factory.js as a child.
  */
 
 const tmp = mkdtempSync(join(tmpdir(), 'factory-bad-input-'));
@@ -18,11 +19,16 @@ const tmp = mkdtempSync(join(tmpdir(), 'factory-bad-input-'));
 chmodSync(tmp, 0o755);
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
+/** `factory validate <dir>` in-process (test/helpers/cli.ts). */
+function validate(dir: string): Promise<CliResult> {
+  return runCliInProcess(['validate', dir], { cwd: tmp });
+}
+
 /**
  * `factory validate <dir>` as a child process. The kill timer only guards against a hang (it is
  * far longer than any of these takes); a killed child fails the exit-code assertion.
  */
-function validate(dir: string, options: SpawnOptions = {}): Promise<CliResult> {
+function validateChild(dir: string, options: SpawnOptions = {}): Promise<CliResult> {
   return execCli(['validate', dir], { cwd: tmp, limitMs: 120_000, spawn: options });
 }
 
@@ -39,8 +45,8 @@ function repo(name: string, files: Record<string, string | Buffer | ((path: stri
 }
 
 /** One sentence on stderr, nothing on stdout, exit 1. */
-async function oneSentence(dir: string, expected: RegExp, options: SpawnOptions = {}) {
-  const r = await validate(dir, options);
+async function oneSentence(dir: string, expected: RegExp, run: (dir: string) => Promise<CliResult> = validate) {
+  const r = await run(dir);
   assert.equal(r.code, 1, r.stderr);
   assert.equal(r.stdout, '');
   assert.match(r.stderr, /^error: [^\n]+\n$/, 'one line on stderr');
@@ -60,7 +66,7 @@ test('an unreadable file: one sentence naming it, exit 1', async () => {
   chmodSync(join(dir, 'webhooks/a.yaml'), 0o000);
   // root reads any file whatever its mode, so as root the CLI runs as nobody.
   const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: permission denied/, asNobody);
+  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: permission denied/, (d) => validateChild(d, asNobody));
 });
 
 test('invalid UTF-8: one sentence with the byte offset, exit 1', async () => {
@@ -82,7 +88,7 @@ test('a directory without factory.yaml, and one that does not exist: one sentenc
 
 test('a FIFO named like a definitions file is refused instead of read forever', async () => {
   const dir = repo('fifo', { 'webhooks/a.yaml': (path) => execFileSync('mkfifo', [path]) });
-  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: it is not a regular file/);
+  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: it is not a regular file/, (d) => validateChild(d));
 });
 
 test('a YAML alias bomb: one line for its aliases and one for its anchors, never expanded, exit 1', async () => {

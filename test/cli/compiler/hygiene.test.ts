@@ -5,17 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { loadRepo } from '../../../cli/compiler/index.ts';
-import { execCli } from '../../helpers/cli.ts';
+import { runCliInProcess } from '../../helpers/cli.ts';
 
 /**
- * Two rules of the compiler, through the real CLI (`bin/factory.js validate`) on real files:
+ * Two rules of the compiler, through the CLI (`factory validate`, in-process) on real files:
  * a deliveryIdHeader that may carry a credential, and definitions reached through a symbolic link
  * that leaves the repo.
  */
 
 /** `factory validate .` run in `dir`, so diagnostics name repo-relative paths. */
 function validate(dir: string, ...flags: string[]) {
-  return execCli(['validate', '.', ...flags], { cwd: dir });
+  return runCliInProcess(['validate', '.', ...flags], { cwd: dir });
 }
 
 async function tempDir(t: { after(fn: () => Promise<void>): void }, prefix: string): Promise<string> {

@@ -4,7 +4,7 @@ import { Router } from '@koa/router';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { ROUTES } from '../../../runtime/routes/index.ts';
 import { applyFactory, createSecret, deliverGithub, factoryFiles, GITHUB_UID, OTHER_UID, PR_OPENED, FACTORY } from '../automations/helpers.ts';
-import { execCli, terminalEnv, type CliResult } from '../../helpers/cli.ts';
+import { runCliInProcess, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { ROUTE_SCOPES } from './scope-table.ts';
 
@@ -163,9 +163,9 @@ test('the same key works on its own factory (the 404s above are not a broken key
   assert.equal(plan.status, 400, 'an invalid snapshot of its own factory is judged, not hidden');
 });
 
-/** `bin/factory.js ...args` with the limited key, as a child process (the server runs in this one). */
+/** `factory ...args` with the limited key (in-process, test/helpers/cli.ts). */
 function cli(args: string[]): Promise<CliResult> {
-  return execCli(args, { env: terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: key }) });
+  return runCliInProcess(args, { env: terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: key }) });
 }
 
 test('through the CLI: the same one-line "not found" for a foreign webhook as for an unknown one', async () => {

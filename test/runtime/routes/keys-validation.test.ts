@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execCli, terminalEnv } from '../../helpers/cli.ts';
+import { runCliInProcess, terminalEnv } from '../../helpers/cli.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 /**
@@ -107,7 +107,7 @@ test('a valid limited key: names deduplicated and sorted; absent or null factori
 
 test('through the CLI: a limit without manage, or with admin, is a one-sentence error and exit 1', async () => {
   const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
-  const run = (args: string[]) => execCli(['key', 'create', ...args], { env });
+  const run = (args: string[]) => runCliInProcess(['key', 'create', ...args], { env });
   const before = rt.store.keys.list().length;
   for (const [args, pattern] of [
     [['--name', 'x', '--kind', 'agent', '--factory', 'payments'], /factories limit the manage scope/],
