@@ -1,16 +1,19 @@
-import { after, it } from 'node:test';
+import { it, type TestContext } from 'node:test';
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
+import { engines, postgresUrl } from '../../helpers/postgres.ts';
 import { GITHUB_UID, applyFactory, createSecret, deliverGithub, webhookRuns, type Api, type AutomationSpec } from './helpers.ts';
 
 /**
  * Pipeline step 9 (docs/ingress.md): the delivery and its runs commit in one transaction. A runtime
  * in a child process is killed with SIGKILL while matching deliveries are being accepted, then
  * restarted on the same data dir: every delivery that got a 202 is in the log, and every Accepted
- * delivery has exactly the runs of its matching automations, no more, no fewer.
+ * delivery has exactly the runs of its matching automations, no more, no fewer. On both engines:
+ * SQLite in the data dir, and PostgreSQL.
  */
 
 const AUTOMATIONS: Record<string, AutomationSpec & { payload?: Record<string, unknown> }> = {
@@ -34,24 +37,34 @@ function expectedFor(body: { action?: unknown; parity?: unknown }): string[] {
     .sort();
 }
 
-/** The runtime in its own process on `dataDir`, as a restart would find it. */
-function serve(dataDir: string): Promise<ChildRuntime> {
-  return startChildRuntime({ FACTORY_RATE_DELIVERIES_PER_MINUTE: '100000' }, { dataDir, args: ['--max-concurrent-runs', '1'] });
+for (const engine of engines()) {
+  it(`SIGKILL while accepting matching deliveries loses no 202 and leaves exactly the matching runs [${engine}]`, async (t) => {
+    // PostgreSQL: the runtime's database is a schema of its own on the test server (docs/deploy.md).
+    let env: Record<string, string> = {};
+    if (engine === 'postgres') {
+      const url = await postgresUrl(t);
+      if (url === undefined) return;
+      env = { FACTORY_DATABASE_URL: url, FACTORY_MASTER_KEY: randomBytes(32).toString('base64') };
+    }
+    await crashAndRestart(t, env);
+  });
 }
 
-const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-crash-'));
-let current: ChildRuntime | undefined;
-after(async () => {
-  if (current && current.proc.exitCode === null && current.proc.signalCode === null) {
-    current.proc.kill('SIGTERM');
-    await current.exited;
-  }
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(`${dataDir}-workspaces`, { recursive: true, force: true });
-});
-
-it('SIGKILL while accepting matching deliveries loses no 202 and leaves exactly the matching runs', async () => {
-  current = await serve(dataDir);
+/** One SIGKILL under load and a restart, on the database `env` names (the data dir's SQLite file by default). */
+async function crashAndRestart(t: TestContext, env: Record<string, string>): Promise<void> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-crash-'));
+  // The runtime in its own process on `dataDir`, as a restart would find it.
+  const serve = () => startChildRuntime({ FACTORY_RATE_DELIVERIES_PER_MINUTE: '100000', ...env }, { dataDir, args: ['--max-concurrent-runs', '1'] });
+  let current: ChildRuntime | undefined;
+  t.after(async () => {
+    if (current && current.proc.exitCode === null && current.proc.signalCode === null) {
+      current.proc.kill('SIGTERM');
+      await current.exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(`${dataDir}-workspaces`, { recursive: true, force: true });
+  });
+  current = await serve();
   await createSecret(current);
   await applyFactory(current, AUTOMATIONS);
 
@@ -91,7 +104,7 @@ it('SIGKILL while accepting matching deliveries loses no 202 and leaves exactly 
   // The kill came while requests were in flight (each sender's last request got no answer).
   assert.equal(unanswered, 16);
 
-  current = await serve(dataDir);
+  current = await serve();
   const log: Record<string, any>[] = [];
   let cursor: string | null = null;
   do {
@@ -121,4 +134,4 @@ it('SIGKILL while accepting matching deliveries loses no 202 and leaves exactly 
 
   current.proc.kill('SIGTERM');
   await current.exited;
-});
+}
