@@ -2,7 +2,20 @@ import type { Readable } from 'node:stream';
 
 /**
  * What a command may touch of the outside world. The entry point passes the process's own;
- * tests pass buffers, so commands run in-process with `exitOverride()`.
+ * tests pass buffers, so commands run in-process with `exitOverride()`, several at once in one
+ * test process (test/helpers/cli.ts `runCliInProcess`).
+ *
+ * The rule for every command under cli/ (test/cli/io.test.ts checks it):
+ * - environment variables only from `io.env`, never `process.env`; the working directory only from
+ *   `io.cwd`, never `process.cwd()`: resolve every path the user gives against it
+ *   (`resolve(io.cwd, flag)`), and pass `io.env` and `io.cwd` on (`parseConfig(flags, io.env,
+ *   io.cwd)`, `compileDir(dir, { cwd: io.cwd })`);
+ * - input from `io.stdin` (and `io.stdinIsTTY`), output through `io.stdout` / `io.stderr` (and
+ *   `io.stdoutIsTTY`, `useColour`);
+ * - no `process.exit` and no `process.exitCode`: a command returns, or throws a `CliError` with its
+ *   exit code, and `runCli` (cli/main.ts) turns that into the exit code;
+ * - only commands that keep running until stopped (serve, dev, watch) may listen for the process's
+ *   signals; those are tested as child processes.
  */
 export interface CliIO {
   stdout(text: string): void;

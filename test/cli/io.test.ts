@@ -1,9 +1,9 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { startCli } from '../helpers/cli.ts';
 
 /**
@@ -59,4 +59,25 @@ test('validate --format json | head -c 10: many writes, the reader leaves after 
   const code = await validate.closed;
   assert.doesNotMatch(validate.stderr(), /Error|EPIPE|\n\s+at /);
   assert.equal(code, 1, 'validate found errors, as usual');
+});
+
+/**
+ * The rule of cli/io.ts's CliIO: commands read the environment, the working directory and stdin,
+ * and write their output, only through the io (so tests run them in-process, concurrently), and
+ * end with a return or a thrown CliError, never process.exit. Only the entry point (cli/main.ts)
+ * and processIO (cli/io.ts) touch the process's own.
+ */
+test('no command under cli/ reads process.env, process.cwd() or stdin, writes to stdout/stderr, or exits by itself', () => {
+  const root = join(import.meta.dirname, '../..');
+  const files = (readdirSync(join(root, 'cli'), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => join(root, 'cli', f));
+  const PROCESS_STATE = /\bprocess\.(env|cwd|chdir|stdin|stdout|stderr|exit|exitCode|argv)\b/;
+  const uses = (file: string) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .map((line, i) => ({ line: line.trim(), at: `${relative(root, file)}:${i + 1}` }))
+      .filter(({ line }) => !line.startsWith('//') && !line.startsWith('*') && PROCESS_STATE.test(line));
+  assert.ok(files.length > 20, 'the scan sees the command modules');
+  assert.ok(uses(join(root, 'cli', 'io.ts')).length > 0, 'the scan finds processIO\'s own reads, so it can find others');
+  const outside = files.filter((f) => !['io.ts', 'main.ts'].includes(relative(join(root, 'cli'), f))).flatMap(uses);
+  assert.deepEqual(outside.map(({ at, line }) => `${at}: ${line}`), []);
 });
