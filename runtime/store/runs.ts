@@ -203,6 +203,9 @@ export interface FinishInput {
   retryable?: boolean;
 }
 
+/** Thrown (and caught) when a concurrent create took the same Idempotency-Key first. */
+const IDEMPOTENCY_RACE = new Error('the Idempotency-Key was taken by a concurrent create');
+
 /** Idempotency keys are remembered this long (docs/api.md). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -291,7 +294,8 @@ export class RunStore {
       inProgress: db.prepare(`SELECT run_id FROM runs WHERE state = 'INPROGRESS' ORDER BY created_at, seq`),
       idemGet: db.prepare('SELECT request_hash, run_id, created_at FROM run_idempotency WHERE key_id = ? AND idempotency_key = ?'),
       idemDelete: db.prepare('DELETE FROM run_idempotency WHERE key_id = ? AND idempotency_key = ?'),
-      idemInsert: db.prepare('INSERT INTO run_idempotency (key_id, idempotency_key, request_hash, run_id, created_at) VALUES (?, ?, ?, ?, ?)'),
+      idemInsert: db.prepare(`INSERT INTO run_idempotency (key_id, idempotency_key, request_hash, run_id, created_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (key_id, idempotency_key) DO NOTHING`),
       idemPrune: db.prepare('DELETE FROM run_idempotency WHERE created_at < ?'),
       workspacesDue: db.prepare(`SELECT run_id FROM runs
         WHERE finished_at IS NOT NULL AND finished_at < ? AND workspace_removed_at IS NULL AND started_at IS NOT NULL
@@ -333,11 +337,20 @@ export class RunStore {
       }
       if (seen) this.stmts.idemDelete.run(idem.keyId, idem.key);
       const run = this.createInTx([input])[0];
-      this.stmts.idemInsert.run(idem.keyId, idem.key, idem.requestHash, run.run_id, iso(nowDate));
+      // Another replica on the same PostgreSQL database took the key since we looked: undo this
+      // run (the savepoint) and answer as that replica's create did (docs/runtime.md#postgresql).
+      if (this.stmts.idemInsert.run(idem.keyId, idem.key, idem.requestHash, run.run_id, iso(nowDate)).changes === 0) throw IDEMPOTENCY_RACE;
       return { run, created: true };
     });
 
-    this.createAll = savepointBatch(db, (item: NewRunItem) => this.createOne(item));
+    this.createAll = savepointBatch(db, (item: NewRunItem) => {
+      try {
+        return this.createOne(item);
+      } catch (err) {
+        if (err !== IDEMPOTENCY_RACE) throw err;
+        return this.createOne(item);
+      }
+    });
   }
 
   private now(): string {
