@@ -208,7 +208,7 @@ export class PostgresDatabase implements DB {
       this.request({ mode: 'connect' });
     } catch (err) {
       this.shutdown();
-      const reason = (err as Error).message.split(connectionPassword(connectionString) || '\u0000').join('***');
+      const reason = connectReason(err as PostgresError).split(connectionPassword(connectionString) || '\u0000').join('***');
       throw new CliError(`could not connect to PostgreSQL at ${hostPort(connectionString)}: ${reason}`);
     }
   }
@@ -347,6 +347,20 @@ export class PostgresDatabase implements DB {
       Atomics.wait(this.flag, 0, seen, left);
     }
   }
+}
+
+/** Why a connection failed, in words (the system's codes for the common network failures). */
+function connectReason(err: PostgresError): string {
+  const words: Record<string, string> = {
+    ECONNREFUSED: 'connection refused',
+    ENOTFOUND: 'the host name does not resolve',
+    EAI_AGAIN: 'the host name does not resolve',
+    ETIMEDOUT: 'the connection timed out',
+    EHOSTUNREACH: 'the host is unreachable',
+  };
+  if (err.code && words[err.code]) return words[err.code];
+  if (/timeout/i.test(err.message)) return 'the connection timed out';
+  return err.message.replace(/\.$/, '');
 }
 
 function connectionPassword(url: string): string {

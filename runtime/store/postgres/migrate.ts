@@ -1,4 +1,5 @@
 import { POSTGRES_MIGRATIONS_DIR, readMigrations, type Migration } from '../db.ts';
+import { CliError } from '../../../core/errors.ts';
 import type { PostgresDatabase } from './db.ts';
 
 /**
@@ -8,7 +9,13 @@ import type { PostgresDatabase } from './db.ts';
  * Returns the versions applied now.
  */
 export function migratePostgres(db: PostgresDatabase, migrations: Migration[] = readMigrations(POSTGRES_MIGRATIONS_DIR)): number[] {
-  const lockKey = `hashtext('factory-migrate:' || COALESCE(current_schema(), ''))`;
+  // current_schema() is NULL when no schema of the search_path exists: nothing could be created.
+  const schema = db.prepare('SELECT current_schema() AS s').pluck().get() as string | null;
+  if (schema === null) {
+    const path = db.prepare('SHOW search_path').pluck().get() as string;
+    throw new CliError(`PostgreSQL at ${db.url} has no schema of the search path (${path}) to create the tables in; create it (CREATE SCHEMA ...) or change search_path.`);
+  }
+  const lockKey = `hashtext('factory-migrate:' || current_schema())`;
   db.exec(`SELECT pg_advisory_lock(${lockKey})`);
   try {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (

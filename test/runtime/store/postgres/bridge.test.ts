@@ -197,10 +197,21 @@ test('an unreachable server is one sentence without the password', () => {
     () => openStore({ path: '', databaseUrl: 'postgres://factory:hunter2@127.0.0.1:1/factory', clock: new FakeClock() }),
     (err: unknown) => {
       assert.ok(err instanceof CliError, String(err));
-      assert.match(err.message, /^could not connect to PostgreSQL at 127\.0\.0\.1:1: .+/);
+      assert.equal(err.message, 'could not connect to PostgreSQL at 127.0.0.1:1: connection refused');
       assert.ok(!err.message.includes('hunter2'));
       assert.ok(!err.message.includes('\n'));
       return true;
     },
+  );
+});
+
+test('a search path without an existing schema is one sentence naming it', async (t) => {
+  const base = await postgresUrl(t);
+  if (!base) return;
+  const url = new URL(base);
+  url.searchParams.set('options', '-c search_path=factory_no_such_schema');
+  assert.throws(
+    () => openStore({ path: '', databaseUrl: url.toString(), clock: new FakeClock() }),
+    (err: unknown) => err instanceof CliError && /no schema of the search path \(factory_no_such_schema\)/.test(err.message),
   );
 });
