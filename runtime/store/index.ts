@@ -53,8 +53,9 @@ export interface OpenStoreOptions {
  * exporting a class constructed with `(ctx: StoreContext)`, then add its field and its
  * constructor line below (plus the import).
  *
- * The interface is narrow on purpose (PostgreSQL may replace SQLite later): modules
- * take and return plain data, never statements or rows.
+ * The interface is narrow on purpose: modules take and return plain data, never statements or
+ * rows, and run on SQLite or PostgreSQL alike; where the SQL of the two differs, a module picks
+ * it by `ctx.dialect` (docs/runtime.md#postgresql).
  */
 export class Store {
   /** For store modules only; nothing outside runtime/store/ may run SQL. */
@@ -111,8 +112,9 @@ export class Store {
   }
 
   /**
-   * Runs `fn` in one SQLite transaction: all its writes commit together or none do. `fn` must
-   * be synchronous (no `await` inside): better-sqlite3 commits when `fn` returns.
+   * Runs `fn` in one transaction: all its writes commit together or none do. `fn` must be
+   * synchronous (no `await` inside): the transaction commits when `fn` returns, on SQLite and on
+   * PostgreSQL alike (docs/runtime.md#postgresql).
    * Transactions nest (inner ones become savepoints), so module methods that use their own
    * transaction compose.
    */
