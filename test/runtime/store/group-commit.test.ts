@@ -1,10 +1,11 @@
-import { test } from 'node:test';
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { GroupCommit } from '../../../runtime/store/group-commit.ts';
 import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 import type { AcceptItem } from '../../../runtime/store/deliveries.ts';
-import { createHook, deliver, startIngressRuntime } from '../ingress/helpers.ts';
+import { createHook, deliver } from '../ingress/helpers.ts';
+import { startTestRuntime } from '../helpers.ts';
 
 /** The group-commit queue (runtime/store/group-commit.ts) over a real store. */
 
@@ -65,9 +66,9 @@ forEachEngine('a failing hook rejects only its own delivery; a failed transactio
   assert.equal((await commits.submit(item('m'))).outcome, 'accepted');
 });
 
-// Through the server, which the ingress test helpers start on SQLite.
-test('through the server: racing duplicates across batches give one Accepted each, and one log entry per 202', async (t) => {
-  const rt = await startIngressRuntime({ limits: { deliveriesPerMinute: 100_000, failedAuthPerMinute: 100_000 } });
+forEachEngine('through the server: racing duplicates across batches give one Accepted each, and one log entry per 202', async (t, db) => {
+  const onPostgres = db.engine === 'postgres' ? { flags: { database: db.where }, env: { FACTORY_MASTER_KEY: randomBytes(32).toString('base64') } } : {};
+  const rt = await startTestRuntime({ ...onPostgres, flags: { ...onPostgres.flags, limits: { deliveriesPerMinute: 100_000, failedAuthPerMinute: 100_000 } } });
   t.after(() => rt.stop());
   const hook = await createHook(rt, 'gc', { name: 'race' });
   rt.services.ingress!.onAccepted.push((_webhook, delivery, body) => {
