@@ -42,7 +42,9 @@ function duplicateNames(files: ParsedFile[], report: Report): void {
     if (f.kind === 'factory') continue;
     // An agent's skill is its agent's own, hence the scope.
     const key = `${f.kind}:${f.scope ?? ''}:${identityOf(f)}`;
-    seen.set(key, [...(seen.get(key) ?? []), f]);
+    const group = seen.get(key);
+    if (group) group.push(f);
+    else seen.set(key, [f]);
   }
   for (const group of seen.values()) {
     if (group.length < 2) continue;
