@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { CliError } from '../../core/errors.ts';
@@ -103,9 +103,9 @@ async function readText(root: string, path: string): Promise<string> {
 }
 
 /**
- * readText for a file listed as a regular file that no symbolic link leads to, synchronously:
- * thousands of small reads through the thread pool cost several times more
- * (docs/architecture.md#compile-speed). The messages are readText's.
+ * readText for a file listed as a regular file that no symbolic link leads to, synchronously into
+ * one reused buffer: thousands of small reads through the thread pool, each with a stat, cost
+ * several times more (docs/architecture.md#compile-speed). The messages are readText's.
  */
 function readPlainFile(root: string, path: string): string {
   let fd: number;
@@ -115,8 +115,13 @@ function readPlainFile(root: string, path: string): string {
     throw new CliError(`cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
   }
   try {
-    checkSize(path, fstatSync(fd).size);
-    return decode(path, readFileSync(fd));
+    let length = 0;
+    for (let n = -1; n !== 0 && length < readBuffer.length; length += n) {
+      n = readSync(fd, readBuffer, length, readBuffer.length - length, null);
+    }
+    // A full buffer is a file over the cap: its size for the message.
+    if (length === readBuffer.length) checkSize(path, fstatSync(fd).size);
+    return decode(path, readBuffer.subarray(0, length));
   } catch (err) {
     if (err instanceof CliError) throw err;
     throw new CliError(`cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
@@ -124,6 +129,9 @@ function readPlainFile(root: string, path: string): string {
     closeSync(fd);
   }
 }
+
+/** One byte more than a definitions file may have, so a full read means too large. */
+const readBuffer = Buffer.allocUnsafe(MAX_FILE_BYTES + 1);
 
 function checkSize(path: string, size: number): void {
   if (size > MAX_FILE_BYTES) {
