@@ -6,7 +6,7 @@
 import { workerData } from 'node:worker_threads';
 import pg from 'pg';
 
-/** @typedef {{ id: number, mode: 'connect' | 'query' | 'exec' | 'listen' | 'unlisten', sql?: string, params?: unknown[], channel?: string }} Request */
+/** @typedef {{ id: number, mode: 'connect' | 'query' | 'exec' | 'listen' | 'unlisten' | 'close', sql?: string, params?: unknown[], channel?: string, inTx?: boolean }} Request */
 
 // The store's SQL expects numbers where SQLite gives numbers: BIGINT (20) and NUMERIC (1700)
 // come back as JS numbers (ids and counts stay far below 2^53). BYTEA is a Buffer already.
@@ -140,8 +140,21 @@ function lost(c) {
 
 // ---- requests ------------------------------------------------------------------------------
 
+/**
+ * A statement of a transaction whose connection is no longer in it (the connection was lost and a
+ * new one opened, or the transaction was rolled back under the caller): running it would run it
+ * outside the transaction, and a COMMIT would "succeed" with nothing. Only a ROLLBACK may go on.
+ * @param {Request} req
+ */
+function transactionGone(req) {
+  return req.inTx === true && txStatus === 'I' && !/^\s*ROLLBACK\s*$/i.test(req.sql ?? '');
+}
+
 /** @param {Request} req */
 async function handle(req) {
+  if ((req.mode === 'query' || req.mode === 'exec') && transactionGone(req)) {
+    throw Object.assign(new Error('the transaction ended before its work was done (the connection to PostgreSQL was lost, or it was rolled back); nothing of it was committed'), { code: '08006' });
+  }
   switch (req.mode) {
     case 'connect': {
       await queryClient();

@@ -229,13 +229,18 @@ export class PostgresDatabase implements DB {
 
   /** Runs one or more statements without parameters (migrations, BEGIN/COMMIT). */
   exec(sql: string): this {
-    this.request({ mode: 'exec', sql });
+    this.request({ mode: 'exec', sql, inTx: this.depth > 0 });
     return this;
   }
 
   /** @internal One statement with its parameters, for PgStatement. */
   query(sql: string, params: unknown[]): Reply {
-    return this.request({ mode: 'query', sql, params });
+    return this.request({ mode: 'query', sql, params, inTx: this.depth > 0 });
+  }
+
+  /** Ends the transaction (`sql`: COMMIT, RELEASE or ROLLBACK ...), which must still be open. */
+  private endTx(sql: string): void {
+    this.request({ mode: 'exec', sql, inTx: true });
   }
 
   /**
@@ -258,20 +263,20 @@ export class PostgresDatabase implements DB {
       } catch (err) {
         this.depth--;
         try {
-          if (nested) this.exec(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`);
-          else if (this.txStatus !== 'I') this.exec('ROLLBACK');
+          if (nested) this.endTx(`ROLLBACK TO SAVEPOINT ${name}; RELEASE SAVEPOINT ${name}`);
+          else if (this.txStatus !== 'I') this.endTx('ROLLBACK');
         } catch {
           // The original error says more than the failed rollback (the connection is likely gone).
         }
         throw err;
       }
       this.depth--;
-      if (nested) this.exec(`RELEASE SAVEPOINT ${name}`);
+      if (nested) this.endTx(`RELEASE SAVEPOINT ${name}`);
       else {
         try {
-          this.exec('COMMIT');
+          this.endTx('COMMIT');
         } catch (err) {
-          if (this.txStatus !== 'I') this.exec('ROLLBACK');
+          if (this.txStatus !== 'I') this.endTx('ROLLBACK');
           throw err;
         }
       }
@@ -325,7 +330,7 @@ export class PostgresDatabase implements DB {
     void this.worker.terminate();
   }
 
-  private request(req: { mode: string; sql?: string; params?: unknown[]; channel?: string }, timeoutMs = REQUEST_TIMEOUT_MS): Reply {
+  private request(req: { mode: string; sql?: string; params?: unknown[]; channel?: string; inTx?: boolean }, timeoutMs = REQUEST_TIMEOUT_MS): Reply {
     if (!this.isOpen) throw new TypeError('The database connection is not open');
     const id = this.nextId++;
     // Answers to requests that timed out earlier are dropped here.

@@ -192,6 +192,45 @@ test('a lost query connection fails the statement that was running, and the next
   assert.equal(store.secrets.get('kept')?.name, 'kept');
 });
 
+test('a connection lost inside a transaction fails the transaction; nothing of it is committed, nothing runs outside it', async (t) => {
+  const base = await postgresUrl(t);
+  if (!base) return;
+  const app = `factory_test_tx_${process.pid}_${Date.now()}`;
+  const url = new URL(base);
+  url.searchParams.set('application_name', app);
+  const store = openStore({ path: '', databaseUrl: url.toString(), clock: new FakeClock() });
+  t.after(() => store.close());
+  // A second synchronous connection, usable inside the store's (synchronous) transaction.
+  const admin = new PostgresDatabase(testServerUrl());
+  t.after(() => admin.close());
+  const backends = admin.prepare(`SELECT pid FROM pg_stat_activity WHERE application_name = ? AND query NOT LIKE 'LISTEN %'`).pluck();
+  const put = store.db.prepare(`INSERT INTO meta (key, value) VALUES (?, '\\x00')`);
+  const kept = store.db.prepare(`SELECT key FROM meta WHERE key <> 'master_key_check' ORDER BY key`).pluck();
+  assert.throws(
+    () =>
+      store.transaction(() => {
+        put.run('before');
+        const [pid] = backends.all(app);
+        admin.prepare('SELECT pg_terminate_backend(?)').get(pid);
+        while (backends.all(app).includes(pid));
+        // The first statement after the loss fails on the dead connection (or already finds the
+        // transaction gone); by the next one, the bridge has surely opened a new connection, where
+        // it must not run outside the transaction, nor may the COMMIT pass for one.
+        try {
+          put.run('probe');
+        } catch {
+          // expected
+        }
+        put.run('after');
+      }),
+    /transaction ended before its work was done/,
+  );
+  assert.equal(store.db.inTransaction, false);
+  assert.deepEqual(kept.all(), [], 'nothing of the transaction was committed, nothing ran outside it');
+  put.run('later');
+  assert.deepEqual(kept.all(), ['later']);
+});
+
 test('an unreachable server is one sentence without the password', () => {
   assert.throws(
     () => openStore({ path: '', databaseUrl: 'postgres://factory:hunter2@127.0.0.1:1/factory', clock: new FakeClock() }),
