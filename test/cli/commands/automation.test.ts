@@ -1,14 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { runCli } from '../../../cli/main.ts';
 import { bufferIO } from '../helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
 import { FACTORY, GITHUB_UID, OTHER_UID, PR_OPENED, applyFactory, createSecret, deliverGithub } from '../../runtime/automations/helpers.ts';
-
-const ROOT = resolve(import.meta.dirname, '../../..');
 
 /** `factory automation list | test` against a real runtime, in-process and as a child process. */
 describe('factory automation', () => {
@@ -105,11 +100,5 @@ describe('factory automation', () => {
     assert.equal(usage.code, 2);
     const noDelivery = await run('test', 'review');
     assert.equal(noDelivery.code, 2);
-  });
-
-  it('runs as a child process through bin/factory.js', async () => {
-    const exec = promisify(execFile);
-    const { stdout } = await exec(process.execPath, [resolve(ROOT, 'bin/factory.js'), 'automation', 'test', 'review', '--delivery', opened], { cwd: ROOT, env: { ...process.env, ...env } });
-    assert.match(stdout, /^Would trigger\n/);
   });
 });

@@ -1,15 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { promisify } from 'node:util';
 import { runCli } from '../../../cli/main.ts';
 import type { CliIO } from '../../../cli/io.ts';
-
-const ROOT = resolve(import.meta.dirname, '../../..');
 
 function bufferIO(cwd: string): CliIO & { out: string; err: string } {
   const io = {
@@ -150,20 +146,5 @@ describe('factory filter test', () => {
     assert.equal(help.code, 0);
     assert.match(help.out, /Examples:\n {2}\$ cat only-opened\.yaml/);
     assert.match(help.out, /factory filter test only-opened\.yaml delivery\.json/);
-  });
-
-  it('runs as a child process through bin/factory.js', async () => {
-    const exec = promisify(execFile);
-    const ok = await exec(process.execPath, [join(ROOT, 'bin/factory.js'), 'filter', 'test', 'labeled.yaml', 'pr.json'], { cwd: dir });
-    assert.equal(ok.stdout, 'matches\n');
-    await assert.rejects(
-      exec(process.execPath, [join(ROOT, 'bin/factory.js'), 'filter', 'test', 'opened.yaml', 'pr.json'], { cwd: dir }),
-      (err: { code: number; stdout: string; stderr: string }) => {
-        assert.equal(err.code, 1);
-        assert.equal(err.stdout, 'does not match: action: "labeled" is not one of "opened", "reopened"\n');
-        assert.equal(err.stderr, '');
-        return true;
-      },
-    );
   });
 });

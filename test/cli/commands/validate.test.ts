@@ -1,14 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import { runCli } from '../../../cli/main.ts';
 import { bufferIO } from '../helpers.ts';
-
-const ROOT = resolve(import.meta.dirname, '../../..');
+import { execCli } from '../../helpers/cli.ts';
 
 test('the example repo validates clean (exit 0) and says what waits for plan', async () => {
   const io = bufferIO();
@@ -70,10 +67,11 @@ test('bad input: one sentence on stderr, exit 1, no stack trace', async (t) => {
   }
 });
 
-test('a real child process: node bin/factory.js validate examples/factory', async () => {
-  const { stdout } = await promisify(execFile)(process.execPath, ['bin/factory.js', 'validate', 'examples/factory'], { cwd: ROOT, env: { ...process.env, GITHUB_ACTIONS: '' } });
-  assert.match(stdout, /examples\/factory: no problems found/);
-  const broken = await promisify(execFile)(process.execPath, ['bin/factory.js', 'validate', 'test/fixtures/yaml-features'], { cwd: ROOT }).catch((e) => e);
+test('a real child process (a smoke test of bin/factory.js): validate exits 0 on examples/factory, 1 on a broken repo', async () => {
+  const good = await execCli(['validate', 'examples/factory']);
+  assert.equal(good.code, 0, good.stderr);
+  assert.match(good.stdout, /examples\/factory: no problems found/);
+  const broken = await execCli(['validate', 'test/fixtures/yaml-features']);
   assert.equal(broken.code, 1);
   assert.doesNotMatch(broken.stderr, /\n\s+at /);
 });
