@@ -110,13 +110,14 @@ export const workerRoutes: RouteModule = (router, deps) => {
     refuse(errors);
     const capacity = (b.capacity as number | undefined) ?? 1;
     const until = Date.now() + ((b.wait_seconds as number | undefined) ?? 0) * 1000;
-    // The wait ends early when the client goes away.
+    // The wait ends when the client goes away, and nothing is claimed for it then: a run claimed
+    // for a client that is gone would only end worker_lost (docs/runs.md#workers).
     const gone = new AbortController();
-    ctx.req.once('close', () => gone.abort());
+    ctx.res.once('close', () => gone.abort());
     let claimed = capacity > 0 ? claimOne(holder) : undefined;
     while (!claimed && capacity > 0 && Date.now() < until) {
       const waitMore = await (deps.services.leases?.wait(Math.min(CLAIM_POLL_MS, until - Date.now()), gone.signal) ?? Promise.resolve(false));
-      if (!waitMore) break;
+      if (!waitMore || gone.signal.aborted) break;
       claimed = claimOne(holder);
     }
     if (!claimed) {

@@ -1,0 +1,103 @@
+import { hostname } from 'node:os';
+import type { Command } from 'commander';
+import { CliError, usageError } from '../../core/errors.ts';
+import { addClientOptions, collect, resolveClientFlags, type ClientFlags } from '../client.ts';
+import type { CliIO } from '../io.ts';
+
+interface WorkerFlags extends ClientFlags {
+  concurrency?: string;
+  executor?: string;
+  workDir?: string;
+  name?: string;
+  sandboxRoBind?: string[];
+  sandboxMemoryMb?: string;
+  sandboxMaxProcesses?: string;
+  sandboxMaxOpenFiles?: string;
+  runUid?: string;
+}
+
+/**
+ * `factory worker` (docs/runs.md#workers): executes a runtime's runs on this machine, over the
+ * worker API (a key with the `worker` scope), until SIGTERM or SIGINT.
+ */
+export function registerWorker(program: Command, io: CliIO): void {
+  addClientOptions(
+    program
+      .command('worker')
+      .description('execute runs of a runtime on this machine (worker scope), until SIGTERM or SIGINT')
+      .option('--concurrency <n>', 'runs executed at once (default 2)')
+      .option('--executor <kind>', 'where run commands execute: sandbox (bubblewrap; the default on Linux) or direct (env FACTORY_EXECUTOR)')
+      .option('--work-dir <dir>', 'run workspaces (env FACTORY_WORK_DIR, default ./.factory-worker-workspaces)')
+      .option('--name <name>', 'this worker\'s name in the runtime\'s logs (default: the host name)')
+      .option('--run-uid <uid[:gid]>', 'when the worker is root: the user run commands run as (env FACTORY_RUN_UID, default 65534)')
+      .option('--sandbox-ro-bind <dir>', 'a directory sandboxed commands may read, e.g. an agent installation; repeatable (env FACTORY_SANDBOX_RO_BIND, colon-separated)', collect)
+      .option('--sandbox-memory-mb <n>', 'memory of each sandboxed process (env FACTORY_SANDBOX_MEMORY_MB, default 4096)')
+      .option('--sandbox-max-processes <n>', 'processes of the run user (env FACTORY_SANDBOX_MAX_PROCESSES, default 4096)')
+      .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)'),
+  )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ factory key create --name worker-1 --kind agent --scope worker > worker.key\n  $ FACTORY_API_KEY=$(cat worker.key) factory worker --server https://factory.example.com --concurrency 4\n\nThe worker receives each run\'s secrets from the runtime (docs/security.md#workers). Like serve, it refuses to start without a working sandbox unless --executor direct is given.\n',
+    )
+    .action(async (flags: WorkerFlags) => {
+      const concurrency = flags.concurrency === undefined ? 2 : Number(flags.concurrency);
+      if (!/^\d+$/.test(String(flags.concurrency ?? '2')) || concurrency < 1 || concurrency > 1000) {
+        throw usageError(`--concurrency must be an integer from 1 to 1000, got "${flags.concurrency}".`);
+      }
+      const name = flags.name ?? hostname();
+      if (!/^[^\x00-\x1f\x7f]{1,128}$/.test(name)) throw usageError('--name must be 1 to 128 characters without control characters.');
+      const client = resolveClientFlags(flags, io);
+      const [{ parseConfig }, { assertIsolation, isolationOf }, { RemoteWorker }] = await Promise.all([
+        import('../../runtime/config.ts'),
+        import('../../runtime/executor/sandbox.ts'),
+        import('../../runtime/executor/remote-worker.ts'),
+      ]);
+      // The executor settings as serve parses them; the worker has no data dir and no database.
+      const { FACTORY_DATABASE_URL: _db, FACTORY_DATA_DIR: _dir, ...env } = io.env;
+      const config = parseConfig(
+        {
+          dataDir: '.factory-worker',
+          executor: flags.executor,
+          workDir: flags.workDir,
+          runUid: flags.runUid,
+          sandboxRoBind: flags.sandboxRoBind,
+          sandboxMemoryMb: flags.sandboxMemoryMb,
+          sandboxMaxProcesses: flags.sandboxMaxProcesses,
+          sandboxMaxOpenFiles: flags.sandboxMaxOpenFiles,
+        },
+        env,
+        io.cwd,
+      );
+      const isolation = isolationOf(config);
+      assertIsolation(isolation);
+      if (isolation.kind === 'direct') {
+        io.stderr('warning: runs execute without a sandbox (--executor direct): their commands see this machine as the worker does (docs/security.md#executors)\n');
+      }
+      const worker = new RemoteWorker({
+        server: client.server,
+        apiKey: client.apiKey,
+        name,
+        concurrency,
+        isolation,
+        workDir: config.workDir,
+        inheritedEnv: config.inheritedEnv,
+        say: (line) => io.stdout(`${line}\n`),
+      });
+      io.stdout(`factory worker ${name} executing runs of ${client.server} (concurrency ${concurrency}, executor ${isolation.kind})\n`);
+      const onSignal = (signal: string) => () => {
+        io.stdout(`received ${signal}: stopping; runs in progress end ERROR (runtime_stopped)\n`);
+        void worker.stop();
+      };
+      const onTerm = onSignal('SIGTERM');
+      const onInt = onSignal('SIGINT');
+      process.once('SIGTERM', onTerm);
+      process.once('SIGINT', onInt);
+      try {
+        await worker.run();
+      } finally {
+        process.off('SIGTERM', onTerm);
+        process.off('SIGINT', onInt);
+      }
+      if (worker.fatal) throw new CliError(`the runtime refused this worker: ${worker.fatal.message}`);
+    });
+}

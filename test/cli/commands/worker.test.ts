@@ -1,0 +1,117 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startCli, terminalEnv, execCli, type RunningCli } from '../../helpers/cli.ts';
+import { testExecutor } from '../../runtime/executor/helpers.ts';
+import { EXAMPLE_AGENTS, startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
+import { applyEnvironments, createRun, envYaml, waitForRun } from '../../runtime/routes/runs-helpers.ts';
+
+/**
+ * `factory worker` as a real child process against a runtime that executes nothing itself
+ * (--no-executor) with a short lease (docs/runs.md#workers): it executes a run to SUCCEEDED with its
+ * transcript, a cancel reaches it, SIGTERM ends its run ERROR runtime_stopped, and a worker killed
+ * mid-run leaves its run to the sweeper: ERROR worker_lost.
+ */
+
+const LEASE = 3;
+let rt: TestRuntime;
+let workerKey: string;
+let workDir: string;
+const executor = testExecutor();
+
+before(async () => {
+  rt = await startTestRuntime({ flags: { executor: false, leaseSeconds: LEASE } });
+  workDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-ws-'));
+  await applyEnvironments(rt, {
+    ok: envYaml({ setup: ['echo preparing'], command: ['node', path.join(EXAMPLE_AGENTS, 'scripted-agent.mjs')], env: { GREETING: 'hi' } }),
+    slow: envYaml({ command: ['sleep', '30'], timeout: '5m' }),
+  });
+  const res = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'box', kind: 'agent', scopes: ['worker'] } });
+  assert.equal(res.status, 201);
+  workerKey = ((await res.json()) as { key: string }).key;
+});
+after(async () => {
+  await rt.stop();
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+function startWorker(name: string): RunningCli {
+  const w = startCli(
+    ['worker', '--server', rt.url, '--concurrency', '2', '--executor', executor, '--sandbox-ro-bind', EXAMPLE_AGENTS, '--work-dir', workDir, '--name', name],
+    { env: terminalEnv({ FACTORY_API_KEY: workerKey }) },
+  );
+  return w;
+}
+
+const run = async (env: string) => {
+  const { res, body } = await createRun(rt, { prompt: 'Say hi', config: { environment_id: env } });
+  assert.equal(res.status, 201);
+  return body.run_id as string;
+};
+
+test('a worker executes a run to SUCCEEDED with its transcript; SIGTERM stops it with its run ERROR runtime_stopped', async (t) => {
+  const w = startWorker('w-one');
+  t.after(() => w.child.kill('SIGKILL'));
+  await w.waitFor(() => /factory worker w-one executing runs of/.test(w.stdout()), 'the start line');
+
+  const id = await run('ok');
+  const done = await waitForRun(rt, id);
+  assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
+  const transcript = (await (await rt.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
+  const types = transcript.events.map((e) => e.type);
+  assert.equal(types[0], 'state');
+  assert.equal(types.at(-1), 'state');
+  assert.ok(transcript.events.some((e) => e.type === 'command' && e.data.phase === 'setup' && /preparing/.test(e.data.output)), 'the setup command and its output');
+  assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes(`scripted-agent: run ${id}`)), 'the agent output');
+  await w.waitFor(() => w.stdout().includes(`finished ${id} SUCCEEDED`), 'the finished line');
+  assert.match(w.stdout(), new RegExp(`started ${id}`));
+  assert.ok(!readdirSync(workDir).includes(id), 'the workspace is removed when the run ends');
+
+  const slow = await run('slow');
+  await w.waitFor(() => w.stdout().includes(`started ${slow}`), 'the slow run to start');
+  w.child.kill('SIGTERM');
+  assert.equal(await w.closed, 0, w.stderr());
+  const stopped = await waitForRun(rt, slow);
+  assert.equal(stopped.state, 'ERROR');
+  assert.equal(stopped.error_code, 'runtime_stopped');
+  assert.equal(stopped.retryable, true);
+});
+
+test('a cancel reaches the worker: its run ends CANCELLED', async (t) => {
+  const w = startWorker('w-two');
+  t.after(() => w.child.kill('SIGKILL'));
+  const id = await run('slow');
+  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+  assert.equal((await rt.fetch(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST' })).status, 200);
+  const done = await waitForRun(rt, id);
+  assert.equal(done.state, 'CANCELLED', JSON.stringify(done));
+  assert.equal(done.error_code, 'cancelled');
+  await w.waitFor(() => w.stdout().includes(`finished ${id} CANCELLED`), 'the worker to report it');
+  w.child.kill('SIGTERM');
+  assert.equal(await w.closed, 0);
+});
+
+test('a worker killed mid-run (SIGKILL): the sweeper ends its run ERROR worker_lost, retryable', async (t) => {
+  const w = startWorker('w-three');
+  t.after(() => w.child.kill('SIGKILL'));
+  const id = await run('slow');
+  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+  w.child.kill('SIGKILL');
+  await w.closed;
+  const done = await waitForRun(rt, id);
+  assert.equal(done.state, 'ERROR', JSON.stringify(done));
+  assert.equal(done.error_code, 'worker_lost');
+  assert.equal(done.retryable, true);
+});
+
+test('factory worker: a key without the worker scope is refused in one sentence, exit 1; a bad flag is a usage error', async () => {
+  const bad = await execCli(['worker', '--server', rt.url, '--executor', 'direct', '--concurrency', '1'], { env: terminalEnv({ FACTORY_API_KEY: rt.adminKey.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) }), limitMs: 60_000 });
+  assert.equal(bad.code, 1, bad.stderr);
+  assert.match(bad.stderr, /^error: the runtime refused this worker: .*not valid/m);
+  assert.doesNotMatch(bad.stderr, /\n\s+at /, 'no stack trace');
+  const usage = await execCli(['worker', '--server', rt.url, '--concurrency', 'many'], { env: terminalEnv({ FACTORY_API_KEY: workerKey }) });
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /--concurrency must be an integer/);
+});
