@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
+import { CliError } from '../../core/errors.ts';
 import type { CliIO } from '../io.ts';
 
 interface MigrateFlags {
@@ -19,7 +21,7 @@ export function registerMigrate(program: Command, io: CliIO): void {
     .option('--data-dir <dir>', 'the data dir whose SQLite file to migrate (env FACTORY_DATA_DIR, default ./.factory)')
     .addHelpText('after', '\nExamples:\n  $ factory migrate --database postgres://factory@db.internal:5432/factory\n  $ factory migrate --data-dir /var/lib/factory\n')
     .action(async (flags: MigrateFlags) => {
-      const [{ parseDatabaseUrl, redactPassword }, { migrateDatabase, migrateSqliteFile }, { readMigrations }, path] = await Promise.all([
+      const [{ parseDatabaseUrl }, { migrateDatabase, migrateSqliteFile }, { readMigrations }, path] = await Promise.all([
         import('../../runtime/config.ts'),
         import('../../runtime/store/index.ts'),
         import('../../runtime/store/db.ts'),
@@ -35,7 +37,10 @@ export function registerMigrate(program: Command, io: CliIO): void {
       } else {
         const dataDir = path.resolve(io.cwd, flags.dataDir ?? io.env.FACTORY_DATA_DIR ?? './.factory');
         const file = path.join(dataDir, 'factory.db');
-        where = redactPassword(file);
+        if (!existsSync(file)) {
+          throw new CliError(`there is no database at ${file}; \`factory serve\` creates it at its first start (or pass --database for PostgreSQL).`);
+        }
+        where = file;
         applied = migrateSqliteFile(file);
       }
       const all = readMigrations();

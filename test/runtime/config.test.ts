@@ -163,3 +163,26 @@ test('--repository-base: a URL git clones from, or a directory made absolute; de
   assert.throws(() => parseConfig({}, { FACTORY_REPOSITORY_BASE: 'https://u:hunter2@github.com' }, '/srv', LINUX_USER), (err: Error) => !err.message.includes('hunter2') && /FACTORY_REPOSITORY_BASE/.test(err.message));
   assert.throws(() => parseConfig({ repositoryBase: 'ftp://example.com' }, {}, '/srv', LINUX_USER), /https, http, ssh, git or file/);
 });
+
+test('database: SQLite by default; a PostgreSQL URL from --database or FACTORY_DATABASE_URL needs the master key', () => {
+  assert.deepEqual(parseConfig({}, {}, '/srv').database, { engine: 'sqlite' });
+  const key = randomBytes(32).toString('base64');
+  const url = 'postgres://factory:s3cret@db.internal:5432/factory';
+  const fromEnv = parseConfig({}, { FACTORY_DATABASE_URL: url, FACTORY_MASTER_KEY: key }, '/srv').database;
+  assert.deepEqual(fromEnv, { engine: 'postgres', url, display: 'postgres://factory:***@db.internal:5432/factory' });
+  const fromFlag = parseConfig({ database: 'postgresql://db/f' }, { FACTORY_DATABASE_URL: url, FACTORY_MASTER_KEY: key }, '/srv').database;
+  assert.equal(fromFlag.engine === 'postgres' && fromFlag.url, 'postgresql://db/f', 'the flag wins');
+
+  const refused = (flags: Record<string, string>, env: Record<string, string>, pattern: RegExp) =>
+    assert.throws(() => parseConfig(flags, env, '/srv'), (err: unknown) => {
+      assert.ok(err instanceof CliError);
+      assert.equal(err.exitCode, 2);
+      assert.match(err.message, pattern);
+      assert.ok(!err.message.includes('s3cret'), `the password stays out of: ${err.message}`);
+      return true;
+    });
+  refused({}, { FACTORY_DATABASE_URL: url }, /^FACTORY_MASTER_KEY is required with FACTORY_DATABASE_URL: every replica must decrypt the same team secrets/);
+  refused({ database: url }, {}, /^FACTORY_MASTER_KEY is required with --database/);
+  refused({ database: 'mysql://u:s3cret@db/f' }, { FACTORY_MASTER_KEY: key }, /^--database must be a PostgreSQL URL such as postgres:\/\/user@host:5432\/factory, got "mysql:\/\/u:\*\*\*@db\/f"\.$/);
+  refused({ database: 'not a url' }, { FACTORY_MASTER_KEY: key }, /^--database must be a PostgreSQL URL/);
+});
