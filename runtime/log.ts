@@ -105,6 +105,10 @@ export const LOGGED_ROUTES: readonly string[] = [
   '/api/v1/agent/schedules/:id',
   '/api/v1/agent/schedules/:id/pause',
   '/api/v1/agent/schedules/:id/resume',
+  '/api/v1/worker/claim',
+  '/api/v1/worker/runs/:run/heartbeat',
+  '/api/v1/worker/runs/:run/events',
+  '/api/v1/worker/runs/:run/finish',
   '/api/v1/openapi.json',
 ];
 
