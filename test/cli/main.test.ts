@@ -12,7 +12,7 @@ function walk(cmd: Command, path: string[] = []): { path: string[]; cmd: Command
 
 test('top-level commands come in workflow order: offline, definitions, then team and operations', () => {
   const names = buildProgram(bufferIO()).commands.map((c) => c.name());
-  assert.deepEqual(names, ['validate', 'build', 'plan', 'apply', 'watch', 'dev', 'serve', 'secret', 'key', 'webhook', 'delivery', 'automation', 'run', 'filter']);
+  assert.deepEqual(names, ['validate', 'build', 'plan', 'apply', 'watch', 'dev', 'serve', 'worker', 'migrate', 'secret', 'key', 'webhook', 'delivery', 'automation', 'run', 'filter']);
 });
 
 test('every command and group has a description without spec references, and its help shows examples', async () => {
