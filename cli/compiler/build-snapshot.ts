@@ -15,7 +15,7 @@ import {
 } from '../../core/snapshot.ts';
 import { promptOf } from './front-matter.ts';
 import type { ParsedFile } from './parse-file.ts';
-import { agentDef, execution, factoryDef, inactiveOf, runnerDef, skillDef, triggersOf } from './warp-snapshot.ts';
+import { agentDef, execution, factoryDef, inactiveOf, runnerDef, runsUsed, skillDef, triggersOf } from './warp-snapshot.ts';
 import { repoFacts, resolveEnvironment } from './warp-rules.ts';
 import { agentEnvironment, type AgentRun } from './warp-exec.ts';
 import { isRunnableHarness } from '../../core/harness.ts';
@@ -56,6 +56,7 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
       agentRuns.push(r.run);
     }
   }
+  const used = runsUsed(agentRuns);
   for (const f of files) {
     const v = f.value as Obj;
     const source = { file: f.path };
@@ -90,13 +91,13 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
       inactive.push(...inactiveOf.automation(f, v, { environment, honoured }));
     } else if (f.kind === 'agent') {
       agents.push(agentDef(f, v));
-      inactive.push(...inactiveOf.agent(f, v, facts, agentRuns));
+      inactive.push(...inactiveOf.agent(f, v, facts, used));
     } else if (f.kind === 'skill') {
       skills.push(skillDef(f, v));
-      inactive.push(...inactiveOf.file(f, agentRuns));
+      inactive.push(...inactiveOf.file(f, used));
     } else if (f.kind === 'runner') {
       runners.push(runnerDef(f, v));
-      inactive.push(...inactiveOf.file(f, agentRuns));
+      inactive.push(...inactiveOf.file(f, used));
     } else if (f.kind === 'benchmark' || f.kind === 'benchmark_task' || f.kind === 'scorer') {
       inactive.push(...inactiveOf.file(f));
     } else if (f.kind === 'environment') {
@@ -121,7 +122,7 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
   }
   const hashes: Record<string, string> = {};
   for (const s of sources) hashes[s.path] = sha256Hex(s.text);
-  inactive.push(...inactiveOf.factory(factoryFile, fv, facts, agentRuns));
+  inactive.push(...inactiveOf.factory(factoryFile, fv, facts, used));
   // Stable: by file, and within a file in the order the keys were looked at.
   inactive.sort((a, b) => cmp(a.file, b.file));
   const nonEmpty = <T>(a: T[]) => (a.length ? a : undefined);

@@ -136,8 +136,21 @@ function executionItems(f: ParsedFile, base: string, v: Obj, environmentHonoured
   return out;
 }
 
+/** What the runs of Warp agents here use, looked up once per file instead of by a scan of every run. */
+export interface RunsUsed {
+  count: number;
+  agents: ReadonlySet<string | undefined>;
+  runners: ReadonlySet<string | undefined>;
+}
+
+export function runsUsed(runs: AgentRun[]): RunsUsed {
+  return { count: runs.length, agents: new Set(runs.map((r) => r.agent)), runners: new Set(runs.map((r) => r.runner)) };
+}
+
+const NONE: RunsUsed = runsUsed([]);
+
 export const inactiveOf = {
-  factory(f: ParsedFile, v: Obj, facts: RepoFacts, used: AgentRun[] = []): InactiveItem[] {
+  factory(f: ParsedFile, v: Obj, facts: RepoFacts, used: RunsUsed = NONE): InactiveItem[] {
     const out: InactiveItem[] = [];
     const reasons: Record<string, string> = {
       alias: 'the foreman\'s handle on Slack and Linear, which this runtime does not connect to',
@@ -149,7 +162,7 @@ export const inactiveOf = {
       integrations: 'Slack, Linear and Jira are not connected to this runtime',
     };
     // The runs of Warp agents clone the repositories (docs/definitions.md#warp-agents-run-here).
-    const honoured = new Set(used.length ? ['repositories'] : []);
+    const honoured = new Set(used.count ? ['repositories'] : []);
     for (const [key, reason] of Object.entries(reasons)) if (v[key] !== undefined && !honoured.has(key)) out.push(item(f, `/${key}`, reason));
     if (v.agentDefaults !== undefined) {
       // agentDefaults.environmentId is honoured when it names an environment of the repo.
@@ -157,14 +170,14 @@ export const inactiveOf = {
       const harness = harnessOf(v.agentDefaults);
       const items = executionItems(f, '/agentDefaults', v.agentDefaults, typeof id === 'string' && facts.environments.has(id), isRunnableHarness(harness?.type));
       const runner = v.agentDefaults.runner;
-      out.push(...items.filter((i) => !(i.pointer === '/agentDefaults/runner' && used.some((r) => r.runner === runner))));
+      out.push(...items.filter((i) => !(i.pointer === '/agentDefaults/runner' && used.runners.has(runner))));
     }
     return out;
   },
 
-  agent(f: ParsedFile, v: Obj, facts: RepoFacts, used: AgentRun[]): InactiveItem[] {
+  agent(f: ParsedFile, v: Obj, facts: RepoFacts, used: RunsUsed): InactiveItem[] {
     const id = v.environmentId;
-    const runs = used.some((r) => r.agent === f.name);
+    const runs = used.agents.has(f.name);
     return [
       ...(runs ? [] : [item(f, '', 'recorded: no automation runs this agent\'s harness here (claude and codex run when no environment is named; docs/definitions.md#warp-agents-run-here)')]),
       ...executionItems(f, '', v, typeof id === 'string' && facts.environments.has(id), runs),
@@ -184,10 +197,10 @@ export const inactiveOf = {
     return out;
   },
 
-  file(f: ParsedFile, used: AgentRun[] = []): InactiveItem[] {
+  file(f: ParsedFile, used: RunsUsed = NONE): InactiveItem[] {
     // Skills and runners reach the runs of agents whose harness runs here.
-    if (f.kind === 'skill' && used.some((r) => f.scope === undefined || r.agent === f.scope)) return [];
-    if (f.kind === 'runner' && used.some((r) => r.runner === f.name)) {
+    if (f.kind === 'skill' && (f.scope === undefined ? used.count > 0 : used.agents.has(f.scope))) return [];
+    if (f.kind === 'runner' && used.runners.has(f.name)) {
       const v = (f.value ?? {}) as Obj;
       return ['instanceShape', 'platform'].filter((k) => v[k] !== undefined).map((k) => item(f, `/${k}`, 'recorded; runs here execute in the local sandbox'));
     }
