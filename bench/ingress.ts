@@ -44,15 +44,15 @@ export const TARGETS = {
   matchRatio: 0.35,
 };
 
-const SECRET_NAME = 'bench-github';
-const SECRET = 'bench-github-secret';
+export const SECRET_NAME = 'bench-github';
+export const SECRET = 'bench-github-secret';
 const CONNECTIONS = 64;
 
 /** The webhooks the runtime serves, each in a factory of its own: name → automations on it. */
 const HOOKS = { one: 1, match: 1, hundred: 100, many: 2000 } as const;
-type HookName = keyof typeof HOOKS;
+export type HookName = keyof typeof HOOKS;
 
-const uidOf = (name: HookName) => `wh_bench${name.padEnd(21, 'a')}`;
+export const uidOf = (name: HookName) => `wh_bench${name.padEnd(21, 'a')}`;
 
 /**
  * Filters that miss the bench's payloads (a push to refs/heads/main of octo/bench by `bench`),
@@ -73,7 +73,7 @@ function missFilter(i: number): unknown {
 }
 
 /** The factory repo of one bench webhook, as the compiler reads it. */
-function factoryFiles(hook: HookName): { path: string; text: string }[] {
+export function factoryFiles(hook: HookName): { path: string; text: string }[] {
   const files = [
     { path: 'factory.yaml', text: `name: bench-${hook}\n` },
     { path: `environments/bench-${hook}.yaml`, text: 'agent:\n  command: ["true"]\n' },
@@ -110,7 +110,7 @@ function pushPayload(size: number, variant: number): Buffer {
 }
 
 /** `count` signed bodies of `size` bytes. */
-function signedBodies(size: number, count: number): SignedBody[] {
+export function signedBodies(size: number, count: number): SignedBody[] {
   return Array.from({ length: count }, (_, i) => {
     const body = pushPayload(size, i);
     return {

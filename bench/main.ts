@@ -3,11 +3,12 @@
  * target, measured side by side on this machine. Targets are never asserted in tests (the
  * machines are shared and noisy); this script is where they are checked.
  *
- * `npm run bench -- compile runs` runs a subset; `--quick` makes the ingress bench one short round.
+ * `npm run bench -- compile runs` runs a subset; `--quick` makes the ingress and replicas benches one short round.
  */
 import { benchCli } from './cli.ts';
 import { benchCompile } from './compile.ts';
 import { benchIngress } from './ingress.ts';
+import { benchReplicas } from './replicas.ts';
 import { benchRuns } from './runs.ts';
 import { benchServeStart } from './serve.ts';
 
@@ -15,6 +16,8 @@ const BENCHES: Record<string, (print: (line: string) => void, opts: { quick: boo
   compile: benchCompile,
   runs: (print) => benchRuns(print),
   ingress: benchIngress,
+  // SQLite next to PostgreSQL with one and two replicas: ingress and run creation.
+  replicas: benchReplicas,
   cli: (print) => benchCli(print),
   // Also the last part of runs; alone here to measure only it.
   serve: (print) => benchServeStart(print),

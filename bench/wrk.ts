@@ -25,24 +25,29 @@ export interface WrkTarget {
   idPrefix: string;
   /** Collect the `delivery_id` of every 202 (for the log check). */
   collectIds: boolean;
+  /** The status a request should be answered with: 202 (a delivery) unless given (201: a run created). */
+  expectStatus?: number;
 }
 
 export interface WrkResult {
   seconds: number;
   responses: number;
+  /** Responses with the expected status (202 unless the target says otherwise). */
   accepted: number;
-  /** Responses other than 202, and socket errors and timeouts. */
+  /** Responses with any other status, and socket errors and timeouts. */
   failed: number;
   p50Ms: number;
   p99Ms: number;
   /** The delivery ids answered 202, when collected. */
   ids: string[];
+  /** The first unexpected answer of each wrk thread (status and the start of its body), if any. */
+  firstFailures: string[];
 }
 
 const luaString = (s: string) => JSON.stringify(s); // a JSON string literal is a valid Lua string literal for ASCII
 
 /** Writes the Lua script and the bodies for one run into `dir`; returns the script's path. */
-function writeScript(dir: string, target: WrkTarget, idsFile: string): string {
+function writeScript(dir: string, target: WrkTarget, idsFile: string, failuresFile: string): string {
   const bodyFiles = target.bodies.map((b, i) => {
     const file = path.join(dir, `body-${i}.json`);
     writeFileSync(file, b.body);
@@ -57,6 +62,7 @@ local headerSets = {${headerTables.join(',\n')}}
 local idHeader = ${luaString(target.idHeader)}
 local idPrefix = ${luaString(target.idPrefix)}
 local collect = ${target.collectIds ? 'true' : 'false'}
+local expectStatus = ${target.expectStatus ?? 202}
 local path = ${luaString(new URL(target.url).pathname)}
 local threads = {}
 local nextThread = 0
@@ -71,6 +77,7 @@ local bodies = {}
 local counter = 0
 accepted = 0
 failed = 0
+firstBad = ""
 ids = {}
 
 function init(args)
@@ -91,13 +98,14 @@ function request()
 end
 
 function response(status, headers, body)
-  if status == 202 then
+  if status == expectStatus then
     accepted = accepted + 1
     if collect then
       local id = string.match(body, '"delivery_id":"([^"]*)"')
       if id then ids[#ids + 1] = id end
     end
   else
+    if failed == 0 then firstBad = status .. " " .. string.sub(body or "", 1, 300) end
     failed = failed + 1
   end
 end
@@ -111,6 +119,12 @@ function done(summary, latency, requests)
     for _, id in ipairs(t:get("ids")) do out:write(id, "\\n") end
   end
   out:close()
+  local badFile = assert(io.open(${luaString(failuresFile)}, "w"))
+  for _, t in ipairs(threads) do
+    local first = t:get("firstBad")
+    if first ~= "" then badFile:write((string.gsub(first, "\\n", " ")), "\\n") end
+  end
+  badFile:close()
   local e = summary.errors
   io.write(string.format('WRK-RESULT {"us":%d,"responses":%d,"accepted":%d,"failed":%d,"p50":%d,"p99":%d}\\n',
     summary.duration, summary.requests, ok, bad + e.connect + e.read + e.write + e.timeout,
@@ -125,7 +139,8 @@ end
 /** Runs `wrk -t1 -c<connections> -d<seconds>s` against the target from `dir` (a scratch dir). */
 export function runWrk(dir: string, target: WrkTarget, opts: { seconds: number; connections: number }): Promise<WrkResult> {
   const idsFile = path.join(dir, 'ids.txt');
-  const script = writeScript(dir, target, idsFile);
+  const failuresFile = path.join(dir, 'failures.txt');
+  const script = writeScript(dir, target, idsFile, failuresFile);
   const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '10s', '-s', script, target.url];
   return new Promise((resolve, reject) => {
     const child = spawn('/usr/bin/wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -138,7 +153,8 @@ export function runWrk(dir: string, target: WrkTarget, opts: { seconds: number; 
       if (code !== 0 || !m) return reject(new Error(`wrk failed (exit ${code}): ${out.trim()}`));
       const r = JSON.parse(m[1]) as { us: number; responses: number; accepted: number; failed: number; p50: number; p99: number };
       const ids = target.collectIds ? readFileSync(idsFile, 'utf8').split('\n').filter(Boolean) : [];
-      resolve({ seconds: r.us / 1e6, responses: r.responses, accepted: r.accepted, failed: r.failed, p50Ms: r.p50 / 1000, p99Ms: r.p99 / 1000, ids });
+      const firstFailures = readFileSync(failuresFile, 'utf8').split('\n').filter(Boolean);
+      resolve({ seconds: r.us / 1e6, responses: r.responses, accepted: r.accepted, failed: r.failed, p50Ms: r.p50 / 1000, p99Ms: r.p99 / 1000, ids, firstFailures });
     });
   });
 }
