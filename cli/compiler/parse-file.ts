@@ -50,12 +50,8 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
   // Plain YAML is read without positions; the first diagnostic of such a file parses it again with
   // them, so a diagnostic says the same either way (docs/architecture.md#compile-speed).
   const plain = readPlainYaml(yamlText);
-  let parsed: ParsedYaml | undefined = plain === undefined ? parseYaml(yamlText) : undefined;
-  const at: Locate = (pointer, mode) => {
-    if (markdown && pointer === '/prompt' && frontMatter) return { line: frontMatter.bodyLine, column: 1 };
-    parsed ??= parseYaml(yamlText);
-    return positionOf(parsed, pointer, mode);
-  };
+  const parsed: ParsedYaml | undefined = plain === undefined ? parseYaml(yamlText) : undefined;
+  const at = locator(yamlText, frontMatter?.bodyLine, parsed);
   if (parsed !== undefined) {
     for (const p of parsed.problems) {
       const pos = toPosition(parsed, p.offset);
@@ -74,4 +70,17 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
     return unread(at);
   }
   return { file: { path, text, kind, name, scope, value, frontMatter, at }, diagnostics };
+}
+
+/**
+ * The positions of one file's YAML (`bodyLine` for a Markdown kind's `/prompt`), from `parsed`, or
+ * from a parse made on the first call when the file was read without positions. Built apart from
+ * parseFile so that the closure, kept with every file, holds only these.
+ */
+function locator(yamlText: string, bodyLine: number | undefined, parsed: ParsedYaml | undefined): Locate {
+  return (pointer, mode) => {
+    if (bodyLine !== undefined && pointer === '/prompt') return { line: bodyLine, column: 1 };
+    parsed ??= parseYaml(yamlText);
+    return positionOf(parsed, pointer, mode);
+  };
 }

@@ -132,7 +132,9 @@ class Reader {
       out.push(inlineValue(rest, depth));
       this.noDeeperLine(indent);
     }
-    return out;
+    // An array grown by push keeps room for 16 items; its copy holds only its own, and the values
+    // of every file are kept to the end of a compile.
+    return out.slice();
   }
 
   private mapping(indent: number, depth: number): Record<string, unknown> {
@@ -246,7 +248,7 @@ class Flow {
       out.push(this.value(depth + 1));
       this.spaces();
       const c = this.text[this.at++];
-      if (c === ']') return out;
+      if (c === ']') return out.slice();
       if (c !== ',') giveUp();
       this.spaces();
     }
