@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -142,6 +142,10 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
     await child.waitFor(() => /factory runtime listening on|factory worker \S+ executing runs/.test(child.stdout()), `${name} to start`);
   }
   assert.deepEqual([...daemons.keys()], ['replica-1', 'replica-2', 'worker-1', 'worker-2']);
+  // One admin key for the database, in the data dir of the replica that created it.
+  assert.match(daemons.get('replica-1')!.stdout(), /^admin key: .*replica-1\/admin\.key \(created now; keep it safe\)$/m);
+  assert.match(daemons.get('replica-2')!.stdout(), /^admin key: not in this data dir; the replica that first opened the database wrote it to its own/m);
+  assert.equal(existsSync(join(cwd, 'replica-2', 'admin.key')), false);
   const urls = ports.map((p) => `http://127.0.0.1:${p}`);
   const value = async (name: string) => (await sh.run(`printf %s "$${name}"`)).out;
   const adminKey = readFileSync(join(cwd, 'replica-1', 'admin.key'), 'utf8').trim();
