@@ -160,9 +160,10 @@ export class ExecutorPool implements Service {
    */
   recover(): string[] {
     const { store, log } = this.deps;
-    // One process owns a SQLite file: every run in progress was this runtime's. On PostgreSQL,
-    // runs with a live lease belong to other replicas or workers (docs/runs.md#workers).
-    const ids = store.engine === 'sqlite' ? store.runs.inProgressIds() : store.leases.expiredInProgressIds();
+    // One process owns a SQLite file: every run in progress was this runtime's, but for those a
+    // remote worker still holds. On PostgreSQL, runs with a live lease belong to other replicas or
+    // workers (docs/runs.md#workers).
+    const ids = store.engine === 'sqlite' ? store.leases.notHeldByLiveWorkerIds() : store.leases.expiredInProgressIds();
     for (const id of ids) {
       for (const pgid of store.runs.processGroups(id)) {
         const outcome = killOrphanGroup(pgid, id);

@@ -76,6 +76,8 @@ export class RemoteWorker {
   private readonly stopSignal = new AbortController();
   private leaseMs = 30_000;
   private loop: Promise<void> | undefined;
+  /** Set while requests fail on the network: said once per outage. */
+  private away = false;
   /** Set when the worker stopped on its own (a fatal refusal). */
   fatal: WorkerFatal | undefined;
 
@@ -102,6 +104,19 @@ export class RemoteWorker {
 
   /** One request; network failures and 5xx are thrown as retryable Errors, other answers returned. */
   private async call(method: string, route: string, body: unknown, signal?: AbortSignal): Promise<Answer> {
+    try {
+      const answer = await this.request(method, route, body, signal);
+      if (this.away) this.opts.say(`reached the runtime at ${this.opts.server} again`);
+      this.away = false;
+      return answer;
+    } catch (err) {
+      if (!this.away && !signal?.aborted) this.opts.say(`cannot reach the runtime at ${this.opts.server} (${(err as Error).message}); retrying with backoff, runs go on`);
+      this.away = !signal?.aborted;
+      throw err;
+    }
+  }
+
+  private async request(method: string, route: string, body: unknown, signal?: AbortSignal): Promise<Answer> {
     const res = await fetch(this.opts.server + route, {
       method,
       headers: { Authorization: `Bearer ${this.opts.apiKey}`, 'Content-Type': 'application/json', Accept: 'application/json' },
@@ -157,7 +172,6 @@ export class RemoteWorker {
         a = await this.call('POST', '/api/v1/worker/claim', { worker: this.opts.name, worker_id: this.id, capacity: free, wait_seconds: CLAIM_WAIT_SECONDS }, this.stopSignal.signal);
       } catch (err) {
         if (this.stopping) break;
-        this.opts.say(`cannot reach the runtime at ${this.opts.server} (${(err as Error).message}); retrying in ${Math.round(backoff / 1000) || 1}s`);
         await sleep(backoff, this.stopSignal.signal);
         backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
         continue;

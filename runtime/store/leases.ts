@@ -56,6 +56,10 @@ export class LeaseStore {
         RETURNING run_id AS "runId"`),
       expiredInProgress: db.prepare(`SELECT run_id AS "runId" FROM runs
         WHERE state = 'INPROGRESS' AND (lease_until_ms IS NULL OR lease_until_ms < @now) ORDER BY created_at, seq`),
+      // A worker's holder id is `<key id>.<worker id>`; a pool's has no dot (base64url).
+      notHeldByLiveWorker: db.prepare(`SELECT run_id AS "runId" FROM runs
+        WHERE state = 'INPROGRESS' AND NOT (lease_holder IS NOT NULL AND lease_holder LIKE '%.%' AND lease_until_ms >= @now)
+        ORDER BY created_at, seq`),
       holderOf: db.prepare(`SELECT lease_holder AS "holder", lease_name AS "name", lease_until_ms AS "until" FROM runs WHERE run_id = ?`),
     };
   }
@@ -135,6 +139,14 @@ export class LeaseStore {
   /** Runs in progress without a live lease (a PostgreSQL replica's start-up recovery). */
   expiredInProgressIds(): string[] {
     return (this.stmts.expiredInProgress.all({ now: this.nowMs() }) as { runId: string }[]).map((r) => r.runId);
+  }
+
+  /**
+   * Runs in progress except those a remote worker holds with a live lease: on SQLite one runtime
+   * owns the file, so these were its own (start-up recovery, docs/runs.md#workers).
+   */
+  notHeldByLiveWorkerIds(): string[] {
+    return (this.stmts.notHeldByLiveWorker.all({ now: this.nowMs() }) as { runId: string }[]).map((r) => r.runId);
   }
 
   /** The run's last holder and lease end, for diagnostics and tests. */

@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startCli, terminalEnv, execCli, type RunningCli } from '../../helpers/cli.ts';
@@ -51,7 +51,7 @@ const run = async (env: string) => {
   return body.run_id as string;
 };
 
-test('a worker executes a run to SUCCEEDED with its transcript; SIGTERM stops it with its run ERROR runtime_stopped', async (t) => {
+test('a worker executes a run to SUCCEEDED with its transcript; SIGTERM stops it with its run ERROR runtime_stopped', { timeout: 120_000 }, async (t) => {
   const w = startWorker('w-one');
   t.after(() => w.child.kill('SIGKILL'));
   await w.waitFor(() => /factory worker w-one executing runs of/.test(w.stdout()), 'the start line');
@@ -79,7 +79,7 @@ test('a worker executes a run to SUCCEEDED with its transcript; SIGTERM stops it
   assert.equal(stopped.retryable, true);
 });
 
-test('a cancel reaches the worker: its run ends CANCELLED', async (t) => {
+test('a cancel reaches the worker: its run ends CANCELLED', { timeout: 120_000 }, async (t) => {
   const w = startWorker('w-two');
   t.after(() => w.child.kill('SIGKILL'));
   const id = await run('slow');
@@ -93,7 +93,7 @@ test('a cancel reaches the worker: its run ends CANCELLED', async (t) => {
   assert.equal(await w.closed, 0);
 });
 
-test('a worker killed mid-run (SIGKILL): the sweeper ends its run ERROR worker_lost, retryable', async (t) => {
+test('a worker killed mid-run (SIGKILL): the sweeper ends its run ERROR worker_lost, retryable', { timeout: 120_000 }, async (t) => {
   const w = startWorker('w-three');
   t.after(() => w.child.kill('SIGKILL'));
   const id = await run('slow');
@@ -114,4 +114,41 @@ test('factory worker: a key without the worker scope is refused in one sentence,
   const usage = await execCli(['worker', '--server', rt.url, '--concurrency', 'many'], { env: terminalEnv({ FACTORY_API_KEY: workerKey }) });
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /--concurrency must be an integer/);
+});
+
+test('a worker rides out a restart of serve: it retries while the runtime is away, keeps its run, and the restarted pool leaves the run it holds alone', { timeout: 120_000 }, async (t) => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-restart-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const flags = { executor: false as const, leaseSeconds: 15 };
+  let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags });
+  t.after(() => first?.stop());
+  // The agent waits for a file the test writes into its workspace after the restart.
+  await applyEnvironments(first, { gate: envYaml({ command: ['/bin/sh', '-c', 'while [ ! -e "$FACTORY_WORKSPACE/go" ]; do sleep 0.2; done; echo passed the gate'], timeout: '5m' }) });
+  const created = await first.fetch('/api/v1/keys', { method: 'POST', json: { name: 'restart', kind: 'agent', scopes: ['worker'] } });
+  const key = ((await created.json()) as { key: string }).key;
+  const w = startCli(
+    ['worker', '--server', first.url, '--concurrency', '1', '--executor', executor, '--work-dir', workDir, '--name', 'w-restart'],
+    { env: terminalEnv({ FACTORY_API_KEY: key }) },
+  );
+  t.after(() => w.child.kill('SIGKILL'));
+  const { res, body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'gate' } });
+  assert.equal(res.status, 201);
+  const id = body.run_id as string;
+  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+
+  const port = first.port;
+  await first.stop();
+  first = undefined;
+  await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
+  // Back on the same port, executing runs itself this time.
+  const second = await startTestRuntime({ dataDir, flags: { port, leaseSeconds: 15 } });
+  t.after(() => second.stop());
+  assert.equal((await waitForRun(second, id, () => true)).state, 'INPROGRESS', 'the restarted pool did not end the worker\'s run');
+  writeFileSync(path.join(workDir, id, 'go'), '');
+  const done = await waitForRun(second, id);
+  assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
+  const transcript = (await (await second.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
+  assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes('passed the gate')));
+  w.child.kill('SIGTERM');
+  assert.equal(await w.closed, 0);
 });
