@@ -17,7 +17,7 @@ test('healthz, readyz, 404 and 405 problems; the admin key is bootstrapped once'
     assert.deepEqual(await h.json(), { status: 'ok' });
     const r = await rt.fetch('/readyz', { key: null });
     assert.equal(r.status, 200);
-    assert.deepEqual(await r.json(), { status: 'ok', database: { engine: 'sqlite', reachable: true } });
+    assert.deepEqual(await r.json(), { status: 'ok', database: { engine: rt.store.engine, reachable: true } });
 
     const nf = await rt.fetch('/nothing/here?secret=abc', { key: null });
     assert.equal(nf.status, 404);
