@@ -60,7 +60,7 @@ function jsonCopy(value: unknown): unknown {
     return out;
   }
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) {
+  for (const key of sortedKeys(value)) {
     const v = (value as Record<string, unknown>)[key];
     if (v === undefined || typeof v === 'symbol') continue;
     if (typeof v === 'function') {
@@ -71,6 +71,13 @@ function jsonCopy(value: unknown): unknown {
     else out[key] = jsonCopy(v);
   }
   return out;
+}
+
+/** Object.keys(value).sort(), without the sort when they are in order already (as most are). */
+function sortedKeys(value: object): string[] {
+  const keys = Object.keys(value);
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1] > keys[i]) return keys.sort();
+  return keys;
 }
 
 /** `sha256:` + lowercase hex of the UTF-8 bytes (or the given bytes). */

@@ -74,19 +74,24 @@ export function buildSnapshot(files: ParsedFile[], sources: { path: string; text
       });
     } else if (f.kind === 'automation') {
       const { environment, honoured } = resolved.get(f)!;
-      const agent = v.agent ?? facts.foreman;
-      const def: InactiveAutomationDef = {
+      const triggers = triggersOf(v.triggers as Obj[]);
+      // One object with every member; the undefined ones (environment of an inactive automation,
+      // notify when absent) are dropped with the others when the snapshot is copied below.
+      const def: AutomationDef = {
         name: f.name,
         title: v.title,
         enabled: v.enabled ?? true,
-        agent,
+        agent: v.agent ?? facts.foreman,
         execution: execution(v),
-        ...(v.notify ? { notify: { url: v.notify.url, secretName: v.notify.secretName } } : {}),
-        ...triggersOf(v.triggers as Obj[]),
+        notify: v.notify ? { url: v.notify.url, secretName: v.notify.secretName } : undefined,
+        triggers: triggers.triggers,
+        schedules: triggers.schedules,
+        inactive_triggers: triggers.inactive_triggers,
         prompt: promptOf(f.frontMatter!.body),
         source,
+        environment: environment!,
       };
-      if (environment !== undefined) automations.push({ ...def, environment });
+      if (environment !== undefined) automations.push(def);
       else inactiveAutomations.push(def);
       inactive.push(...inactiveOf.automation(f, v, { environment, honoured }));
     } else if (f.kind === 'agent') {

@@ -26,8 +26,12 @@ type Obj = Record<string, any>;
 
 /** The execution keys of agentDefaults, an agent or an automation; undefined when none is set. */
 export function execution(v: Obj): ExecutionSettings | undefined {
+  const harness = harnessOf(v);
+  if (harness === undefined && v.runner === undefined && v.environmentId === undefined && v.secrets === undefined && v.mcpServers === undefined && v.workerHost === undefined) {
+    return undefined;
+  }
   const out: ExecutionSettings = {
-    harness: harnessOf(v),
+    harness,
     runner: v.runner,
     environmentId: v.environmentId,
     secrets: v.secrets,
@@ -117,19 +121,21 @@ export function runnerDef(f: ParsedFile, v: Obj): RunnerDef {
 const item = (f: ParsedFile, pointer: string, reason: string): InactiveItem => ({ file: f.path, pointer, reason });
 
 /** The execution keys with no meaning here yet; environmentId unless it was honoured. */
+const EXECUTION_REASONS: readonly [key: string, reason: string, harnessKey: boolean][] = [
+  ['model', 'the model is recorded; runs here execute the environment\'s agent command', true],
+  ['harness', 'the harness is recorded; runs here execute the environment\'s agent command', true],
+  ['runner', 'the runner is recorded; runs here execute in the local sandbox', true],
+  ['secrets', 'Warp managed secrets are recorded; runs here get secrets through an environment\'s env', false],
+  ['mcpServers', 'MCP servers are not configured by this runtime', false],
+  ['workerHost', 'runs execute on this runtime\'s own host', false],
+];
+
 function executionItems(f: ParsedFile, base: string, v: Obj, environmentHonoured: boolean, harnessHonoured = false): InactiveItem[] {
   const out: InactiveItem[] = [];
   // A claude or codex harness, and the runner beside it, run here (docs/definitions.md#warp-agents-run-here).
-  const honoured = new Set(harnessHonoured ? ['model', 'harness', 'runner'] : []);
-  const reasons: Record<string, string> = {
-    model: 'the model is recorded; runs here execute the environment\'s agent command',
-    harness: 'the harness is recorded; runs here execute the environment\'s agent command',
-    runner: 'the runner is recorded; runs here execute in the local sandbox',
-    secrets: 'Warp managed secrets are recorded; runs here get secrets through an environment\'s env',
-    mcpServers: 'MCP servers are not configured by this runtime',
-    workerHost: 'runs execute on this runtime\'s own host',
-  };
-  for (const [key, reason] of Object.entries(reasons)) if (v[key] !== undefined && !honoured.has(key)) out.push(item(f, `${base}/${key}`, reason));
+  for (const [key, reason, harnessKey] of EXECUTION_REASONS) {
+    if (v[key] !== undefined && !(harnessHonoured && harnessKey)) out.push(item(f, `${base}/${key}`, reason));
+  }
   if (v.environmentId !== undefined && !environmentHonoured) {
     out.push(item(f, `${base}/environmentId`, `'${v.environmentId}' names no environment of this repo, so it is recorded only`));
   }
