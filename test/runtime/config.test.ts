@@ -186,3 +186,24 @@ test('database: SQLite by default; a PostgreSQL URL from --database or FACTORY_D
   refused({ database: 'mysql://u:s3cret@db/f' }, { FACTORY_MASTER_KEY: key }, /^--database must be a PostgreSQL URL such as postgres:\/\/user@host:5432\/factory, got "mysql:\/\/u:\*\*\*@db\/f"\.$/);
   refused({ database: 'not a url' }, { FACTORY_MASTER_KEY: key }, /^--database must be a PostgreSQL URL/);
 });
+
+test('workers: --no-executor and FACTORY_NO_EXECUTOR turn the pool off; --lease-seconds and FACTORY_LEASE_SECONDS set the lease (docs/runs.md#workers)', () => {
+  const d = parseConfig({}, {});
+  assert.equal(d.executeRuns, true);
+  assert.equal(d.leaseSeconds, 30);
+  // commander's --no-executor sets executor to false; the executor kind then keeps its default.
+  const off = parseConfig({ executor: false }, {});
+  assert.equal(off.executeRuns, false);
+  assert.equal(off.executor, parseConfig({}, {}).executor);
+  assert.equal(parseConfig({}, { FACTORY_NO_EXECUTOR: 'true' }).executeRuns, false);
+  assert.equal(parseConfig({ executor: 'direct' }, { FACTORY_NO_EXECUTOR: 'no' }).executeRuns, true);
+  assert.equal(parseConfig({ leaseSeconds: '5' }, { FACTORY_LEASE_SECONDS: '60' }).leaseSeconds, 5);
+  assert.equal(parseConfig({}, { FACTORY_LEASE_SECONDS: '60' }).leaseSeconds, 60);
+  for (const [flags, env, re] of [
+    [{ leaseSeconds: '2' }, {}, /--lease-seconds/],
+    [{}, { FACTORY_LEASE_SECONDS: 'soon' }, /FACTORY_LEASE_SECONDS/],
+    [{}, { FACTORY_NO_EXECUTOR: 'maybe' }, /FACTORY_NO_EXECUTOR/],
+  ] as [Parameters<typeof parseConfig>[0], Record<string, string>, RegExp][]) {
+    assert.throws(() => parseConfig(flags, env), (e: unknown) => e instanceof CliError && e.exitCode === 2 && re.test(e.message));
+  }
+});
