@@ -42,3 +42,21 @@ test('factory key create|list|revoke against a real runtime', async () => {
     await rt.stop();
   }
 });
+
+test('factory key create --scope worker makes a key for `factory worker` that the run API refuses (docs/runs.md#workers)', async () => {
+  const rt = await startTestRuntime();
+  const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+  try {
+    let io = bufferIO(env);
+    assert.equal(await runCli(['key', 'create', '--name', 'box', '--kind', 'agent', '--scope', 'worker'], io), 0, io.err);
+    assert.match(io.err, /created key_\w+ \(agent "box", scopes: worker\)/);
+    const raw = io.out.trim();
+    io = bufferIO({ ...env, FACTORY_API_KEY: raw });
+    assert.equal(await runCli(['run', 'list'], io), 1);
+    assert.match(io.err, /does not have the "runs" scope/);
+    const claim = await rt.fetch('/api/v1/worker/claim', { method: 'POST', key: raw, json: { worker: 'box', worker_id: 'box-00001' } });
+    assert.equal(claim.status, 204);
+  } finally {
+    await rt.stop();
+  }
+});
