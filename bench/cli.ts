@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { buildCli } from '../scripts/build.ts';
@@ -25,6 +26,9 @@ export async function benchCli(print: (line: string) => void): Promise<void> {
   // Inside the repo, so node_modules resolves from the build as it does from dist/.
   const outdir = mkdtempSync(join(ROOT, 'tmp', 'bench-cli-'));
   try {
+    // The machine is shared: under load every start-up is slower, node -e 0 too, so the ratio to
+    // node -e 0 from the same run is the figure that compares.
+    print(`cli: load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} on ${availableParallelism()} cores`);
     const started = performance.now();
     const { inputs } = await buildCli(outdir);
     print(`cli: built ${inputs.length} source files in ${((performance.now() - started) / 1000).toFixed(2)} s`);
