@@ -45,17 +45,94 @@ function refuse(errors: FieldError[]): void {
   if (errors.length) throw invalidRequest(`The request is not valid: ${errors[0].pointer}: ${errors[0].message}.`, errors);
 }
 
+/** What a claim asks for (worker-claim.schema.json). */
+export interface ClaimInput {
+  worker: string;
+  workerId: string;
+  capacity: number;
+  waitSeconds: number;
+}
+
+const workerIdError = (b: Record<string, unknown>, errors: FieldError[]) => {
+  if (typeof b.worker_id !== 'string' || !WORKER_ID.test(b.worker_id)) {
+    errors.push({ pointer: '/worker_id', message: 'worker_id must be 8 to 64 letters, digits, _ or -' });
+  }
+};
+
+/** The body of a claim, checked (400 invalid_request otherwise). */
+export function parseClaim(body: unknown): ClaimInput {
+  const b = objectBody(body, ['worker', 'worker_id', 'capacity', 'wait_seconds']);
+  const errors: FieldError[] = [];
+  if (typeof b.worker !== 'string' || !WORKER_NAME.test(b.worker)) errors.push({ pointer: '/worker', message: 'worker must be a name of 1 to 128 characters without control characters' });
+  workerIdError(b, errors);
+  const intIn = (v: unknown, max: number) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= max;
+  if (b.capacity !== undefined && !intIn(b.capacity, 1000)) errors.push({ pointer: '/capacity', message: 'capacity must be an integer from 0 to 1000' });
+  if (b.wait_seconds !== undefined && !intIn(b.wait_seconds, MAX_CLAIM_WAIT_SECONDS)) {
+    errors.push({ pointer: '/wait_seconds', message: `wait_seconds must be an integer from 0 to ${MAX_CLAIM_WAIT_SECONDS}` });
+  }
+  refuse(errors);
+  return { worker: b.worker as string, workerId: b.worker_id as string, capacity: (b.capacity as number | undefined) ?? 1, waitSeconds: (b.wait_seconds as number | undefined) ?? 0 };
+}
+
+/** The body of a heartbeat (worker-lease.schema.json). */
+export function parseLease(body: unknown): { workerId: string } {
+  const b = objectBody(body, ['worker_id']);
+  const errors: FieldError[] = [];
+  workerIdError(b, errors);
+  refuse(errors);
+  return { workerId: b.worker_id as string };
+}
+
+/** The body of an events batch (worker-events.schema.json). */
+export function parseEvents(body: unknown): { workerId: string; events: { type: string; data: Record<string, unknown> }[] } {
+  const b = objectBody(body, ['worker_id', 'events']);
+  const errors: FieldError[] = [];
+  workerIdError(b, errors);
+  const events = b.events;
+  if (!Array.isArray(events) || events.length > MAX_EVENT_BATCH) {
+    errors.push({ pointer: '/events', message: `events must be a list of at most ${MAX_EVENT_BATCH} events` });
+  } else {
+    events.forEach((e: unknown, i) => {
+      const ok = e && typeof e === 'object' && !Array.isArray(e) && Object.keys(e).every((k) => k === 'type' || k === 'data');
+      const ev = (ok ? e : {}) as { type?: unknown; data?: unknown };
+      // `state` events are the store's own (docs/runs.md): a worker reports the outcome through finish.
+      if (!ok || typeof ev.type !== 'string' || !EVENT_TYPES.includes(ev.type) || !ev.data || typeof ev.data !== 'object' || Array.isArray(ev.data)) {
+        errors.push({ pointer: `/events/${i}`, message: `an event is {type, data} with type one of ${EVENT_TYPES.join(', ')} and data an object` });
+      }
+    });
+  }
+  refuse(errors);
+  return { workerId: b.worker_id as string, events: events as { type: string; data: Record<string, unknown> }[] };
+}
+
+/** The body of a finish (worker-finish.schema.json). */
+export function parseFinish(body: unknown): { workerId: string; state: FinalState; statusMessage: string | undefined; errorCode: string | undefined } {
+  const b = objectBody(body, ['worker_id', 'state', 'status_message', 'error_code']);
+  const errors: FieldError[] = [];
+  workerIdError(b, errors);
+  if (typeof b.state !== 'string' || !(FINAL as string[]).includes(b.state)) errors.push({ pointer: '/state', message: `state must be one of ${FINAL.join(', ')}` });
+  if (b.status_message !== undefined && b.status_message !== null && (typeof b.status_message !== 'string' || [...b.status_message].length > 4096)) {
+    errors.push({ pointer: '/status_message', message: 'status_message must be a string of at most 4096 characters, or null' });
+  }
+  if (b.error_code !== undefined && b.error_code !== null && !(RUN_ERROR_CODES as readonly unknown[]).includes(b.error_code)) {
+    errors.push({ pointer: '/error_code', message: `error_code must be one of ${RUN_ERROR_CODES.join(', ')}, or null` });
+  }
+  refuse(errors);
+  return {
+    workerId: b.worker_id as string,
+    state: b.state as FinalState,
+    statusMessage: (b.status_message as string | null | undefined) ?? undefined,
+    errorCode: (b.error_code as string | null | undefined) ?? undefined,
+  };
+}
+
 /**
  * The lease holder of the calling worker: its key plus the id it chose at start, so another key
  * can never act on its leases (docs/runs.md#workers).
  */
-function holderOf(ctx: Context, b: Record<string, unknown>, errors: FieldError[]): LeaseHolder {
-  if (typeof b.worker_id !== 'string' || !WORKER_ID.test(b.worker_id)) {
-    errors.push({ pointer: '/worker_id', message: 'worker_id must be 8 to 64 letters, digits, _ or -' });
-  }
+function holderOf(ctx: Context, workerId: string, worker?: string): LeaseHolder {
   const p = principalOf(ctx);
-  const name = typeof b.worker === 'string' ? `${p.name}/${b.worker}` : p.name;
-  return { id: `${p.keyId}.${String(b.worker_id)}`, name };
+  return { id: `${p.keyId}.${workerId}`, name: worker === undefined ? p.name : `${p.name}/${worker}` };
 }
 
 const lost = (runId: string) =>
@@ -97,19 +174,10 @@ export const workerRoutes: RouteModule = (router, deps) => {
   };
 
   router.post(`${WORKER_PATH}/claim`, worker, async (ctx) => {
-    const b = objectBody(await read(ctx), ['worker', 'worker_id', 'capacity', 'wait_seconds']);
-    const errors: FieldError[] = [];
-    if (typeof b.worker !== 'string' || !WORKER_NAME.test(b.worker)) errors.push({ pointer: '/worker', message: 'worker must be a name of 1 to 128 characters without control characters' });
-    const holder = holderOf(ctx, b, errors);
-    if (b.capacity !== undefined && !(Number.isInteger(b.capacity) && (b.capacity as number) >= 0 && (b.capacity as number) <= 1000)) {
-      errors.push({ pointer: '/capacity', message: 'capacity must be an integer from 0 to 1000' });
-    }
-    if (b.wait_seconds !== undefined && !(Number.isInteger(b.wait_seconds) && (b.wait_seconds as number) >= 0 && (b.wait_seconds as number) <= MAX_CLAIM_WAIT_SECONDS)) {
-      errors.push({ pointer: '/wait_seconds', message: `wait_seconds must be an integer from 0 to ${MAX_CLAIM_WAIT_SECONDS}` });
-    }
-    refuse(errors);
-    const capacity = (b.capacity as number | undefined) ?? 1;
-    const until = Date.now() + ((b.wait_seconds as number | undefined) ?? 0) * 1000;
+    const input = parseClaim(await read(ctx));
+    const holder = holderOf(ctx, input.workerId, input.worker);
+    const capacity = input.capacity;
+    const until = Date.now() + input.waitSeconds * 1000;
     // The wait ends when the client goes away, and nothing is claimed for it then: a run claimed
     // for a client that is gone would only end worker_lost (docs/runs.md#workers).
     const gone = new AbortController();
@@ -127,63 +195,34 @@ export const workerRoutes: RouteModule = (router, deps) => {
     ctx.body = claimed;
   });
 
-  /** The run and the holder of a heartbeat, events or finish body. */
-  const leaseRequest = async (ctx: Context, fields: string[]) => {
-    const b = objectBody(await read(ctx), ['worker_id', ...fields]);
-    const errors: FieldError[] = [];
-    const holder = holderOf(ctx, b, errors);
-    return { b, errors, holder, run: findRun(deps, String(ctx.params.id)) };
-  };
-
   router.post(`${WORKER_PATH}/runs/:id/heartbeat`, worker, async (ctx) => {
-    const { errors, holder, run } = await leaseRequest(ctx, []);
-    refuse(errors);
-    const held = store.leases.renew(run.run_id, holder, leaseMs);
+    const input = parseLease(await read(ctx));
+    const run = findRun(deps, String(ctx.params.id));
+    const held = store.leases.renew(run.run_id, holderOf(ctx, input.workerId), leaseMs);
     if (held === LEASE_LOST) throw lost(run.run_id);
     ctx.body = { cancel: held.cancel };
   });
 
   router.post(`${WORKER_PATH}/runs/:id/events`, worker, async (ctx) => {
-    const { b, errors, holder, run } = await leaseRequest(ctx, ['events']);
-    const events = b.events;
-    if (!Array.isArray(events) || events.length > MAX_EVENT_BATCH) {
-      errors.push({ pointer: '/events', message: `events must be a list of at most ${MAX_EVENT_BATCH} events` });
-    } else {
-      events.forEach((e: unknown, i) => {
-        const ok = e && typeof e === 'object' && !Array.isArray(e) && Object.keys(e).every((k) => k === 'type' || k === 'data');
-        const ev = (ok ? e : {}) as { type?: unknown; data?: unknown };
-        // `state` events are the store's own (docs/runs.md): a worker reports the outcome through finish.
-        if (!ok || typeof ev.type !== 'string' || !EVENT_TYPES.includes(ev.type) || !ev.data || typeof ev.data !== 'object' || Array.isArray(ev.data)) {
-          errors.push({ pointer: `/events/${i}`, message: `an event is {type, data} with type one of ${EVENT_TYPES.join(', ')} and data an object` });
-        }
-      });
-    }
-    refuse(errors);
-    const held = store.leases.appendEvents(run.run_id, holder, leaseMs, events as { type: string; data: Record<string, unknown> }[]);
+    const input = parseEvents(await read(ctx));
+    const run = findRun(deps, String(ctx.params.id));
+    const held = store.leases.appendEvents(run.run_id, holderOf(ctx, input.workerId), leaseMs, input.events);
     if (held === LEASE_LOST) throw lost(run.run_id);
     ctx.body = { cancel: held.cancel };
   });
 
   router.post(`${WORKER_PATH}/runs/:id/finish`, worker, async (ctx) => {
-    const { b, errors, holder, run } = await leaseRequest(ctx, ['state', 'status_message', 'error_code']);
-    if (typeof b.state !== 'string' || !(FINAL as string[]).includes(b.state)) errors.push({ pointer: '/state', message: `state must be one of ${FINAL.join(', ')}` });
-    if (b.status_message !== undefined && b.status_message !== null && (typeof b.status_message !== 'string' || b.status_message.length > 4096)) {
-      errors.push({ pointer: '/status_message', message: 'status_message must be a string of at most 4096 characters, or null' });
-    }
-    if (b.error_code !== undefined && b.error_code !== null && !(RUN_ERROR_CODES as readonly unknown[]).includes(b.error_code)) {
-      errors.push({ pointer: '/error_code', message: `error_code must be one of ${RUN_ERROR_CODES.join(', ')}, or null` });
-    }
-    if (b.state === 'SUCCEEDED' && (b.error_code ?? null) !== null) errors.push({ pointer: '/error_code', message: 'a SUCCEEDED run has no error_code' });
-    refuse(errors);
-    const state = b.state as FinalState;
-    const ended = store.leases.finish(run.run_id, holder, state, {
-      statusMessage: (b.status_message as string | null | undefined) ?? undefined,
-      errorCode: (b.error_code as string | null | undefined) ?? undefined,
+    const input = parseFinish(await read(ctx));
+    const run = findRun(deps, String(ctx.params.id));
+    const holder = holderOf(ctx, input.workerId);
+    const ended = store.leases.finish(run.run_id, holder, input.state, {
+      statusMessage: input.statusMessage,
+      errorCode: input.errorCode,
       // Only an ERROR is the platform's failure: a retry may succeed (docs/api.md#retry).
-      retryable: state === 'ERROR',
+      retryable: input.state === 'ERROR',
     });
     if (ended === LEASE_LOST) throw lost(run.run_id);
-    deps.log.info({ runId: run.run_id, state, worker: holder.name }, 'run finished by a worker');
+    deps.log.info({ runId: run.run_id, state: input.state, worker: holder.name }, 'run finished by a worker');
     ctx.body = runView(ended, config.baseUrl);
   });
 };

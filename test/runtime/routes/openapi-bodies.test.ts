@@ -7,6 +7,7 @@ import { parseCreateWebhook } from '../../../runtime/ingress/lifecycle.ts';
 import { LIST_PARAMS, parseCreateRun } from '../../../runtime/routes/run-input.ts';
 import { MAX_GRACE_SECONDS } from '../../../runtime/ingress/lifecycle.ts';
 import { checkNewKey } from '../../../runtime/store/keys.ts';
+import { parseClaim, parseEvents, parseFinish, parseLease } from '../../../runtime/routes/worker.ts';
 import { startTestRuntime } from '../helpers.ts';
 
 /**
@@ -99,6 +100,66 @@ test('webhook-create: the schema and parseCreateWebhook agree', () => {
   ];
   for (const body of bodies) {
     assert.equal(schemaAccepts('webhook-create', body), accepts(() => parseCreateWebhook(body)), JSON.stringify(body));
+  }
+});
+
+test('worker bodies: the schemas and the worker routes\' checks agree (docs/api.md#workers)', () => {
+  const id = 'worker-0001';
+  const cases: [string, (b: unknown) => unknown, unknown[]][] = [
+    ['worker-claim', parseClaim, [
+      { worker: 'box', worker_id: id },
+      { worker: 'box', worker_id: id, capacity: 0, wait_seconds: 20 },
+      { worker: 'box', worker_id: id, capacity: 1000, wait_seconds: 0 },
+      { worker: 'b'.repeat(128), worker_id: 'a'.repeat(64) },
+      { worker: 'b'.repeat(129), worker_id: id },
+      { worker: '', worker_id: id },
+      { worker: 'line\nbreak', worker_id: id },
+      { worker: 'box', worker_id: 'short' },
+      { worker: 'box', worker_id: 'a'.repeat(65) },
+      { worker: 'box', worker_id: 'has space!' },
+      { worker: 'box', worker_id: id, capacity: 1001 },
+      { worker: 'box', worker_id: id, capacity: 1.5 },
+      { worker: 'box', worker_id: id, wait_seconds: 21 },
+      { worker: 'box', worker_id: id, wait_seconds: '5' },
+      { worker: 'box', worker_id: id, extra: 1 },
+      { worker_id: id },
+      { worker: 'box' },
+      [],
+      null,
+    ]],
+    ['worker-lease', parseLease, [{ worker_id: id }, { worker_id: 7 }, {}, { worker_id: id, cancel: true }, 'x']],
+    ['worker-events', parseEvents, [
+      { worker_id: id, events: [] },
+      { worker_id: id, events: [{ type: 'output', data: { text: 'x' } }, { type: 'command', data: {} }, { type: 'message', data: {} }, { type: 'file_change', data: {} }] },
+      { worker_id: id, events: Array(500).fill({ type: 'output', data: {} }) },
+      { worker_id: id, events: Array(501).fill({ type: 'output', data: {} }) },
+      { worker_id: id, events: [{ type: 'state', data: {} }] },
+      { worker_id: id, events: [{ type: 'output', data: [] }] },
+      { worker_id: id, events: [{ type: 'output', data: null }] },
+      { worker_id: id, events: [{ type: 'output' }] },
+      { worker_id: id, events: [{ type: 'output', data: {}, seq: 1 }] },
+      { worker_id: id, events: {} },
+      { worker_id: id },
+      { events: [] },
+    ]],
+    ['worker-finish', parseFinish, [
+      { worker_id: id, state: 'SUCCEEDED' },
+      { worker_id: id, state: 'FAILED', status_message: 'agent exited with exit code 1', error_code: 'agent_failed' },
+      { worker_id: id, state: 'ERROR', status_message: null, error_code: 'worker_lost' },
+      { worker_id: id, state: 'CANCELLED', status_message: 'm'.repeat(4096), error_code: 'cancelled' },
+      { worker_id: id, state: 'CANCELLED', status_message: 'm'.repeat(4097) },
+      { worker_id: id, state: 'QUEUED' },
+      { worker_id: id, state: 'FAILED', error_code: 'bogus' },
+      { worker_id: id, state: 'FAILED', status_message: 5 },
+      { worker_id: id, state: 'FAILED', retryable: true },
+      { worker_id: id },
+      { state: 'FAILED' },
+    ]],
+  ];
+  for (const [name, parse, bodies] of cases) {
+    for (const body of bodies) {
+      assert.equal(schemaAccepts(name, body), accepts(() => parse(body)), `${name}: ${JSON.stringify(body).slice(0, 200)}`);
+    }
   }
 });
 
