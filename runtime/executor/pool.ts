@@ -5,9 +5,11 @@
  * writes every state change with its `state` transcript event; this module only decides which
  * change happens.
  *
- * Woken when a run is created (`wake()`), and by a slow poll as a safety net. At start, runs left
- * INPROGRESS by a previous process become ERROR, retryable (docs/runs.md). Workspaces of finished
- * runs are removed after the retention period; transcripts stay.
+ * Woken when a run is created (`wake()`), and by a slow poll as a safety net. Each run is held with
+ * a lease that the pool renews, like a remote worker's (docs/runs.md#workers): a run whose lease was
+ * lost is stopped, and a cancel asked through another replica arrives on CANCEL_CHANNEL. At start,
+ * runs left INPROGRESS by a previous process become ERROR, retryable (docs/runs.md). Workspaces of
+ * finished runs are removed after the retention period; transcripts stay.
  */
 
 import { randomBytes } from 'node:crypto';
