@@ -61,7 +61,9 @@ export interface InProcessOptions {
 
 /**
  * Runs `factory ...args` in this process through `runCli` (cli/main.ts), with the same result as
- * `execCli`: stdin and stdout are not terminals, and nothing of this process's env or cwd leaks in.
+ * `execCli`: stdin and stdout are not terminals, and the command sees only the env and cwd given
+ * here (a frozen copy, so tests running at once cannot change each other's), never process.env or
+ * process.cwd() (cli/io.ts).
  */
 export async function runCliInProcess(args: string[], options: InProcessOptions = {}): Promise<CliResult> {
   // Imported on first use, so a test that only spawns the CLI does not load the whole command tree.
@@ -72,7 +74,7 @@ export async function runCliInProcess(args: string[], options: InProcessOptions 
   const code = await runCli(args, {
     stdout: (text) => void (stdout += text),
     stderr: (text) => void (stderr += text),
-    env: options.env ?? terminalEnv(),
+    env: Object.freeze({ ...(options.env ?? terminalEnv()) }),
     cwd: options.cwd ?? ROOT,
     stdin: Readable.from(input.length ? [typeof input === 'string' ? Buffer.from(input) : input] : []),
     stdinIsTTY: false,
