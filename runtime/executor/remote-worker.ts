@@ -48,6 +48,7 @@ const BATCH_BYTES = 256 * 1024;
 const FLUSH_MS = 200;
 const CLAIM_WAIT_SECONDS = 20;
 const MAX_BACKOFF_MS = 15_000;
+const HEARTBEAT_MAX_MS = 2_000;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -211,7 +212,8 @@ export class RemoteWorker {
       }
     };
 
-    // Heartbeats every third of the lease; a cancel arrives in their answer.
+    // Heartbeats every third of the lease, and at least every 2 seconds: a cancel arrives in their
+    // answer, so it reaches the run within seconds (docs/runs.md#workers).
     const heartbeat = setInterval(() => {
       this.call('POST', `/api/v1/worker/runs/${job.runId}/heartbeat`, { worker_id: this.id })
         .then((a) => {
@@ -221,7 +223,7 @@ export class RemoteWorker {
         .catch(() => {
           // The network: the next beat tries again; the lease outlives two missed beats.
         });
-    }, Math.max(200, Math.floor(this.leaseMs / 3)));
+    }, Math.max(200, Math.min(HEARTBEAT_MAX_MS, Math.floor(this.leaseMs / 3))));
 
     // Events are sent in order, in small batches, by one sender at a time.
     let sending: Promise<void> = Promise.resolve();
