@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { buildProgram, runCli } from '../../cli/main.ts';
 import { bufferIO } from './helpers.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
 
 /** The command tree as a user meets it: order, descriptions, examples and one-line usage errors. */
 
@@ -53,4 +57,32 @@ test('file system errors are told in words, not errno codes', async () => {
   const dir = bufferIO();
   assert.equal(await runCli(['filter', 'test', 'test', 'test'], dir), 1);
   assert.match(dir.err, /^error: cannot read the filter file test: it is a directory\n$/);
+});
+
+test('commands run at once in one process each see only their own working directory and environment (cli/io.ts)', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-main-io-'));
+  try {
+    const repo = (name: string, webhook: string) => {
+      mkdirSync(join(root, name, 'webhooks'), { recursive: true });
+      writeFileSync(join(root, name, 'factory.yaml'), `name: ${name}\n`);
+      writeFileSync(join(root, name, 'webhooks', 'hook.yaml'), webhook);
+    };
+    repo('clean', 'secretName: s\n');
+    repo('broken', 'authMode: nope\n');
+    const clean = { cwd: join(root, 'clean'), env: {} };
+    const broken = { cwd: join(root, 'broken'), env: { GITHUB_ACTIONS: 'true' } };
+    // Interleaved: each `validate .` reads its own cwd and env while the others are in flight.
+    const results = await Promise.all([clean, broken, clean, broken, clean, broken].map((o) => runCliInProcess(['validate', '.'], o)));
+    for (const [i, r] of results.entries()) {
+      if (i % 2 === 0) {
+        assert.equal(r.code, 0, r.stdout + r.stderr);
+        assert.match(r.stdout, /^\.: no problems found/m);
+      } else {
+        assert.equal(r.code, 1, r.stdout + r.stderr);
+        assert.match(r.stdout, /^::error file=webhooks\/hook\.yaml,line=1,/m, 'GITHUB_ACTIONS of its own env: annotations');
+      }
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
