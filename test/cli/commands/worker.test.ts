@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { FakeClock } from '../../../runtime/clock.ts';
 import { startCli, terminalEnv, execCli, type RunningCli } from '../../helpers/cli.ts';
 import { testExecutor } from '../../runtime/executor/helpers.ts';
 import { EXAMPLE_AGENTS, startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
@@ -149,6 +150,42 @@ test('a worker rides out a restart of serve: it retries while the runtime is awa
   assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
   const transcript = (await (await second.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
   assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes('passed the gate')));
+  w.child.kill('SIGTERM');
+  assert.equal(await w.closed, 0);
+});
+
+test('a worker whose lease was lost while the runtime was away is refused (409) and stops the run', { timeout: 120_000 }, async (t) => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-lost-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags: { executor: false, leaseSeconds: 15 } });
+  t.after(() => first?.stop());
+  await applyEnvironments(first, { forever: envYaml({ command: ['/bin/sh', '-c', 'while true; do sleep 0.2; done'], timeout: '5m' }) });
+  const created = await first.fetch('/api/v1/keys', { method: 'POST', json: { name: 'lost', kind: 'agent', scopes: ['worker'] } });
+  const key = ((await created.json()) as { key: string }).key;
+  const w = startCli(
+    ['worker', '--server', first.url, '--concurrency', '1', '--executor', executor, '--work-dir', workDir, '--name', 'w-lost'],
+    { env: terminalEnv({ FACTORY_API_KEY: key }) },
+  );
+  t.after(() => w.child.kill('SIGKILL'));
+  const { body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'forever' } });
+  const id = body.run_id as string;
+  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+
+  const port = first.port;
+  await first.stop();
+  first = undefined;
+  await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
+  // Back an hour later: the lease has long expired, the sweeper ends the run.
+  const later = new FakeClock(Date.now() + 3_600_000);
+  const second = await startTestRuntime({ dataDir, clock: later, flags: { port, executor: false, leaseSeconds: 15 } });
+  t.after(() => second.stop());
+  const ended = await waitForRun(second, id);
+  assert.equal(ended.state, 'ERROR');
+  assert.equal(ended.error_code, 'worker_lost');
+  // The worker's next heartbeat is refused; it stops the agent (which never ends by itself).
+  await w.waitFor(() => w.stdout().includes(`finished ${id} without reporting it: its lease was lost`), 'the worker to stop the run');
+  assert.match(w.stdout(), new RegExp(`lost the lease of ${id}`));
+  assert.equal((await waitForRun(second, id)).error_code, 'worker_lost', 'nothing the worker sent changed the run');
   w.child.kill('SIGTERM');
   assert.equal(await w.closed, 0);
 });
