@@ -95,4 +95,7 @@ forEachEngine('through the server: racing duplicates across batches give one Acc
     assert.deepEqual(entries.map((e) => e.outcome).sort(), ['accepted', 'duplicate', 'duplicate', 'duplicate', 'duplicate']);
   }
   assert.equal(log.filter((e) => e.deliveryId === 'bad').length, 0);
+  // Stopped here, not only in t.after: the test database's own clean-up (registered first, so run
+  // first) drops the PostgreSQL schema, and the runtime's executor must not poll a dropped schema.
+  await rt.stop();
 });
