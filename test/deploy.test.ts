@@ -1,6 +1,6 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { sign } from '@octokit/webhooks-methods';
 import { startCli, terminalEnv, type RunningCli } from './helpers/cli.ts';
 import { eventually } from './helpers/eventually.ts';
+import { sectionOf, shellLines, terminal } from './helpers/terminal.ts';
 import { postgresUrl } from './helpers/postgres.ts';
 import { testExecutor } from './runtime/executor/helpers.ts';
 
@@ -35,44 +36,6 @@ after(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   rmSync(cwd, { recursive: true, force: true });
 });
-
-/** The commands of the deployment's shell block: comments and blank lines left out. */
-function deployCommands(doc: string): string[] {
-  const start = doc.indexOf('## A complete deployment');
-  const section = doc.slice(start, doc.indexOf('\n## ', start + 1) === -1 ? undefined : doc.indexOf('\n## ', start + 1));
-  const block = /```sh\n([\s\S]*?)```/.exec(section);
-  assert.ok(block, 'the deployment has a shell block');
-  return block[1]
-    .replace(/\\\n\s*/g, '')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l && !l.startsWith('#'));
-}
-
-/** One interactive bash: each command is written to it as if pasted, and its output read back. */
-function terminal(env: Record<string, string>) {
-  const bash = spawn('bash', ['--norc', '--noprofile'], { cwd, env });
-  children.push(bash);
-  let out = '';
-  let err = '';
-  let wake = () => {};
-  bash.stdout.on('data', (d) => ((out += d), wake()));
-  bash.stderr.on('data', (d) => ((err += d), wake()));
-  bash.stdin.write('shopt -s expand_aliases\n');
-  const MARK = /\n?__done__ (\d+)\n$/;
-  return {
-    async run(command: string): Promise<{ code: number; out: string; err: string }> {
-      out = '';
-      err = '';
-      bash.stdin.write(`${command}\nprintf '\\n__done__ %s\\n' $?; printf '__done__\\n' >&2\n`);
-      while (!(MARK.test(out) && err.endsWith('__done__\n'))) {
-        if (bash.exitCode !== null) assert.fail(`bash exited during: ${command}`);
-        await new Promise<void>((resume) => (wake = resume));
-      }
-      return { code: Number(MARK.exec(out)![1]), out: out.replace(MARK, ''), err: err.slice(0, -'__done__\n'.length) };
-    },
-  };
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -116,9 +79,10 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
       .replace('--port 8081', `--port ${ports[0]}`)
       .replace('--port 8082', `--port ${ports[1]}`);
 
-  const sh = terminal(terminalEnv());
+  const sh = terminal(cwd, terminalEnv());
+  children.push(sh.child);
   const daemons = new Map<string, RunningCli>();
-  const commands = deployCommands(DOC);
+  const commands = shellLines(sectionOf(DOC, '## A complete deployment'));
   assert.ok(commands.length >= 10, commands.join('\n'));
   for (const line of commands.map(substitute)) {
     if (!line.endsWith('&')) {

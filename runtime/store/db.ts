@@ -128,14 +128,25 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
  * applied now.
  */
 export function migrate(db: SqliteDB, migrations: Migration[] = readMigrations()): number[] {
-  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+  return applyPending(
+    db,
+    `CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
     applied_at TEXT NOT NULL
-  ) STRICT`);
-  const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+  ) STRICT`,
+    migrations,
   );
+}
+
+/**
+ * The migration loop of both engines: creates `schema_migrations` with the engine's own DDL
+ * (`table`), then applies every migration not recorded there, in order, each in its own
+ * transaction with its record. Returns the versions applied now.
+ */
+export function applyPending(db: DB, table: string, migrations: Migration[]): number[] {
+  db.exec(table);
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
   const done: number[] = [];
   for (const m of migrations) {

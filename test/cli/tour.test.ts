@@ -1,11 +1,12 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCli, terminalEnv, type RunningCli } from '../helpers/cli.ts';
+import { sectionOf, shellLines, terminal, type Step } from '../helpers/terminal.ts';
 
 /**
  * The README's tour, as written: its shell block is read from README.md and pasted line by line
@@ -31,50 +32,6 @@ after(() => {
   rmSync(cwd, { recursive: true, force: true });
 });
 
-/** The commands of the tour's shell block: continuation lines joined, comments and blank lines left out. */
-function tourCommands(readme: string): string[] {
-  const section = readme.slice(readme.indexOf('## A tour'), readme.indexOf('\n## ', readme.indexOf('## A tour') + 1));
-  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
-  assert.equal(blocks.length, 1, 'the tour has one shell block');
-  return blocks[0]
-    .replace(/\\\n\s*/g, '')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l && !l.startsWith('#'));
-}
-
-interface Step {
-  code: number;
-  out: string;
-  err: string;
-}
-
-/** One interactive bash: each command is written to it as if pasted, and its output read back. */
-function terminal(env: Record<string, string>) {
-  const bash = spawn('bash', ['--norc', '--noprofile'], { cwd, env });
-  children.push(bash);
-  let out = '';
-  let err = '';
-  let wake = () => {};
-  bash.stdout.on('data', (d) => ((out += d), wake()));
-  bash.stderr.on('data', (d) => ((err += d), wake()));
-  bash.stdin.write('shopt -s expand_aliases\n');
-  const MARK = /\n?__done__ (\d+)\n$/;
-  return {
-    async run(command: string): Promise<Step> {
-      out = '';
-      err = '';
-      bash.stdin.write(`${command}\nprintf '\\n__done__ %s\\n' $?; printf '__done__\\n' >&2\n`);
-      while (!(MARK.test(out) && err.endsWith('__done__\n'))) {
-        if (bash.exitCode !== null) assert.fail(`bash exited during: ${command}`);
-        await new Promise<void>((resume) => (wake = resume));
-      }
-      return { code: Number(MARK.exec(out)![1]), out: out.replace(MARK, ''), err: err.slice(0, -'__done__\n'.length) };
-    },
-    close: () => bash.stdin.end(),
-  };
-}
-
 test('the README tour works when pasted line by line, and a restart keeps everything it made', async () => {
   // A checkout as the reader has it.
   symlinkSync(join(ROOT, 'bin'), join(cwd, 'bin'));
@@ -92,7 +49,8 @@ test('the README tour works when pasted line by line, and a restart keeps everyt
   const port = new URL(url).port;
 
   // Terminal 2: the tour, each line with the check of what it prints.
-  const sh = terminal(terminalEnv());
+  const sh = terminal(cwd, terminalEnv());
+  children.push(sh.child);
   let runId = '';
   const checks: [RegExp, (s: Step) => void][] = [
     [/^alias factory=/, () => {}],
@@ -117,7 +75,7 @@ test('the README tour works when pasted line by line, and a restart keeps everyt
     [/^CI_KEY=\$\(factory key create /, (s) => assert.match(s.err, /^created key_\w+ \(agent "ci", scopes: runs\)/)],
     [/^FACTORY_API_KEY=\$CI_KEY factory run create /, (s) => assert.match(s.out, /^run_\w+ SUCCEEDED\n/)],
   ];
-  const commands = tourCommands(README);
+  const commands = shellLines(sectionOf(README, '## A tour'));
   assert.deepEqual(
     commands.map((c) => checks.findIndex(([re]) => re.test(c))),
     checks.map((_, i) => i),

@@ -1,4 +1,4 @@
-import { POSTGRES_MIGRATIONS_DIR, readMigrations, type Migration } from '../db.ts';
+import { applyPending, POSTGRES_MIGRATIONS_DIR, readMigrations, type Migration } from '../db.ts';
 import { CliError } from '../../../core/errors.ts';
 import type { PostgresDatabase } from './db.ts';
 
@@ -18,23 +18,15 @@ export function migratePostgres(db: PostgresDatabase, migrations: Migration[] = 
   const lockKey = `hashtext('factory-migrate:' || current_schema())`;
   db.exec(`SELECT pg_advisory_lock(${lockKey})`);
   try {
-    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    return applyPending(
+      db,
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
       version BIGINT PRIMARY KEY,
       name TEXT COLLATE "C" NOT NULL,
       applied_at TEXT COLLATE "C" NOT NULL
-    )`);
-    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
-    const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-    const done: number[] = [];
-    for (const m of migrations) {
-      if (applied.has(m.version)) continue;
-      db.transaction(() => {
-        db.exec(m.sql);
-        record.run(m.version, m.name, new Date().toISOString());
-      })();
-      done.push(m.version);
-    }
-    return done;
+    )`,
+      migrations,
+    );
   } finally {
     if (db.open) db.exec(`SELECT pg_advisory_unlock(${lockKey})`);
   }

@@ -1,30 +1,132 @@
-import { it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { RateLimiter } from '../../../runtime/ingress/rate-limit.ts';
+import { RateLimiter, SharedRateLimiter, type Limiter, type RateLimits } from '../../../runtime/ingress/rate-limit.ts';
+import { openStore, type Store } from '../../../runtime/store/index.ts';
+import { testDatabase } from '../../helpers/postgres.ts';
 
-it('counts deliveries per webhook and sender in a fixed 60-second window', () => {
-  const clock = new FakeClock();
-  const rl = new RateLimiter(clock, { deliveriesPerMinute: 3, failedAuthPerMinute: 2 });
-  for (let i = 0; i < 3; i++) assert.deepEqual(rl.take('wh_a', '1.1.1.1'), { ok: true });
-  clock.advance(59_001);
-  assert.deepEqual(rl.take('wh_a', '1.1.1.1'), { ok: false, retryAfterSeconds: 1, budget: 'deliveries' });
-  assert.deepEqual(rl.take('wh_b', '1.1.1.1'), { ok: true });
-  assert.deepEqual(rl.take('wh_a', '2.2.2.2'), { ok: true });
-  clock.advance(999);
-  assert.deepEqual(rl.take('wh_a', '1.1.1.1'), { ok: true });
+/**
+ * The shared limiter keeps the in-memory limiter's rules (docs/ingress.md#rate-limits) while two
+ * limiters on two connections to one database count together (docs/deploy.md#several-replicas).
+ * Two Store objects on one SQLite file are two connections, like two replicas on one server.
+ */
+function sharedPair(t: { after: (fn: () => void) => void }, clock: FakeClock, limits: RateLimits): [Limiter, Limiter, Store] {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-rate-'));
+  const masterKey = randomBytes(32);
+  const a = openStore({ path: join(dir, 'factory.db'), clock, masterKey });
+  const b = openStore({ path: join(dir, 'factory.db'), clock, masterKey });
+  t.after(() => {
+    a.close();
+    b.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return [new SharedRateLimiter(clock, limits, a.rateWindows), new SharedRateLimiter(clock, limits, b.rateWindows), a];
+}
+
+const kinds: [string, (t: { after: (fn: () => void) => void }, clock: FakeClock, limits: RateLimits) => Limiter][] = [
+  ['in memory', (_t, clock, limits) => new RateLimiter(clock, limits)],
+  ['shared', (t, clock, limits) => sharedPair(t, clock, limits)[0]],
+];
+
+for (const [kind, make] of kinds) {
+  describe(`rate limits (${kind})`, () => {
+    it('counts deliveries per webhook and sender in a fixed 60-second window', (t) => {
+      const clock = new FakeClock();
+      const rl = make(t, clock, { deliveriesPerMinute: 3, failedAuthPerMinute: 2 });
+      for (let i = 0; i < 3; i++) assert.deepEqual(rl.take('wh_a', '1.1.1.1'), { ok: true });
+      clock.advance(59_001);
+      assert.deepEqual(rl.take('wh_a', '1.1.1.1'), { ok: false, retryAfterSeconds: 1, budget: 'deliveries' });
+      assert.deepEqual(rl.take('wh_b', '1.1.1.1'), { ok: true });
+      assert.deepEqual(rl.take('wh_a', '2.2.2.2'), { ok: true });
+      clock.advance(999);
+      assert.deepEqual(rl.take('wh_a', '1.1.1.1'), { ok: true });
+    });
+
+    it('refuses everything once the failed-auth budget is spent, until the window passes', (t) => {
+      const clock = new FakeClock();
+      const rl = make(t, clock, { deliveriesPerMinute: 100, failedAuthPerMinute: 2 });
+      rl.take('wh_a', 's');
+      rl.failedAuth('wh_a', 's');
+      assert.equal(rl.take('wh_a', 's').ok, true);
+      rl.failedAuth('wh_a', 's');
+      assert.deepEqual(rl.take('wh_a', 's'), { ok: false, retryAfterSeconds: 60, budget: 'failed_auth' });
+      clock.advance(61_000);
+      assert.equal(rl.take('wh_a', 's').ok, true);
+    });
+
+    it('starts a new window when the clock moves back', (t) => {
+      const clock = new FakeClock();
+      const rl = make(t, clock, { deliveriesPerMinute: 1, failedAuthPerMinute: 5 });
+      assert.equal(rl.take('wh_a', 's').ok, true);
+      assert.equal(rl.take('wh_a', 's').ok, false);
+      clock.advance(-5_000);
+      assert.equal(rl.take('wh_a', 's').ok, true);
+    });
+  });
+}
+
+describe('rate limits shared by two connections to one database', () => {
+  it('hold the budget in total: 60 a minute across both, not 60 each', (t) => {
+    const clock = new FakeClock();
+    const [a, b] = sharedPair(t, clock, { deliveriesPerMinute: 60, failedAuthPerMinute: 20 });
+    let granted = 0;
+    for (let i = 0; i < 100; i++) if ((i % 2 ? a : b).take('wh_a', '9.9.9.9').ok) granted++;
+    assert.equal(granted, 60);
+    const refused = a.take('wh_a', '9.9.9.9');
+    assert.equal(refused.ok, false);
+    clock.advance(60_000);
+    assert.equal(b.take('wh_a', '9.9.9.9').ok, true);
+  });
+
+  it('count failed authentications from either connection against one budget', (t) => {
+    const clock = new FakeClock();
+    const [a, b] = sharedPair(t, clock, { deliveriesPerMinute: 60, failedAuthPerMinute: 2 });
+    a.failedAuth('wh_a', 's');
+    assert.equal(b.take('wh_a', 's').ok, true);
+    b.failedAuth('wh_a', 's');
+    assert.deepEqual(a.take('wh_a', 's'), { ok: false, retryAfterSeconds: 60, budget: 'failed_auth' });
+  });
+
+  it('sweeps windows that ended a window ago', (t) => {
+    const clock = new FakeClock();
+    const [a, , store] = sharedPair(t, clock, { deliveriesPerMinute: 60, failedAuthPerMinute: 20 });
+    a.take('wh_a', 'old');
+    clock.advance(125_000);
+    a.take('wh_a', 'new');
+    assert.equal(store.rateWindows.sweep(clock.now().getTime() - 60_000, clock.now().getTime() + 60_000), 0, 'the take above swept the old window already');
+    a.take('wh_b', 'x');
+    clock.advance(-200_000);
+    assert.equal(store.rateWindows.sweep(clock.now().getTime() - 60_000, clock.now().getTime() + 60_000), 2, 'windows in the future (a clock moved back) go too');
+  });
 });
 
-it('refuses everything once the failed-auth budget is spent, and sweeps old windows', () => {
+describe('rate limits shared by two replicas on PostgreSQL', () => {
+  it('hold the budget in total, and the failed-auth budget too', async (t) => {
+    const db = await testDatabase(t, 'postgres');
+    if (!db) return;
+    const clock = new FakeClock();
+    const limits = { deliveriesPerMinute: 60, failedAuthPerMinute: 3 };
+    const [a, b] = [db.open({ clock }), db.open({ clock })].map((s) => new SharedRateLimiter(clock, limits, s.rateWindows));
+    let granted = 0;
+    for (let i = 0; i < 100; i++) if ((i % 2 ? a : b).take('wh_a', '9.9.9.9').ok) granted++;
+    assert.equal(granted, 60);
+    assert.deepEqual(a.take('wh_a', '9.9.9.9'), { ok: false, retryAfterSeconds: 60, budget: 'deliveries' });
+    for (let i = 0; i < 3; i++) (i % 2 ? a : b).failedAuth('wh_b', 's');
+    assert.deepEqual(b.take('wh_b', 's'), { ok: false, retryAfterSeconds: 60, budget: 'failed_auth' });
+    clock.advance(60_000);
+    assert.equal(b.take('wh_a', '9.9.9.9').ok, true);
+    assert.equal(a.take('wh_b', 's').ok, true);
+  });
+});
+
+it('the in-memory limiter sweeps windows that have passed', () => {
   const clock = new FakeClock();
   const rl = new RateLimiter(clock, { deliveriesPerMinute: 100, failedAuthPerMinute: 2 });
   rl.take('wh_a', 's');
-  rl.failedAuth('wh_a', 's');
-  assert.equal(rl.take('wh_a', 's').ok, true);
-  rl.failedAuth('wh_a', 's');
-  assert.deepEqual(rl.take('wh_a', 's'), { ok: false, retryAfterSeconds: 60, budget: 'failed_auth' });
-  clock.advance(61_000);
-  assert.equal(rl.take('wh_a', 's').ok, true);
   clock.advance(61_000);
   rl.take('wh_b', 's');
   assert.equal(rl.size, 1);
