@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { checkFilter, explainFilter, formatPath, matchFilter, type FilterProblemCode, type PayloadFilter } from '../../core/filter.ts';
 import { FILTER_CASES } from './filter-table.ts';
+import { body, filter, json, key, roundTrip } from '../helpers/filter-arbitraries.ts';
 
 describe('filter table (docs/filters.md)', () => {
   it('has enough rows, all valid filters with unique names', () => {
@@ -164,34 +165,6 @@ describe('checkFilter (docs/filters.md#compile-errors)', () => {
 });
 
 describe('matchFilter and explainFilter agree (property)', () => {
-  // A small alphabet of keys and values, and bodies that are mostly objects, so that random
-  // filters and bodies meet often enough to exercise every rule.
-  const key = fc.constantFrom('a', 'b', '__proto__', 'a.b');
-  const scalar = fc.constantFrom<string | number | boolean | null>('x', 'y', '1', 1, 1.5, true, false, null);
-  const list = fc.array(scalar, { minLength: 1, maxLength: 3 });
-  const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown; object: unknown }>((tie) => ({
-    value: fc.oneof(
-      { maxDepth: 3, depthIdentifier: 'json' },
-      { arbitrary: scalar, weight: 3 },
-      { arbitrary: fc.array(tie('value'), { maxLength: 3 }), weight: 1 },
-      { arbitrary: tie('object'), weight: 2 },
-    ),
-    object: fc.dictionary(key, tie('value'), { maxKeys: 4 }),
-  })).value;
-  const body = fc.oneof({ arbitrary: fc.dictionary(key, json, { maxKeys: 4 }), weight: 4 }, { arbitrary: json, weight: 1 });
-  const filter: fc.Arbitrary<unknown> = fc.letrec<{ filter: unknown; cond: unknown }>((tie) => ({
-    filter: fc.dictionary(key, tie('cond'), { maxKeys: 2 }),
-    cond: fc.oneof(
-      { maxDepth: 3, depthIdentifier: 'filter' },
-      scalar,
-      list,
-      fc.record({ in: list, not_in: list, exists: fc.boolean() }, { requiredKeys: [] }),
-      tie('filter'),
-    ),
-  })).filter;
-  // Serialised and parsed back, so `__proto__` keys are own properties as in a real body.
-  const roundTrip = (v: unknown) => JSON.parse(JSON.stringify(v) ?? 'null') as unknown;
-
   it('on valid-shaped filters and random bodies', () => {
     fc.assert(
       fc.property(filter, body, (f, p) => {

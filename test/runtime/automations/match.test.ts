@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { compileAutomations, matchCompiled, matchingAutomations, type MatchableAutomation } from '../../../runtime/automations/match.ts';
 import type { WebhookTrigger } from '../../../core/snapshot.ts';
+import { body, filter, roundTrip } from '../../helpers/filter-arbitraries.ts';
 
 /**
  * The compiled automations of a webhook (runtime/automations/match.ts `compileAutomations`, what
@@ -65,33 +66,8 @@ describe('compiled automations', () => {
   });
 
   it('agree with matchingAutomations on random automations and payloads (property)', () => {
-    const key = fc.constantFrom('a', 'b', '__proto__', 'a.b');
-    const scalar = fc.constantFrom<string | number | boolean | null>('x', 'y', '1', 1, 1.5, true, false, null);
-    const list = fc.array(scalar, { minLength: 1, maxLength: 3 });
-    const json: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown; object: unknown }>((tie) => ({
-      value: fc.oneof(
-        { maxDepth: 3, depthIdentifier: 'json' },
-        { arbitrary: scalar, weight: 3 },
-        { arbitrary: fc.array(tie('value'), { maxLength: 3 }), weight: 1 },
-        { arbitrary: tie('object'), weight: 2 },
-      ),
-      object: fc.dictionary(key, tie('value'), { maxKeys: 4 }),
-    })).value;
-    const body = fc.oneof({ arbitrary: fc.dictionary(key, json, { maxKeys: 4 }), weight: 4 }, { arbitrary: json, weight: 1 });
-    const filter: fc.Arbitrary<unknown> = fc.letrec<{ filter: unknown; cond: unknown }>((tie) => ({
-      filter: fc.dictionary(key, tie('cond'), { maxKeys: 2 }),
-      cond: fc.oneof(
-        { maxDepth: 3, depthIdentifier: 'filter' },
-        scalar,
-        list,
-        fc.record({ in: list, not_in: list, exists: fc.boolean() }, { requiredKeys: [] }),
-        tie('filter'),
-      ),
-    })).filter;
     const triggerArb = fc.record({ other: fc.boolean(), payload: fc.option(filter, { nil: undefined }) });
     const automationsArb = fc.array(fc.record({ enabled: fc.boolean(), triggers: fc.array(triggerArb, { minLength: 1, maxLength: 3 }) }), { maxLength: 6 });
-    // Serialised and parsed back, so `__proto__` keys are own properties as in a real body.
-    const roundTrip = (v: unknown) => JSON.parse(JSON.stringify(v) ?? 'null') as unknown;
     fc.assert(
       fc.property(automationsArb, body, (specs, p) => {
         const automations = specs.map((s, i) =>
