@@ -18,43 +18,63 @@ const flag = new Int32Array(flagBuffer);
 
 const CONNECT_TIMEOUT_MS = 10_000;
 
-/** @type {pg.Client | null} */
-let client = null;
-/** @type {Promise<pg.Client> | null} */
-let connecting = null;
-
-/** The query connection, opened on first use and again after it was lost. */
-function queryClient() {
-  if (client) return Promise.resolve(client);
-  if (!connecting) {
-    const c = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-    // ReadyForQuery carries the transaction status; it arrives before the query's promise settles.
-    /** @type {any} */ (c).connection.on('readyForQuery', (/** @type {{ status: string }} */ msg) => {
-      txStatus = msg.status;
-    });
-    // The connection is gone (server restart, network): the next request opens a new one.
-    const gone = () => {
-      if (client !== c) return;
-      client = null;
-      txStatus = 'I';
-    };
-    c.on('error', gone);
-    c.on('end', gone);
-    connecting = c.connect().then(
-      () => {
-        client = c;
-        connecting = null;
-        return c;
-      },
-      (err) => {
-        connecting = null;
-        c.end().catch(() => {});
-        throw err;
-      },
-    );
-  }
-  return connecting;
+/**
+ * A connection opened on first use and again after it was lost: `get()` gives the open client,
+ * connecting at most once at a time. `wire` adds the client's handlers before it connects; `ready`
+ * runs on it once connected, before anyone gets it. A failed connect (or `ready`) ends the client
+ * and lets the next `get()` try again.
+ * @param {(c: pg.Client) => void} wire
+ * @param {(c: pg.Client) => Promise<void>} [ready]
+ */
+function connection(wire, ready) {
+  const conn = {
+    /** @type {pg.Client | null} */
+    client: null,
+    /** @type {Promise<pg.Client> | null} */
+    connecting: null,
+    /** @returns {Promise<pg.Client>} */
+    get() {
+      if (conn.client) return Promise.resolve(conn.client);
+      if (!conn.connecting) {
+        const c = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+        wire(c);
+        conn.connecting = c
+          .connect()
+          .then(() => ready?.(c))
+          .then(
+            () => {
+              conn.client = c;
+              conn.connecting = null;
+              return c;
+            },
+            (err) => {
+              conn.connecting = null;
+              c.end().catch(() => {});
+              throw err;
+            },
+          );
+      }
+      return conn.connecting;
+    },
+  };
+  return conn;
 }
+
+/** The query connection. */
+const query = connection((c) => {
+  // ReadyForQuery carries the transaction status; it arrives before the query's promise settles.
+  /** @type {any} */ (c).connection.on('readyForQuery', (/** @type {{ status: string }} */ msg) => {
+    txStatus = msg.status;
+  });
+  // The connection is gone (server restart, network): the next request opens a new one.
+  const gone = () => {
+    if (query.client !== c) return;
+    query.client = null;
+    txStatus = 'I';
+  };
+  c.on('error', gone);
+  c.on('end', gone);
+});
 
 /** Structured clone turns Buffers into Uint8Arrays: turn them back, so pg sends them as bytea. */
 function toPg(value) {
@@ -81,38 +101,22 @@ function reply(message) {
 
 /** Channels listened to now (the main thread asks for each once). */
 const channels = new Set();
-/** @type {pg.Client | null} */
-let listener = null;
-/** @type {Promise<pg.Client> | null} */
-let listenerConnecting = null;
 let closing = false;
 let retryMs = 100;
 
 const quoteIdent = (name) => `"${String(name).replace(/"/g, '""')}"`;
 
-function listenClient() {
-  if (listener) return Promise.resolve(listener);
-  if (!listenerConnecting) {
-    const c = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+/** The LISTEN connection: a new one listens on every channel before it is used. */
+const listening = connection(
+  (c) => {
     c.on('notification', (n) => notifyPort.postMessage({ channel: n.channel, payload: n.payload ?? '' }));
     c.on('error', () => lost(c));
     c.on('end', () => lost(c));
-    listenerConnecting = c.connect().then(
-      async () => {
-        for (const ch of channels) await c.query(`LISTEN ${quoteIdent(ch)}`);
-        listener = c;
-        listenerConnecting = null;
-        return c;
-      },
-      (err) => {
-        listenerConnecting = null;
-        c.end().catch(() => {});
-        throw err;
-      },
-    );
-  }
-  return listenerConnecting;
-}
+  },
+  async (c) => {
+    for (const ch of channels) await c.query(`LISTEN ${quoteIdent(ch)}`);
+  },
+);
 
 /**
  * The LISTEN connection dropped: reconnect (backing off up to 5 s), LISTEN again on every channel,
@@ -120,11 +124,11 @@ function listenClient() {
  * are lost (docs/runtime.md#postgresql).
  */
 function lost(c) {
-  if (listener !== c || closing) return;
-  listener = null;
+  if (listening.client !== c || closing) return;
+  listening.client = null;
   const retry = () => {
     if (closing) return;
-    listenClient().then(
+    listening.get().then(
       () => {
         retryMs = 100;
         for (const ch of channels) notifyPort.postMessage({ channel: ch, payload: '', synthetic: true });
@@ -157,36 +161,36 @@ async function handle(req) {
   }
   switch (req.mode) {
     case 'connect': {
-      await queryClient();
+      await query.get();
       return {};
     }
     case 'query': {
-      const c = await queryClient();
+      const c = await query.get();
       const r = await c.query({ text: req.sql, values: (req.params ?? []).map(toPg) });
       return { rows: r.rows, rowCount: r.rowCount ?? 0, fields: (r.fields ?? []).map((f) => f.name) };
     }
     case 'exec': {
-      const c = await queryClient();
+      const c = await query.get();
       await c.query(req.sql);
       return {};
     }
     case 'listen': {
       if (!channels.has(req.channel)) {
         channels.add(req.channel);
-        const c = await listenClient();
+        const c = await listening.get();
         // A connection that came up after the add already listens on it.
         await c.query(`LISTEN ${quoteIdent(req.channel)}`);
       }
       return {};
     }
     case 'unlisten': {
-      if (channels.delete(req.channel) && listener) await listener.query(`UNLISTEN ${quoteIdent(req.channel)}`);
+      if (channels.delete(req.channel) && listening.client) await listening.client.query(`UNLISTEN ${quoteIdent(req.channel)}`);
       return {};
     }
     case 'close': {
       closing = true;
-      await Promise.allSettled([client?.end(), listener?.end()]);
-      client = listener = null;
+      await Promise.allSettled([query.client?.end(), listening.client?.end()]);
+      query.client = listening.client = null;
       return {};
     }
     default:
