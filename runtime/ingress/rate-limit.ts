@@ -34,6 +34,16 @@ interface Window {
   failedAuth: number;
 }
 
+/**
+ * The one decision both limiters make: `deliveries` counts this request too. A spent
+ * failed-authentication budget answers first; Retry-After is the rest of the window, at least 1 s.
+ */
+function decide(startMs: number, deliveries: number, failedAuth: number, now: number, limits: RateLimits): RateDecision {
+  const budget = failedAuth >= limits.failedAuthPerMinute ? 'failed_auth' : deliveries > limits.deliveriesPerMinute ? 'deliveries' : undefined;
+  if (budget === undefined) return { ok: true };
+  return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((startMs + RATE_WINDOW_MS - now) / 1000)), budget };
+}
+
 /** How often stale windows are swept out of the map (clock time). */
 const SWEEP_EVERY_MS = RATE_WINDOW_MS;
 
@@ -60,11 +70,9 @@ export class RateLimiter implements Limiter {
     const now = this.clock.now().getTime();
     this.sweep(now);
     const w = this.window(webhookUid, sender, now);
-    const retryAfterSeconds = Math.max(1, Math.ceil((w.start + RATE_WINDOW_MS - now) / 1000));
-    if (w.failedAuth >= this.limits.failedAuthPerMinute) return { ok: false, retryAfterSeconds, budget: 'failed_auth' };
-    if (w.deliveries >= this.limits.deliveriesPerMinute) return { ok: false, retryAfterSeconds, budget: 'deliveries' };
-    w.deliveries += 1;
-    return { ok: true };
+    const decision = decide(w.start, w.deliveries + 1, w.failedAuth, now, this.limits);
+    if (decision.ok) w.deliveries += 1;
+    return decision;
   }
 
   /** Counts a failed authentication (a 401 at step 4 or 6). */
@@ -115,10 +123,7 @@ export class SharedRateLimiter implements Limiter {
     const now = this.clock.now().getTime();
     this.sweep(now);
     const w = this.windows.countDelivery(`${webhookUid} ${sender}`, now, RATE_WINDOW_MS, this.limits.failedAuthPerMinute);
-    const retryAfterSeconds = Math.max(1, Math.ceil((w.startMs + RATE_WINDOW_MS - now) / 1000));
-    if (w.failedAuth >= this.limits.failedAuthPerMinute) return { ok: false, retryAfterSeconds, budget: 'failed_auth' };
-    if (w.deliveries > this.limits.deliveriesPerMinute) return { ok: false, retryAfterSeconds, budget: 'deliveries' };
-    return { ok: true };
+    return decide(w.startMs, w.deliveries, w.failedAuth, now, this.limits);
   }
 
   failedAuth(webhookUid: string, sender: string): void {
