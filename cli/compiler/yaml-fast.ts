@@ -236,33 +236,38 @@ class Flow {
     while (this.text[this.at] === ' ') this.at++;
   }
 
-  private sequence(depth: number): unknown[] {
-    const out: unknown[] = [];
+  /** Past the opening bracket and the spaces after it: true when the collection is empty (`[]`, `{}`). */
+  private opens(close: string): boolean {
     this.at++;
     this.spaces();
-    if (this.text[this.at] === ']') {
-      this.at++;
-      return out;
-    }
-    for (;;) {
+    if (this.text[this.at] !== close) return false;
+    this.at++;
+    return true;
+  }
+
+  /** After an item: true past the closing bracket, or false past a `,` and the spaces after it. */
+  private closes(close: string): boolean {
+    this.spaces();
+    const c = this.text[this.at++];
+    if (c === close) return true;
+    if (c !== ',') giveUp();
+    this.spaces();
+    return false;
+  }
+
+  private sequence(depth: number): unknown[] {
+    const out: unknown[] = [];
+    if (this.opens(']')) return out;
+    do {
       out.push(this.value(depth + 1));
-      this.spaces();
-      const c = this.text[this.at++];
-      if (c === ']') return out.slice();
-      if (c !== ',') giveUp();
-      this.spaces();
-    }
+    } while (!this.closes(']'));
+    return out.slice();
   }
 
   private mapping(depth: number): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    this.at++;
-    this.spaces();
-    if (this.text[this.at] === '}') {
-      this.at++;
-      return out;
-    }
-    for (;;) {
+    if (this.opens('}')) return out;
+    do {
       const start = this.at;
       while (this.at < this.text.length && !ENDS_FLOW_KEY.has(this.text[this.at])) this.at++;
       const key = this.text.slice(start, this.at);
@@ -271,12 +276,8 @@ class Flow {
       this.at += 2;
       this.spaces();
       out[key] = this.value(depth + 1);
-      this.spaces();
-      const c = this.text[this.at++];
-      if (c === '}') return out;
-      if (c !== ',') giveUp();
-      this.spaces();
-    }
+    } while (!this.closes('}'));
+    return out;
   }
 
   /** A quoted scalar without escapes (no `\` in the text) and without a line break. */
