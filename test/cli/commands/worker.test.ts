@@ -1,4 +1,4 @@
-import { after, before, test } from 'node:test';
+import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,6 +43,19 @@ function startWorker(name: string): RunningCli {
     ['worker', '--server', rt.url, '--concurrency', '2', '--executor', executor, '--sandbox-ro-bind', EXAMPLE_AGENTS, '--work-dir', workDir, '--name', name],
     { env: terminalEnv({ FACTORY_API_KEY: workerKey }) },
   );
+  return w;
+}
+
+/** A worker of one run at a time against a runtime of its own test, with a worker key made there. */
+async function startKeyedWorker(t: TestContext, runtime: TestRuntime, name: string): Promise<RunningCli> {
+  const created = await runtime.fetch('/api/v1/keys', { method: 'POST', json: { name, kind: 'agent', scopes: ['worker'] } });
+  assert.equal(created.status, 201);
+  const key = ((await created.json()) as { key: string }).key;
+  const w = startCli(
+    ['worker', '--server', runtime.url, '--concurrency', '1', '--executor', executor, '--work-dir', workDir, '--name', name],
+    { env: terminalEnv({ FACTORY_API_KEY: key }) },
+  );
+  t.after(() => w.child.kill('SIGKILL'));
   return w;
 }
 
@@ -125,13 +138,7 @@ test('a worker rides out a restart of serve: it retries while the runtime is awa
   t.after(() => first?.stop());
   // The agent waits for a file the test writes into its workspace after the restart.
   await applyEnvironments(first, { gate: envYaml({ command: ['/bin/sh', '-c', 'while [ ! -e "$FACTORY_WORKSPACE/go" ]; do sleep 0.2; done; echo passed the gate'], timeout: '5m' }) });
-  const created = await first.fetch('/api/v1/keys', { method: 'POST', json: { name: 'restart', kind: 'agent', scopes: ['worker'] } });
-  const key = ((await created.json()) as { key: string }).key;
-  const w = startCli(
-    ['worker', '--server', first.url, '--concurrency', '1', '--executor', executor, '--work-dir', workDir, '--name', 'w-restart'],
-    { env: terminalEnv({ FACTORY_API_KEY: key }) },
-  );
-  t.after(() => w.child.kill('SIGKILL'));
+  const w = await startKeyedWorker(t, first, 'w-restart');
   const { res, body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'gate' } });
   assert.equal(res.status, 201);
   const id = body.run_id as string;
@@ -160,13 +167,7 @@ test('a worker whose lease was lost while the runtime was away is refused (409) 
   let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags: { executor: false, leaseSeconds: 15 } });
   t.after(() => first?.stop());
   await applyEnvironments(first, { forever: envYaml({ command: ['/bin/sh', '-c', 'while true; do sleep 0.2; done'], timeout: '5m' }) });
-  const created = await first.fetch('/api/v1/keys', { method: 'POST', json: { name: 'lost', kind: 'agent', scopes: ['worker'] } });
-  const key = ((await created.json()) as { key: string }).key;
-  const w = startCli(
-    ['worker', '--server', first.url, '--concurrency', '1', '--executor', executor, '--work-dir', workDir, '--name', 'w-lost'],
-    { env: terminalEnv({ FACTORY_API_KEY: key }) },
-  );
-  t.after(() => w.child.kill('SIGKILL'));
+  const w = await startKeyedWorker(t, first, 'w-lost');
   const { body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'forever' } });
   const id = body.run_id as string;
   await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
