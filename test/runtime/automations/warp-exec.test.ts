@@ -150,7 +150,8 @@ test('a Warp repo: a signed delivery runs the agent\'s claude harness with the r
   assert.equal(apiRun.state, 'SUCCEEDED', apiRun.status_message);
   const bad = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'x', config: { environment_id: 'agent:Warp/x' } } });
   assert.equal(bad.status, 400);
-  const problem = (await bad.clone().json()) as { code: string };
+  const problem = (await bad.clone().json()) as { code: string; errors: { pointer: string }[] };
   assert.equal(problem.code, 'invalid_request');
+  assert.deepEqual(problem.errors.map((e) => e.pointer), ['/config/environment_id']);
   assert.match(await bad.text(), /environment_id/);
 });
