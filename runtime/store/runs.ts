@@ -6,7 +6,7 @@ import { iso } from '../clock.ts';
 import { open as openSealed, seal } from '../crypto.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 import type { StoreContext } from './index.ts';
-import type { Transaction } from './db.ts';
+import type { Statement, Transaction } from './db.ts';
 
 /** SCHEDULE: started by a schedule trigger; stored as API with `schedule` set (migration 009). */
 export type RunSource = 'API' | 'WEBHOOK' | 'SCHEDULE';
@@ -266,6 +266,8 @@ export function decodeCursor(text: string): RunCursor | undefined {
 export class RunStore {
   private readonly ctx: StoreContext;
   private readonly stmts;
+  /** finish()'s UPDATE for each final state (its IN list depends on the state), prepared on first use. */
+  private readonly finishStmts = new Map<FinalState, Statement>();
   private readonly createOne: Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
   private readonly createAll: (items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[];
 
@@ -676,24 +678,28 @@ export class RunStore {
    */
   finish(runId: string, to: FinalState, input: FinishInput = {}): RunRecord | undefined {
     const from = sourcesOf(to);
+    let update = this.finishStmts.get(to);
+    if (!update) {
+      update = this.ctx.db.prepare(
+        `UPDATE runs SET state = ?, finished_at = ?, updated_at = ?, status_message = ?, error_code = ?, retryable = ?
+         WHERE run_id = ? AND state IN (${from.map(() => '?').join(', ')})
+         RETURNING ${COLUMNS}`,
+      );
+      this.finishStmts.set(to, update);
+    }
+    const stmt = update;
     return this.ctx.db.transaction(() => {
       const now = this.now();
-      const row = this.ctx.db
-        .prepare(
-          `UPDATE runs SET state = ?, finished_at = ?, updated_at = ?, status_message = ?, error_code = ?, retryable = ?
-           WHERE run_id = ? AND state IN (${from.map(() => '?').join(', ')})
-           RETURNING ${COLUMNS}`,
-        )
-        .get(
-          to,
-          now,
-          now,
-          input.statusMessage ?? null,
-          input.errorCode ?? null,
-          input.statusMessage === undefined ? null : input.retryable ? 1 : 0,
-          runId,
-          ...from,
-        ) as Row | undefined;
+      const row = stmt.get(
+        to,
+        now,
+        now,
+        input.statusMessage ?? null,
+        input.errorCode ?? null,
+        input.statusMessage === undefined ? null : input.retryable ? 1 : 0,
+        runId,
+        ...from,
+      ) as Row | undefined;
       if (!row) return undefined;
       // A finished run has no process left to stop at a restart.
       this.stmts.groupsClear.run(runId);
