@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { CliError } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import { open, seal } from '../crypto.ts';
-import { openDatabase, type DB, type Dialect } from './db.ts';
+import { openDatabase, type DB, type Dialect, type Statement } from './db.ts';
 export { migrateSqliteFile } from './db.ts';
 import { PostgresDatabase } from './postgres/db.ts';
 import { migratePostgres } from './postgres/migrate.ts';
@@ -74,10 +74,16 @@ export class Store {
   /** SQLite: one process, so notifications stay in it (an in-process emitter). */
   private readonly channels = new EventEmitter().setMaxListeners(0);
   readonly rateWindows: RateWindowStore;
+  /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
+  private readonly pg: { notify: Statement; lock: Statement } | undefined;
 
   constructor(ctx: StoreContext) {
     this.db = ctx.db;
     this.engine = ctx.dialect;
+    this.pg =
+      ctx.db instanceof PostgresDatabase
+        ? { notify: ctx.db.prepare('SELECT pg_notify(?, ?)'), lock: ctx.db.prepare('SELECT pg_advisory_xact_lock(hashtext(?)) AS locked') }
+        : undefined;
     this.location = ctx.db instanceof PostgresDatabase ? ctx.db.url : String((ctx.db as { name?: string }).name ?? '');
     this.keys = new KeyStore(ctx);
     this.secrets = new SecretStore(ctx);
@@ -104,8 +110,8 @@ export class Store {
   /** Tells the listeners of `channel` (asynchronously, as a database notification would arrive). */
   notify(channel: string, payload = ''): void {
     // PostgreSQL: NOTIFY in the current transaction, if any, so it is delivered when that commits.
-    if (this.db instanceof PostgresDatabase) {
-      this.db.prepare('SELECT pg_notify(?, ?)').run(channel, payload);
+    if (this.pg) {
+      this.pg.notify.run(channel, payload);
       return;
     }
     setImmediate(() => this.channels.emit(channel, payload));
@@ -129,7 +135,7 @@ export class Store {
    */
   lockUntilCommit(name: string): void {
     if (!this.db.inTransaction) throw new Error('lockUntilCommit needs a transaction');
-    if (this.engine === 'postgres') this.db.prepare('SELECT pg_advisory_xact_lock(hashtext(?)) AS locked').get(name);
+    this.pg?.lock.get(name);
   }
 
   /** True when the database answers a trivial query (`GET /readyz`). */
