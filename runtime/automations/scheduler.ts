@@ -1,6 +1,7 @@
 import { nextFire, parseSchedule } from '../../core/schedule.ts';
 import type { ScheduleDef } from '../../core/snapshot.ts';
 import { iso } from '../clock.ts';
+import { runsQueued } from '../executor/lease-sweeper.ts';
 import type { AutomationRecord } from '../definitions/state.ts';
 import type { Service, ServiceFactory } from '../services.ts';
 import { automationRunBase } from './hook.ts';
@@ -92,8 +93,8 @@ export const schedulerService: ServiceFactory = {
       };
       const runs = store.schedules.fire(firedAt, wanted, store.runs, runFor);
       for (const r of runs) log.info({ runId: r.run_id, automation: r.automation, schedule: r.schedule?.schedule_id }, 'run created by schedule');
-      // The runs are committed; the pool claims them on its own turn.
-      if (runs.length) setImmediate(() => services.executor?.wake());
+      // The runs are committed; the pool and waiting workers claim them on their own turn.
+      if (runs.length) runsQueued(services);
       return runs;
     };
     return {

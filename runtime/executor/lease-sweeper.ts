@@ -5,7 +5,7 @@
  * UPDATE, so replicas sweeping the same database at once end each run once.
  */
 
-import type { Service, ServiceDeps, ServiceFactory } from '../services.ts';
+import type { Service, ServiceDeps, ServiceFactory, Services } from '../services.ts';
 
 /** How often at most; a short lease is swept at a third of it. */
 const SWEEP_MS = 5_000;
@@ -70,6 +70,18 @@ export class LeaseSweeper implements Service {
       return [];
     }
   }
+}
+
+/**
+ * Runs were queued (an API create, a webhook, a schedule, a replay or a retry): after the current
+ * turn, so the caller's commit and answer come first, the local pool claims them and the worker
+ * claims waiting on the lease service answer at once (docs/runs.md#workers).
+ */
+export function runsQueued(services: Services): void {
+  setImmediate(() => {
+    services.executor?.wake();
+    services.leases?.wake();
+  });
 }
 
 declare module '../services.ts' {

@@ -5,6 +5,7 @@ import { automationsHook } from '../automations/hook.ts';
 import { parsePayload, triggerWebhookUid } from '../automations/match.ts';
 import { testFilter } from '../automations/test-filter.ts';
 import type { AutomationRecord, WebhookRecord } from '../definitions/state.ts';
+import { runsQueued } from '../executor/lease-sweeper.ts';
 import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import { createIngressState } from '../ingress/state.ts';
@@ -29,8 +30,8 @@ import type { RouteModule } from './index.ts';
 export const automationRoutes: RouteModule = (router, { config, store, clock, services }) => {
   const ingress = (services.ingress ??= createIngressState(config, store, clock));
   if (!ingress.onAccepted.some((h) => (h as MarkedHook)[HOOK_MARK])) {
-    // Runs commit with the delivery; the executor is woken once the transaction is over.
-    const hook = automationsHook(store, () => setImmediate(() => services.executor?.wake())) as MarkedHook;
+    // Runs commit with the delivery; the executor and waiting workers are woken once the transaction is over.
+    const hook = automationsHook(store, () => runsQueued(services)) as MarkedHook;
     hook[HOOK_MARK] = true;
     ingress.onAccepted.push(hook);
   }

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import { conflict, invalidRequest, notFound } from '../../core/errors.ts';
 import { replayDelivery } from '../automations/replay.ts';
+import { runsQueued } from '../executor/lease-sweeper.ts';
 import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import type { NewRun } from '../store/runs.ts';
@@ -16,7 +17,7 @@ import { unknownWebhookDetail, webhookFactory } from './webhooks-manage.ts';
  */
 export const replayRetryRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
-  const wake = () => setImmediate(() => deps.services.executor?.wake());
+  const wake = () => runsQueued(deps.services);
 
   router.post('/api/v1/webhooks/:uid/deliveries/:delivery_id/replay', requireScope('manage', webhookFactory), async (ctx) => {
     const uid = String(ctx.params.uid);

@@ -7,6 +7,7 @@ import { notifyAllowed } from '../../core/notify.ts';
 import type { AppDeps } from '../app.ts';
 import { principalOf, requireScope, type Principal } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
+import { runsQueued } from '../executor/lease-sweeper.ts';
 import { GroupCommit } from '../store/group-commit.ts';
 import { CANCEL_CHANNEL } from '../store/leases.ts';
 import type { NewRunItem, RunRecord } from '../store/runs.ts';
@@ -125,10 +126,7 @@ export const runRoutes: RouteModule = (router, deps) => {
     });
     // The run starts asynchronously (docs/api.md): answer first, then let the pool claim it.
     if (created) {
-      setImmediate(() => {
-        deps.services.executor?.wake();
-        deps.services.leases?.wake();
-      });
+      runsQueued(deps.services);
     }
     ctx.status = created ? 201 : 200;
     ctx.set('Location', `${RUNS_PATH}/${run.run_id}`);
