@@ -108,7 +108,14 @@ test('a failing PostgreSQL migration leaves nothing of itself behind', async (t)
   writeFileSync(join(dir, '002-bad.sql'), 'CREATE TABLE c (x BIGINT); THIS IS NOT SQL;');
   const db = new PostgresDatabase(url);
   t.after(() => db.close());
-  assert.throws(() => migratePostgres(db, readMigrations(dir)), /syntax error/);
+  assert.throws(
+    () => migratePostgres(db, readMigrations(dir)),
+    (err: unknown) => {
+      assert.match(String((err as Error).message), /syntax error/);
+      assert.equal((err as { code?: string }).code, '42601', 'the SQLSTATE of a syntax error');
+      return true;
+    },
+  );
   const tables = db.prepare(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`).pluck().all();
   assert.deepEqual(tables, ['a', 'schema_migrations']);
   assert.deepEqual(db.prepare('SELECT version FROM schema_migrations').pluck().all(), [1]);

@@ -223,7 +223,11 @@ test('a connection lost inside a transaction fails the transaction; nothing of i
         }
         put.run('after');
       }),
-    /transaction ended before its work was done/,
+    (err: unknown) => {
+      assert.match(String((err as Error).message), /transaction ended before its work was done/);
+      assert.equal((err as { code?: string }).code, '08006', 'connection failure SQLSTATE');
+      return true;
+    },
   );
   assert.equal(store.db.inTransaction, false);
   assert.deepEqual(kept.all(), [], 'nothing of the transaction was committed, nothing ran outside it');
