@@ -170,12 +170,14 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
 
   await t.test('a sender spread across both replicas gets 429 after 60 deliveries in a minute', async () => {
     const alertsToken = await value('ALERTS_TOKEN');
-    const statuses: number[] = [];
+    const answers: Delivery[] = [];
     for (let i = 0; i < 61; i++) {
-      statuses.push((await post(`${urls[i % 2]}/webhooks/w/${ALERTS_UID}/${alertsToken}`, JSON.stringify({ n: i }), {})).status);
+      answers.push(await post(`${urls[i % 2]}/webhooks/w/${ALERTS_UID}/${alertsToken}`, JSON.stringify({ n: i }), {}));
     }
+    const statuses = answers.map((a) => a.status);
     assert.deepEqual(statuses.slice(0, 60), Array(60).fill(202));
     assert.equal(statuses[60], 429);
+    assert.equal((JSON.parse(answers[60].body) as { code: string }).code, 'rate_limited');
   });
 
   await t.test('a secret rotated through one replica is refused by the other', async () => {
