@@ -8,16 +8,24 @@ interface ServeFlags extends ConfigFlags {
 }
 
 
-/** The executor's options, shared by `serve` and `dev` (docs/security.md#executors). */
-export function addExecutorOptions(command: Command): Command {
+/**
+ * Where run commands execute and the sandbox's limits, shared by `serve`, `dev` and `worker`
+ * (docs/security.md#executors); `workDirHelp` says where each puts the run workspaces by default.
+ */
+export function addSandboxOptions(command: Command, workDirHelp: string): Command {
   return command
     .option('--executor <kind>', 'where run commands execute: sandbox (bubblewrap; the default on Linux) or direct (env FACTORY_EXECUTOR)')
-    .option('--work-dir <dir>', 'run workspaces, outside the data dir (env FACTORY_WORK_DIR, default <data-dir>-workspaces)')
-    .option('--run-uid <uid[:gid]>', 'when the runtime is root: the user run commands run as (env FACTORY_RUN_UID, default 65534)')
+    .option('--work-dir <dir>', workDirHelp)
+    .option('--run-uid <uid[:gid]>', 'when this process is root: the user run commands run as (env FACTORY_RUN_UID, default 65534)')
     .option('--sandbox-ro-bind <dir>', 'a directory sandboxed commands may read, e.g. an agent installation; repeatable (env FACTORY_SANDBOX_RO_BIND, colon-separated)', collect)
     .option('--sandbox-memory-mb <n>', 'memory (RLIMIT_DATA) of each sandboxed process, and its /tmp size (env FACTORY_SANDBOX_MEMORY_MB, default 4096)')
     .option('--sandbox-max-processes <n>', 'processes of the run user (RLIMIT_NPROC) (env FACTORY_SANDBOX_MAX_PROCESSES, default 4096)')
-    .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)')
+    .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)');
+}
+
+/** The executor's options, shared by `serve` and `dev` (docs/security.md#executors). */
+export function addExecutorOptions(command: Command): Command {
+  return addSandboxOptions(command, 'run workspaces, outside the data dir (env FACTORY_WORK_DIR, default <data-dir>-workspaces)')
     // Run notifications (docs/api.md#run-notifications).
     .option('--notify-allow <host[:port]>', 'the only hosts run notifications may go to; repeatable (env FACTORY_NOTIFY_ALLOW, comma-separated; default: any http(s) URL)', collect)
     .option('--notify-retry-delays <list>', 'waits between run notification attempts (env FACTORY_NOTIFY_RETRY_DELAYS, default 10s,30s,1m,3m,5m)')

@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../../core/errors.ts';
-import { addClientOptions, collect, resolveClientFlags, type ClientFlags } from '../client.ts';
+import { addClientOptions, resolveClientFlags, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
+import { addSandboxOptions } from './serve.ts';
 
 interface WorkerFlags extends ClientFlags {
   concurrency?: string;
@@ -22,18 +23,14 @@ interface WorkerFlags extends ClientFlags {
  */
 export function registerWorker(program: Command, io: CliIO): void {
   addClientOptions(
-    program
-      .command('worker')
-      .description('execute runs of a runtime on this machine (worker scope), until SIGTERM or SIGINT')
-      .option('--concurrency <n>', 'runs executed at once (default 2)')
-      .option('--executor <kind>', 'where run commands execute: sandbox (bubblewrap; the default on Linux) or direct (env FACTORY_EXECUTOR)')
-      .option('--work-dir <dir>', 'run workspaces (env FACTORY_WORK_DIR, default ./.factory-worker-workspaces)')
-      .option('--name <name>', 'this worker\'s name in the runtime\'s logs (default: the host name)')
-      .option('--run-uid <uid[:gid]>', 'when the worker is root: the user run commands run as (env FACTORY_RUN_UID, default 65534)')
-      .option('--sandbox-ro-bind <dir>', 'a directory sandboxed commands may read, e.g. an agent installation; repeatable (env FACTORY_SANDBOX_RO_BIND, colon-separated)', collect)
-      .option('--sandbox-memory-mb <n>', 'memory of each sandboxed process (env FACTORY_SANDBOX_MEMORY_MB, default 4096)')
-      .option('--sandbox-max-processes <n>', 'processes of the run user (env FACTORY_SANDBOX_MAX_PROCESSES, default 4096)')
-      .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)'),
+    addSandboxOptions(
+      program
+        .command('worker')
+        .description('execute runs of a runtime on this machine (worker scope), until SIGTERM or SIGINT')
+        .option('--concurrency <n>', 'runs executed at once (default 2)')
+        .option('--name <name>', 'this worker\'s name in the runtime\'s logs (default: the host name)'),
+      'run workspaces (env FACTORY_WORK_DIR, default ./.factory-worker-workspaces)',
+    ),
   )
     .addHelpText(
       'after',
