@@ -42,8 +42,8 @@ export interface DefinitionsStore {
    * THE invalidation signal for anything that caches definitions: a number that changes with every
    * write to factories, webhooks, automations or environments (apply, webhook create, enable,
    * disable, rotate, set-secret, delete). A cache built at one value is stale at any other. Kept in
-   * memory: one runtime process owns the database; a multi-process deployment would derive it from
-   * a shared counter (a row bumped in the same transactions, or LISTEN/NOTIFY) behind this method.
+   * memory: another replica's writes move it through `invalidate()`, on its NOTIFY
+   * (docs/deploy.md#several-replicas).
    */
   generation(): number;
   /**
