@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import type { CliIO } from '../../cli/io.ts';
+import { runCli } from '../../cli/main.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -22,4 +23,15 @@ export function bufferIO(env: Record<string, string> = {}, over: Partial<Pick<Cl
     ...over,
   };
   return io;
+}
+
+/** Runs `factory ...args` through `runCli` (cli/main.ts) on a fresh `bufferIO`: its exit code and output. */
+export async function runBuffered(
+  args: string[],
+  env: Record<string, string> = {},
+  over: Parameters<typeof bufferIO>[1] = {},
+): Promise<{ code: number; out: string; err: string }> {
+  const io = bufferIO(env, over);
+  const code = await runCli(args, io);
+  return { code, out: io.out, err: io.err };
 }

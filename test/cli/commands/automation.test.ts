@@ -1,7 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { runCli } from '../../../cli/main.ts';
-import { bufferIO } from '../helpers.ts';
+import { runBuffered } from '../helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
 import { FACTORY, GITHUB_UID, OTHER_UID, PR_OPENED, applyFactory, createSecret, deliverGithub } from '../../runtime/automations/helpers.ts';
 
@@ -12,11 +11,7 @@ describe('factory automation', () => {
   let opened: string;
   let closed: string;
 
-  const run = async (...args: string[]) => {
-    const io = bufferIO(env);
-    const code = await runCli(['automation', ...args], io);
-    return { code, out: io.out, err: io.err };
-  };
+  const run = (...args: string[]) => runBuffered(['automation', ...args], env);
 
   before(async () => {
     rt = await startTestRuntime();

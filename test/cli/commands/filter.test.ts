@@ -3,24 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
-import { runCli } from '../../../cli/main.ts';
-import type { CliIO } from '../../../cli/io.ts';
-
-function bufferIO(cwd: string): CliIO & { out: string; err: string } {
-  const io = {
-    out: '',
-    err: '',
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-    env: {},
-    cwd,
-    stdin: Readable.from([]),
-    stdinIsTTY: false,
-    stdoutIsTTY: false,
-  };
-  return io;
-}
+import { runBuffered } from '../helpers.ts';
 
 // A pull_request.labeled body, trimmed from reference/payloads/github (octokit/webhooks examples).
 const PR_LABELED = JSON.stringify({
@@ -30,11 +13,7 @@ const PR_LABELED = JSON.stringify({
 
 describe('factory filter test', () => {
   let dir: string;
-  const run = async (...args: string[]) => {
-    const io = bufferIO(dir);
-    const code = await runCli(['filter', 'test', ...args], io);
-    return { code, out: io.out, err: io.err };
-  };
+  const run = (...args: string[]) => runBuffered(['filter', 'test', ...args], {}, { cwd: dir });
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'factory-filter-'));

@@ -1,8 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { runCli } from '../../../cli/main.ts';
-import { bufferIO } from '../helpers.ts';
+import { runBuffered } from '../helpers.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 import { AGENTS, applyEnvironments, envYaml, waitForRun } from '../../runtime/routes/runs-helpers.ts';
 import { GITHUB_UID, PR_OPENED, applyFactory, createSecret, deliverGithub } from '../../runtime/automations/helpers.ts';
@@ -14,11 +13,7 @@ test('factory delivery replay and factory run retry against a real runtime', asy
   await applyFactory(rt, { review: { payload: { action: 'opened' } }, closed: { payload: { action: 'closed' } } });
   await applyEnvironments(rt, { bad: envYaml({ command: ['node', path.join(AGENTS, 'failing-agent.mjs')] }) }, 'other');
   const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
-  const cli = async (...args: string[]) => {
-    const io = bufferIO(env);
-    const code = await runCli(args, io);
-    return { code, out: io.out, err: io.err };
-  };
+  const cli = (...args: string[]) => runBuffered(args, env);
 
   const { deliveryId } = await deliverGithub(rt, PR_OPENED);
   const replay = await cli('delivery', 'replay', 'github', deliveryId);

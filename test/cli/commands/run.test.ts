@@ -2,8 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { runCli } from '../../../cli/main.ts';
-import { bufferIO } from '../helpers.ts';
+import { runBuffered } from '../helpers.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 import { AGENTS, applyEnvironments, envYaml, waitForRun } from '../../runtime/routes/runs-helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -17,11 +16,7 @@ test('factory run create --wait, get, list, transcript and cancel against a real
     bad: envYaml({ command: ['node', path.join(AGENTS, 'failing-agent.mjs')] }),
   });
   const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
-  const cli = async (...args: string[]) => {
-    const io = bufferIO(env);
-    const code = await runCli(args, io);
-    return { code, out: io.out, err: io.err };
-  };
+  const cli = (...args: string[]) => runBuffered(args, env);
 
   const ok = await cli('run', 'create', '--prompt', 'Write notes', '--environment', 'ok', '--wait', '--poll-interval', '50');
   assert.equal(ok.code, 0, ok.err);
@@ -61,11 +56,7 @@ test('run transcript --follow ends when the run finishes; run create --wait exit
   const stuck = ['/bin/sh', '-c', 'while [ ! -f "$FACTORY_WORKSPACE/gate.never" ]; do sleep 0.05; done'];
   await applyEnvironments(rt, { gated: envYaml({ command: gated }), stuck: envYaml({ command: stuck }) });
   const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
-  const cli = async (...args: string[]) => {
-    const io = bufferIO(env);
-    const code = await runCli(args, io);
-    return { code, out: io.out, err: io.err };
-  };
+  const cli = (...args: string[]) => runBuffered(args, env);
 
   const created = await cli('run', 'create', '--prompt', 'wait for the gate', '--environment', 'gated');
   const runId = created.out.trim();

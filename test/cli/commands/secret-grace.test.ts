@@ -9,7 +9,7 @@ import { FakeClock } from '../../../runtime/clock.ts';
 import { startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
 import { GITHUB_UID, PR_OPENED, SECRET_NAME, SECRET_VALUE, applyFactory, createSecret } from '../../runtime/automations/helpers.ts';
 import { createHook } from '../../runtime/ingress/helpers.ts';
-import { bufferIO } from '../helpers.ts';
+import { bufferIO, runBuffered } from '../helpers.ts';
 
 /**
  * Graceful rotation (docs/runtime.md#graceful-rotation) through the real CLI and real HTTP, with
@@ -32,11 +32,8 @@ describe('secret update --grace', () => {
   let hookUrl: string;
   let slackUrl: string;
 
-  const cli = async (args: string[], stdin?: string) => {
-    const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey }, stdin === undefined ? {} : { stdin: Readable.from([stdin]) });
-    const code = await runCli(args, io);
-    return { code, out: io.out, err: io.err };
-  };
+  const cli = (args: string[], stdin?: string) =>
+    runBuffered(args, { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey }, stdin === undefined ? {} : { stdin: Readable.from([stdin]) });
   const github = async (secret: string, deliveryId: string) => {
     const body = PR_OPENED.toString('utf8');
     const res = await fetch(`${rt.url}/webhooks/w/${GITHUB_UID}`, {
