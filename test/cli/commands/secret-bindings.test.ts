@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { runCli } from '../../../cli/main.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../../runtime/automations/helpers.ts';
-import { bufferIO } from '../helpers.ts';
+import { bufferIO, runBuffered } from '../helpers.ts';
 
 /** `factory secret update` says which webhooks still use an older version, and how to move them (docs/ingress.md#webhook-lifecycle). */
 
@@ -13,11 +13,7 @@ test('after an update, the webhooks bound to an older version are named with the
   t.after(() => rt.stop());
   await createSecret(rt);
   await applyFactory(rt, { review: {} });
-  const update = async (value: string) => {
-    const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey }, { stdin: Readable.from([value]) });
-    const code = await runCli(['secret', 'update', SECRET_NAME], io);
-    return { code, out: io.out, err: io.err };
-  };
+  const update = (value: string) => runBuffered(['secret', 'update', SECRET_NAME], { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey }, { stdin: Readable.from([value]) });
 
   const first = await update('second-value-of-the-signing-secret');
   assert.equal(first.code, 0, first.err);
