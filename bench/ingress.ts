@@ -227,7 +227,8 @@ interface Row {
   runs: { result: WrkResult; cpuMicros: number }[];
 }
 
-const median = (xs: number[]) => {
+/** The middle value; with an even count, the mean of the two middle ones. */
+export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };

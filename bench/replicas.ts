@@ -23,14 +23,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { compile } from '../cli/compiler/compile.ts';
-import { factoryFiles, SECRET, SECRET_NAME, signedBodies, uidOf } from './ingress.ts';
+import { factoryFiles, median, SECRET, SECRET_NAME, signedBodies, uidOf } from './ingress.ts';
 import { TARGET_P99_MS } from './runs.ts';
+import { freePort } from './serve.ts';
 import { cpuMicros, runWrk, type SignedBody, type WrkResult } from './wrk.ts';
 
 const INGRESS_CONNECTIONS = 64;
@@ -46,14 +46,6 @@ interface Replica {
   url: string;
   dataDir: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** `factory serve --no-executor` on a port of its own, once its /readyz answers 200. */
@@ -140,10 +132,6 @@ interface Row {
   samples: Sample[];
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const perSecond = (row: Row) => median(row.samples.map((s) => sum(s.perReplica.map((r) => r.accepted / r.seconds))));
 const responses = (row: Row) => sum(row.samples.flatMap((s) => s.perReplica.map((r) => r.responses)));

@@ -75,7 +75,7 @@ export async function benchServeStart(print: (line: string) => void): Promise<vo
 }
 
 /** A port free right now, so the child can be told it and polled without reading its output. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((done, fail) => {
     const s = createServer();
     s.on('error', fail);
