@@ -12,6 +12,7 @@ import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from '../ro
 import { compile } from '../../../cli/compiler/compile.ts';
 import { FACTORY, PR_OPENED, createSecret, deliverGithub, deliveryRuns as automationDeliveryRuns, factoryFiles } from '../automations/helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { listenLocally } from '../../helpers/listen.ts';
 
 /** A real HTTP listener: records every request; `answer` decides each status (undefined: never answers). */
 class Listener {
@@ -35,9 +36,7 @@ class Listener {
         res.writeHead(status).end();
       });
     });
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    const addr = this.server.address();
-    this.url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    this.url = await listenLocally(this.server);
   }
   of(p: string) {
     return this.received.filter((r) => r.path === p);

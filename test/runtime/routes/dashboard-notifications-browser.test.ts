@@ -7,6 +7,7 @@ import { startTestRuntime } from '../helpers.ts';
 import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from './runs-helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { listenLocally } from '../../helpers/listen.ts';
 
 /** The run view's Notifications section (docs/api.md#run-notifications, docs/dashboard.md) in a real browser. */
 
@@ -21,9 +22,7 @@ test('in a real browser, a run\'s notifications show each attempt: the failed 50
     req.resume();
     req.on('end', () => res.writeHead(++requests === 1 ? 500 : 204).end());
   });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const addr = receiver.address();
-  const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/runs`;
+  const url = `${await listenLocally(receiver)}/runs`;
   const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms' } });
   try {
     await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocally } from '../../helpers/listen.ts';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
 
@@ -23,8 +23,7 @@ before(async () => {
   urlTok = await createHook(rt, 'raw', { name: 'legacy', auth_mode: 'url_token' });
   // The same app through Koa only (app.callback(), no appListener in front).
   koa = createServer(rt.app.callback());
-  await new Promise<void>((resolve) => koa.listen(0, '127.0.0.1', resolve));
-  koaUrl = `http://127.0.0.1:${(koa.address() as AddressInfo).port}`;
+  koaUrl = await listenLocally(koa);
 });
 after(async () => {
   await new Promise<void>((resolve) => koa.close(() => resolve()));
