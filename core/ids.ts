@@ -34,7 +34,7 @@ export function newTokenSecret(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes (https://www.standardwebhooks.com/). */
+/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes (docs/signatures.md#the-schemes). */
 export function newStandardWebhooksSecret(): string {
   return 'whsec_' + randomBytes(32).toString('base64');
 }

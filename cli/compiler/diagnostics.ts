@@ -138,7 +138,7 @@ export function formatDiagnostics(diags: Diagnostic[], format: 'text' | 'json' |
     return JSON.stringify(rows, null, 2) + '\n';
   }
   if (format === 'github') {
-    // https://docs.github.com/actions/reference/workflow-commands-for-github-actions
+    // GitHub Actions workflow commands, one per diagnostic (docs/definitions.md#decisions).
     return diags
       .map(
         (d) =>
