@@ -1,9 +1,16 @@
 /**
  * Ingress throughput, driven by `wrk` (bench/wrk.ts): GitHub-signed deliveries, each with a
- * unique delivery id, against the runtime and against a bare node:http server answering 202, on
- * the same machine in the same run. Each target is its own process, so /proc/<pid>/stat gives the
- * CPU each one spent serving; the targets alternate over several rounds, so a noisy neighbour
- * hits them alike. The runtime logs at info (one access line per request) into /dev/null, with
+ * unique delivery id, against the runtime and against a bare node:http server, on the same machine
+ * in the same run. The bare server is the baseline docs/ingress.md#benchmark defines: it collects
+ * the body's chunks, Buffer.concat, JSON.parse (400 on a parse error), then 202 with a small JSON
+ * body; it neither verifies the signature nor stores anything. When Debian's `webhook`
+ * (adnanh/webhook) is on PATH it is a third target: one hook whose trigger rule checks the GitHub
+ * HMAC-SHA256 signature and then misses on `ref` (its answer: 200 "Hook rules were not
+ * satisfied.", which is what its row counts; its command, /bin/true, never runs), set against the
+ * runtime's 1-automation miss row as the moonshot; without it, one line says the row was skipped.
+ * Each target is its own process, so /proc/<pid>/stat gives the CPU each one spent serving (all
+ * its threads: webhook, in Go, may use both cores); the targets alternate over several rounds, so
+ * a noisy neighbour hits them alike. The runtime logs at info (one access line per request) into /dev/null, with
  * `synchronous = FULL`, as in production; its executor is paused, so the runs that matching
  * deliveries create stay QUEUED and cost nothing while measuring.
  *
@@ -17,11 +24,11 @@
  * (1 round of 2 s). `BENCH_CPU_PROF=<dir>` writes a CPU profile of the runtime's process there.
  */
 
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +37,7 @@ import { compile } from '../cli/compiler/compile.ts';
 import { parseConfig } from '../runtime/config.ts';
 import { createLogger } from '../runtime/log.ts';
 import { startServer } from '../runtime/server.ts';
+import { freePort } from './serve.ts';
 import { cpuMicros, runWrk, type SignedBody, type WrkResult } from './wrk.ts';
 
 /** The targets, each judged "met" or "NOT met" in the output. */
@@ -42,6 +50,8 @@ export const TARGETS = {
   scaleRatio: 0.8,
   /** One automation whose filter matches (a run per delivery), against bare node:http. */
   matchRatio: 0.35,
+  /** The moonshot: one automation whose filter misses, against adnanh/webhook's rule miss (when installed). */
+  webhookRatio: 1,
 };
 
 export const SECRET_NAME = 'bench-github';
@@ -126,16 +136,24 @@ export function signedBodies(size: number, count: number): SignedBody[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The two server processes.
+// The server processes.
 
 type ToFactory = { verify: { uid: string; idsFile: string } } | { stop: true };
 type FromServer = { ready: true; url: string } | { verified: { checked: number; missing: number } } | { error: string };
 
-/** The bare baseline: node:http reading the body and answering 202. */
+/** The bare baseline: node:http reading the body, JSON.parse, 202 (400 when it is not JSON). */
 async function bareMain(): Promise<void> {
   const server = http.createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
+      try {
+        JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        res.writeHead(400, { 'Content-Type': 'application/json; charset=utf-8' });
+        res.end('{"error":"invalid JSON"}');
+        return;
+      }
       res.writeHead(202, { 'Content-Type': 'application/json; charset=utf-8' });
       res.end('{"delivery_id":"x"}');
     });
@@ -182,6 +200,82 @@ async function factoryMain(dataDir: string): Promise<void> {
   process.send!({ ready: true, url: server.url } satisfies FromServer);
 }
 
+/** The path of `name` on PATH, if it is there and executable. */
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const file = path.join(dir, name);
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not in this one
+    }
+  }
+  return undefined;
+}
+
+/** What adnanh/webhook answers when a hook's trigger rule is not satisfied (its default, a 200). */
+const WEBHOOK_MISS = { status: 200, body: 'Hook rules were not satisfied.' };
+
+/**
+ * adnanh/webhook's hooks file: one hook that verifies the GitHub signature over the body
+ * (`X-Hub-Signature-256`, the bench's secret) and then misses (the bench never pushes to that
+ * branch), as the runtime's 1-automation row verifies and misses. Its command never runs.
+ */
+export function webhookHooks(): unknown[] {
+  return [
+    {
+      id: 'bench',
+      'execute-command': '/bin/true',
+      'trigger-rule': {
+        and: [
+          { match: { type: 'payload-hmac-sha256', secret: SECRET, parameter: { source: 'header', name: 'X-Hub-Signature-256' } } },
+          { match: { type: 'value', value: 'refs/heads/never-pushed', parameter: { source: 'payload', name: 'ref' } } },
+        ],
+      },
+    },
+  ];
+}
+
+/** Starts `webhook` (adnanh/webhook, at `bin`) on a free port of 127.0.0.1; resolves once it accepts connections. */
+async function startWebhook(bin: string, scratch: string): Promise<{ pid: number; url: string; version: string; stop(): Promise<void> }> {
+  const version = execFileSync(bin, ['-version'], { encoding: 'utf8' }).trim().replace(/^webhook version /, '');
+  const hooksFile = path.join(scratch, 'hooks.json');
+  writeFileSync(hooksFile, JSON.stringify(webhookHooks()));
+  const port = await freePort();
+  // Without -verbose it logs nothing, as the runtime's access log goes to /dev/null.
+  const child = spawn(bin, ['-hooks', hooksFile, '-ip', '127.0.0.1', '-port', String(port)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  let exitCode: number | null | undefined;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code) => {
+      exitCode = code;
+      resolve();
+    }),
+  );
+  child.once('error', () => undefined); // an exit follows
+  const stop = async () => {
+    if (exitCode === undefined) child.kill('SIGTERM');
+    await exited;
+  };
+  const accepts = () =>
+    new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+  for (let waited = 0; !(await accepts()); waited += 50) {
+    if (exitCode !== undefined || waited > 10_000) {
+      await stop();
+      throw new Error(`webhook did not start on port ${port} (${exitCode !== undefined ? `exited with ${exitCode}` : 'no answer in 10 s'})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { pid: child.pid!, url: `http://127.0.0.1:${port}`, version, stop };
+}
+
 interface ServerProcess {
   pid: number;
   url: string;
@@ -221,7 +315,7 @@ async function startProcess(args: string[], profileDir?: string): Promise<Server
 
 interface Row {
   label: string;
-  target: 'bare' | 'factory';
+  target: 'bare' | 'factory' | 'webhook';
   hook?: HookName;
   size: number;
   runs: { result: WrkResult; cpuMicros: number }[];
@@ -246,6 +340,14 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
     await bare.stop();
     throw err;
   });
+  const webhookBin = onPath('webhook');
+  const webhook = webhookBin
+    ? await startWebhook(webhookBin, scratch).catch(async (err) => {
+        await factory.stop();
+        await bare.stop();
+        throw err;
+      })
+    : undefined;
   try {
     const KB = 1024;
     const bodies = new Map<number, SignedBody[]>([
@@ -259,6 +361,7 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
       { label: 'factory, 1 automation, filter matches, 1 KB', target: 'factory', hook: 'match', size: KB, runs: [] },
       { label: 'factory, 100 automations, all miss, 1 KB', target: 'factory', hook: 'hundred', size: KB, runs: [] },
       { label: 'factory, 2,000 automations, all miss, 1 KB', target: 'factory', hook: 'many', size: KB, runs: [] },
+      ...(webhook ? [{ label: `adnanh/webhook ${webhook.version}, rule misses, 1 KB`, target: 'webhook' as const, size: KB, runs: [] }] : []),
       { label: 'bare node:http, 64 KB', target: 'bare', size: 64 * KB, runs: [] },
       { label: 'factory, 1 automation, filter misses, 64 KB', target: 'factory', hook: 'one', size: 64 * KB, runs: [] },
       { label: 'bare node:http, 250 KB', target: 'bare', size: 250 * KB, runs: [] },
@@ -266,10 +369,12 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
     ];
     let runNumber = 0;
     const measure = async (row: Row, secs: number) => {
-      const server = row.target === 'bare' ? bare : factory;
-      const url = row.target === 'bare' ? `${bare.url}/webhooks/w/bare` : `${factory.url}/webhooks/w/${uidOf(row.hook!)}`;
+      const server = row.target === 'bare' ? bare : row.target === 'factory' ? factory : webhook!;
+      const url =
+        row.target === 'bare' ? `${bare.url}/webhooks/w/bare` : row.target === 'factory' ? `${factory.url}/webhooks/w/${uidOf(row.hook!)}` : `${webhook!.url}/hooks/bench`;
       const dir = mkdtempSync(path.join(scratch, 'wrk-'));
-      const target = { url, bodies: bodies.get(row.size)!, idHeader: 'X-GitHub-Delivery', idPrefix: `r${++runNumber}`, collectIds: row.target === 'factory' };
+      const expect = row.target === 'webhook' ? { expectStatus: WEBHOOK_MISS.status, expectBody: WEBHOOK_MISS.body } : {};
+      const target = { url, bodies: bodies.get(row.size)!, idHeader: 'X-GitHub-Delivery', idPrefix: `r${++runNumber}`, collectIds: row.target === 'factory', ...expect };
       const before = cpuMicros(server.pid);
       const result = await runWrk(dir, target, { seconds: secs, connections: CONNECTIONS });
       const cpu = cpuMicros(server.pid) - before;
@@ -298,7 +403,8 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
     const failed = rows.reduce((a, row) => a + row.runs.reduce((b, r) => b + r.result.failed, 0), 0);
 
     print(`ingress: wrk -t1 -c${CONNECTIONS}, ${rounds} round(s) of ${seconds} s per row, rows alternating; GitHub-signed push deliveries, a unique id each`);
-    print(`  ${'row'.padEnd(46)} ${'202/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(11)}   vs bare (same body)`);
+    print(`  req/s: answers as expected per second (202; adnanh/webhook: ${WEBHOOK_MISS.status} "${WEBHOOK_MISS.body}"), median of the rounds`);
+    print(`  ${'row'.padEnd(46)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(11)}   vs bare (same body)`);
     const bareOf = (size: number) => rows.find((x) => x.target === 'bare' && x.size === size)!;
     for (const row of rows) {
       const rps = perSecond(row);
@@ -321,8 +427,21 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
     print(`    1 automation (miss) vs bare, CPU/request  ${cpuRatio.toFixed(2)} (≤ ${TARGETS.cpuRatio}: ${verdict(cpuRatio <= TARGETS.cpuRatio)})`);
     print(`    2,000 automations vs 1, req/s             ${scale.toFixed(2)} (≥ ${TARGETS.scaleRatio}: ${verdict(scale >= TARGETS.scaleRatio)})`);
     print(`    1 automation (match) vs bare, req/s       ${match.toFixed(2)} (≥ ${TARGETS.matchRatio}: ${verdict(match >= TARGETS.matchRatio)})`);
-    print(`    every 202 in the log                      ${checked - missing}/${checked} (${verdict(missing === 0 && checked > 0)})${failed ? `; ${failed} answers were not 202` : ''}`);
+    print(`    every 202 in the log                      ${checked - missing}/${checked} (${verdict(missing === 0 && checked > 0)})${failed ? `; ${failed} answers were not as expected` : ''}`);
+    for (const row of rows) {
+      const first = row.runs.flatMap((r) => r.result.firstFailures);
+      if (first.length > 0) print(`      ${row.label}: first unexpected answer: ${first[0]}`);
+    }
+    const webhookRow = rows.find((row) => row.target === 'webhook');
+    if (webhookRow) {
+      const moon = perSecond(one) / perSecond(webhookRow);
+      const moonCpu = cpuPerRequest(one) / cpuPerRequest(webhookRow);
+      print(`    moonshot: 1 automation (miss) vs webhook  ${moon.toFixed(2)} (≥ ${TARGETS.webhookRatio.toFixed(1)}: ${verdict(moon >= TARGETS.webhookRatio)}); CPU/request ${moonCpu.toFixed(2)}×`);
+    } else {
+      print('    moonshot: adnanh/webhook row skipped: `webhook` is not on PATH (install it: sudo apt-get install webhook)');
+    }
   } finally {
+    await webhook?.stop();
     await factory.stop();
     await bare.stop();
     rmSync(scratch, { recursive: true, force: true });

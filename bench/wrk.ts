@@ -27,14 +27,16 @@ export interface WrkTarget {
   collectIds: boolean;
   /** The status a request should be answered with: 202 (a delivery) unless given (201: a run created). */
   expectStatus?: number;
+  /** When given, an answer counts as expected only if its body also holds this text (a 200 that says why). */
+  expectBody?: string;
 }
 
 export interface WrkResult {
   seconds: number;
   responses: number;
-  /** Responses with the expected status (202 unless the target says otherwise). */
+  /** Responses with the expected status (202 unless the target says otherwise) and body, if one is expected. */
   accepted: number;
-  /** Responses with any other status, and socket errors and timeouts. */
+  /** Responses with any other status or body, and socket errors and timeouts. */
   failed: number;
   p50Ms: number;
   p99Ms: number;
@@ -63,6 +65,7 @@ local idHeader = ${luaString(target.idHeader)}
 local idPrefix = ${luaString(target.idPrefix)}
 local collect = ${target.collectIds ? 'true' : 'false'}
 local expectStatus = ${target.expectStatus ?? 202}
+local expectBody = ${target.expectBody === undefined ? 'nil' : luaString(target.expectBody)}
 local path = ${luaString(new URL(target.url).pathname)}
 local threads = {}
 local nextThread = 0
@@ -98,7 +101,7 @@ function request()
 end
 
 function response(status, headers, body)
-  if status == expectStatus then
+  if status == expectStatus and (expectBody == nil or string.find(body or "", expectBody, 1, true)) then
     accepted = accepted + 1
     if collect then
       local id = string.match(body, '"delivery_id":"([^"]*)"')
