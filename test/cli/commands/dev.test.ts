@@ -51,7 +51,9 @@ test('dev serves, creates the missing secrets once, applies, re-applies on chang
   const firing = JSON.stringify({ status: 'firing', labels: { severity: 'critical' } });
   assert.equal((await fetch(`${alertsUrl}/${alerts}`, { method: 'POST', body: firing, headers: { 'X-Service-Delivery-Id': 'alert-1' } })).status, 202);
   assert.equal((await fetch(`${alertsUrl}/wrong-token`, { method: 'POST', body: '{}', headers: { 'X-Service-Delivery-Id': 'alert-2' } })).status, 401);
-  await waitFor(() => /run run_\w+ SUCCEEDED/.test(dev.stdout()) && dev.stdout().includes('alert-2'), 'the activity lines');
+  // Waits for the run to end either way, so a run that fails is reported with its line instead of a hang.
+  await waitFor(() => /run run_\w+ (SUCCEEDED|FAILED|ERROR|CANCELLED)/.test(dev.stdout()) && dev.stdout().includes('alert-2'), 'the activity lines');
+  assert.match(dev.stdout(), /run run_\w+ SUCCEEDED/, 'the alert run succeeds');
   assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}delivery alert-1 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 202 Accepted \(\d+ ms\)$/m);
   assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}run run_\w+ started \(automation alerts, environment sandbox\)$/m);
   assert.match(dev.stdout(), /^\d\d:\d\d:\d\d {2}delivery alert-2 to \/webhooks\/w\/wh_examplealerts2345abcdefghi\/\[REDACTED\]: 401 Rejected \(auth\): bad_credentials \(\d+ ms\)$/m);
