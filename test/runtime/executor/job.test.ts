@@ -1,4 +1,4 @@
-import { test as nodeTest, type TestContext } from 'node:test';
+import { describe, test as nodeTest, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -17,9 +17,17 @@ import { eventually } from '../../helpers/eventually.ts';
 const SKIP = sandboxSkip();
 const ROOT = process.getuid?.() === 0;
 
+/**
+ * The tests, declared below: most run side by side (each in a scratch directory of its own, its
+ * processes found by names of its own); one that changes this process's environment runs alone.
+ */
+const together: Declared[] = [];
+const alone: Declared[] = [];
+type Declared = [name: string, options: { skip: string | false }, fn: (t: TestContext) => Promise<void>];
+
 for (const executor of ['sandbox', 'direct'] as const) {
-  const test = (name: string, fn: (t: TestContext) => Promise<void>) =>
-    nodeTest(`${executor}: ${name}`, { skip: executor === 'sandbox' ? SKIP : false }, fn);
+  const test = (name: string, fn: (t: TestContext) => Promise<void>, where: Declared[] = together) =>
+    void where.push([`${executor}: ${name}`, { skip: executor === 'sandbox' ? SKIP : false }, fn]);
   const run = (s: JobSpec, opts: Parameters<typeof runIn>[1] = {}) => runIn(s, { isolation: isolation(path.dirname(s.workspaceDir), executor), ...opts });
   /** Where this executor's commands see the workspace. */
   const wsOf = (s: JobSpec) => (executor === 'sandbox' ? '/workspace' : s.workspaceDir);
@@ -316,7 +324,7 @@ for (const executor of ['sandbox', 'direct'] as const) {
       assert.ok(output.includes(ROOT ? 'HOME=' : 'HOME=/nonexistent-home\n'), output);
       assert.deepEqual(names.filter((n) => ['PATH', 'LANG'].includes(n)), []);
     }
-  });
+  }, alone);
 
   test('the prompt arrives on stdin', async (t) => {
     const dir = scratch(t);
@@ -387,3 +395,10 @@ for (const executor of ['sandbox', 'direct'] as const) {
     assert.ok(events.some((e) => e.type === 'command' && e.data.phase === 'setup' && e.data.output === '' && e.data.output_truncated === true));
   });
 }
+
+// A few at a time: their time is mostly spent waiting on the processes they start.
+describe('runs of both executors, side by side', { concurrency: 4 }, () => {
+  for (const [name, options, fn] of together) nodeTest(name, options, fn);
+});
+// It sets process.env.TZ and FACTORY_MASTER_KEY, which no other test may see: alone, after the others.
+for (const [name, options, fn] of alone) nodeTest(name, options, fn);
