@@ -57,230 +57,233 @@ async function notificationsWhen(rt: TestRuntime, runId: string, done: (n: any[]
   });
 }
 
-describe('run notifications', () => {
-  let rt: TestRuntime;
-  const listener = new Listener();
-
-  before(async () => {
-    await listener.start();
-    rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms,50ms,50ms' } });
-    await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
-  });
-  after(async () => {
-    await rt.stop();
-    await listener.stop();
-  });
-
-  it('every state change is POSTed, signed with a generated whsec_ secret shown once, verified by the standardwebhooks package', async () => {
-    const { res, body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/ok` } });
-    assert.equal(res.status, 201);
-    const secret = body.webhook.secret as string;
-    assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
-    assert.equal(body.webhook.url, `${listener.url}/ok`);
-    await waitForRun(rt, body.run_id);
-    const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
-    assert.deepEqual(list.map((n) => n.state), ['INPROGRESS', 'SUCCEEDED']);
-    assert.deepEqual(list.map((n) => n.attempts.length), [1, 1]);
-    assert.equal(list[0].attempts[0].status_code, 204);
-
-    const wh = new Webhook(secret);
-    const got = listener.of('/ok').map((r) => wh.verify(r.body, r.headers) as any);
-    assert.deepEqual(got.map((p) => [p.type, p.run.run_id, p.run.state]), [
-      ['run.state_changed', body.run_id, 'INPROGRESS'],
-      ['run.state_changed', body.run_id, 'SUCCEEDED'],
-    ]);
-    assert.equal(got[1].run.session_link, `${rt.url}/sessions/${body.run_id}`);
-    // A wrong secret does not verify.
-    assert.throws(() => new Webhook(newSecret()).verify(listener.of('/ok')[0].body, listener.of('/ok')[0].headers));
-    // The secret is never shown again: not in the run, the list, the notifications or the log.
-    const view = await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}`)).text();
-    const page = await (await rt.fetch('/api/v1/agent/runs')).text();
-    for (const text of [view, page, rt.logs.text]) assert.ok(!text.includes(secret.slice(6)), 'secret leaked');
-    assert.deepEqual(JSON.parse(view).webhook, { url: `${listener.url}/ok` });
-
-    // factory run get shows the attempts.
-    const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
-    assert.equal(await runCli(['run', 'get', body.run_id], io), 0, io.err);
-    assert.match(io.out, /notifies +http:\/\/127\.0\.0\.1:\d+\/ok/);
-    assert.match(io.out, /notifications:\n +INPROGRESS +delivered \(1 attempt: \S+ 204\)\n +SUCCEEDED +delivered/);
-  });
-
-  it('a 500 is retried with the same webhook-id until a 2xx; each attempt is recorded and signed afresh', async () => {
-    const secret = newSecret();
-    // Per message, not per path: the INPROGRESS and SUCCEEDED notifications may interleave.
-    listener.answer = (p, _nth, nthOfMessage) => (p === '/flaky' && nthOfMessage <= 2 ? 500 : 200);
-    const { res, body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/flaky`, secret } });
-    assert.equal(res.status, 201);
-    assert.equal(body.webhook.secret, undefined, 'a given secret is not echoed');
-    await waitForRun(rt, body.run_id);
-    const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
-    const first = list[0];
-    assert.deepEqual(first.attempts.map((a: any) => a.status_code), [500, 500, 200]);
-    assert.match(first.attempts[0].error, /answered 500/);
-    assert.equal(first.attempts[2].error, null);
-    const wh = new Webhook(secret);
-    const reqs = listener.of('/flaky');
-    for (const r of reqs) wh.verify(r.body, r.headers);
-    // Each message was sent three times under its one webhook-id, whatever the interleaving.
-    assert.equal(reqs.length, 6);
-    assert.equal(reqs.filter((r) => r.headers['webhook-id'] === first.message_id).length, 3);
-    assert.equal(reqs.filter((r) => r.headers['webhook-id'] === list[1].message_id).length, 3);
-  });
-
-  it('gives up after the last retry; the run is not held up by it', async () => {
-    listener.answer = (p) => (p === '/down' ? 503 : 204);
-    const { body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/down` } });
-    const run = await waitForRun(rt, body.run_id);
-    assert.equal(run.state, 'SUCCEEDED');
-    const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'failed'));
-    for (const n of list) {
-      assert.deepEqual(n.attempts.map((a: any) => a.status_code), [503, 503, 503, 503]);
-      assert.equal(n.next_attempt_at, null);
-    }
-    assert.equal(listener.of('/down').length, 8);
-  });
-
-  it('a retry reports to the same place with the same secret', async () => {
-    listener.answer = () => 204;
-    await applyEnvironments(rt, { failing: envYaml({ command: [process.execPath, path.join(AGENTS, 'failing-agent.mjs')] }) }, 'more');
-    const secret = newSecret();
-    const { body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'failing' }, webhook: { url: `${listener.url}/retry`, secret } });
-    assert.equal((await waitForRun(rt, body.run_id)).state, 'FAILED');
-    const retried = (await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}/retry`, { method: 'POST' })).json()) as any;
-    assert.deepEqual(retried.webhook, { url: `${listener.url}/retry` });
-    await waitForRun(rt, retried.run_id);
-    await notificationsWhen(rt, retried.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
-    const got = listener.of('/retry').map((r) => new Webhook(secret).verify(r.body, r.headers) as any);
-    assert.deepEqual(got.filter((p) => p.run.run_id === retried.run_id).map((p) => [p.run.state, p.run.retry_of]), [
-      ['INPROGRESS', body.run_id],
-      ['FAILED', body.run_id],
-    ]);
-  });
-
-  it('bad targets and secrets are 400s that say why', async () => {
-    const cases: [unknown, RegExp, string][] = [
-      [{ url: 'ftp://example.com/x' }, /webhook\.url must be an http\(s\) URL/, '/webhook/url'],
-      [{ url: 'not a url' }, /absolute http\(s\) URL/, '/webhook/url'],
-      [{ url: 'http://user:pw@example.com/' }, /user name or password/, '/webhook/url'],
-      [{ url: 'http://example.com/', secret: 'plain' }, /whsec_/, '/webhook/secret'],
-      [{ url: 'http://example.com/', extra: 1 }, /unknown key .{1,2}extra/, '/webhook/extra'],
-      ['http://example.com/', /must be an object/, '/webhook'],
-    ];
-    for (const [webhook, detail, pointer] of cases) {
-      const { res, body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook });
-      assert.equal(res.status, 400, JSON.stringify(webhook));
-      assert.equal(body.code, 'invalid_request');
-      assert.deepEqual(body.errors.map((e: { pointer: string }) => e.pointer), [pointer], JSON.stringify(body.errors));
-      assert.match(JSON.stringify(body.errors), detail);
-    }
-  });
-});
-
-describe('run notifications: allow-list and restarts', () => {
-  it('--notify-allow limits the targets (400 for others)', async (t) => {
-    const rt = await startTestRuntime({ flags: { notifyAllow: ['hooks.example.com', '127.0.0.1:9'] } });
-    t.after(() => rt.stop());
-    await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
-    const no = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: 'http://127.0.0.1:8080/' } });
-    assert.equal(no.res.status, 400);
-    assert.equal(no.body.code, 'invalid_request');
-    assert.deepEqual(no.body.errors.map((e: { pointer: string }) => e.pointer), ['/webhook/url']);
-    assert.match(no.body.detail, /--notify-allow/);
-    for (const url of ['https://hooks.example.com/a', 'http://127.0.0.1:9/']) {
-      const yes = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url } });
-      assert.equal(yes.res.status, 201, url);
-    }
-  });
-
-  it('a notification cut short by a stop is sent after the restart, from the outbox', async (t) => {
+// Side by side: each test has a runtime of its own, or its own listener path on the shared one.
+describe('notifications', { concurrency: true }, () => {
+  describe('run notifications', { concurrency: true }, () => {
+    let rt: TestRuntime;
     const listener = new Listener();
-    await listener.start();
-    t.after(() => listener.stop());
-    let hang = true;
-    listener.answer = () => (hang ? undefined : 200);
-    const first = await startTestRuntime({ keepDataDir: true });
-    t.after(() => rmSync(first.dataDir, { recursive: true, force: true }));
-    await applyEnvironments(first, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
-    const secret = newSecret();
-    const { body } = await createRun(first, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/slow`, secret } });
-    await waitForRun(first, body.run_id);
-    await eventually(() => listener.of('/slow').length === 2, 'both notifications in flight');
-    await first.stop();
-    hang = false;
-    const second = await startTestRuntime({ dataDir: first.dataDir });
-    t.after(() => second.stop());
-    const list = await notificationsWhen(second, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
-    assert.deepEqual(list.map((n) => n.attempts.length), [1, 1]);
-    const reqs = listener.of('/slow');
-    assert.equal(reqs.length, 4);
-    // The same messages (webhook-id) again, each verifiable.
-    assert.deepEqual(reqs.slice(2).map((r) => r.headers['webhook-id']).sort(), reqs.slice(0, 2).map((r) => r.headers['webhook-id']).sort());
-    for (const r of reqs) new Webhook(secret).verify(r.body, r.headers);
+
+    before(async () => {
+      await listener.start();
+      // One answer for every path, so that the tests below run side by side: /flaky fails each
+      // message twice (per message, not per path: the INPROGRESS and SUCCEEDED notifications may
+      // interleave), /down always fails, the others succeed.
+      listener.answer = (p, _nth, nthOfMessage) => (p === '/flaky' ? (nthOfMessage <= 2 ? 500 : 200) : p === '/down' ? 503 : 204);
+      rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms,50ms,50ms' } });
+      await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+    });
+    after(async () => {
+      await rt.stop();
+      await listener.stop();
+    });
+
+    it('every state change is POSTed, signed with a generated whsec_ secret shown once, verified by the standardwebhooks package', async () => {
+      const { res, body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/ok` } });
+      assert.equal(res.status, 201);
+      const secret = body.webhook.secret as string;
+      assert.match(secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+      assert.equal(body.webhook.url, `${listener.url}/ok`);
+      await waitForRun(rt, body.run_id);
+      const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+      assert.deepEqual(list.map((n) => n.state), ['INPROGRESS', 'SUCCEEDED']);
+      assert.deepEqual(list.map((n) => n.attempts.length), [1, 1]);
+      assert.equal(list[0].attempts[0].status_code, 204);
+
+      const wh = new Webhook(secret);
+      const got = listener.of('/ok').map((r) => wh.verify(r.body, r.headers) as any);
+      assert.deepEqual(got.map((p) => [p.type, p.run.run_id, p.run.state]), [
+        ['run.state_changed', body.run_id, 'INPROGRESS'],
+        ['run.state_changed', body.run_id, 'SUCCEEDED'],
+      ]);
+      assert.equal(got[1].run.session_link, `${rt.url}/sessions/${body.run_id}`);
+      // A wrong secret does not verify.
+      assert.throws(() => new Webhook(newSecret()).verify(listener.of('/ok')[0].body, listener.of('/ok')[0].headers));
+      // The secret is never shown again: not in the run, the list, the notifications or the log.
+      const view = await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}`)).text();
+      const page = await (await rt.fetch('/api/v1/agent/runs')).text();
+      for (const text of [view, page, rt.logs.text]) assert.ok(!text.includes(secret.slice(6)), 'secret leaked');
+      assert.deepEqual(JSON.parse(view).webhook, { url: `${listener.url}/ok` });
+
+      // factory run get shows the attempts.
+      const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
+      assert.equal(await runCli(['run', 'get', body.run_id], io), 0, io.err);
+      assert.match(io.out, /notifies +http:\/\/127\.0\.0\.1:\d+\/ok/);
+      assert.match(io.out, /notifications:\n +INPROGRESS +delivered \(1 attempt: \S+ 204\)\n +SUCCEEDED +delivered/);
+    });
+
+    it('a 500 is retried with the same webhook-id until a 2xx; each attempt is recorded and signed afresh', async () => {
+      const secret = newSecret();
+      const { res, body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/flaky`, secret } });
+      assert.equal(res.status, 201);
+      assert.equal(body.webhook.secret, undefined, 'a given secret is not echoed');
+      await waitForRun(rt, body.run_id);
+      const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+      const first = list[0];
+      assert.deepEqual(first.attempts.map((a: any) => a.status_code), [500, 500, 200]);
+      assert.match(first.attempts[0].error, /answered 500/);
+      assert.equal(first.attempts[2].error, null);
+      const wh = new Webhook(secret);
+      const reqs = listener.of('/flaky');
+      for (const r of reqs) wh.verify(r.body, r.headers);
+      // Each message was sent three times under its one webhook-id, whatever the interleaving.
+      assert.equal(reqs.length, 6);
+      assert.equal(reqs.filter((r) => r.headers['webhook-id'] === first.message_id).length, 3);
+      assert.equal(reqs.filter((r) => r.headers['webhook-id'] === list[1].message_id).length, 3);
+    });
+
+    it('gives up after the last retry; the run is not held up by it', async () => {
+      const { body } = await createRun(rt, { prompt: 'hello', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/down` } });
+      const run = await waitForRun(rt, body.run_id);
+      assert.equal(run.state, 'SUCCEEDED');
+      const list = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'failed'));
+      for (const n of list) {
+        assert.deepEqual(n.attempts.map((a: any) => a.status_code), [503, 503, 503, 503]);
+        assert.equal(n.next_attempt_at, null);
+      }
+      assert.equal(listener.of('/down').length, 8);
+    });
+
+    it('a retry reports to the same place with the same secret', async () => {
+      await applyEnvironments(rt, { failing: envYaml({ command: [process.execPath, path.join(AGENTS, 'failing-agent.mjs')] }) }, 'more');
+      const secret = newSecret();
+      const { body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'failing' }, webhook: { url: `${listener.url}/retry`, secret } });
+      assert.equal((await waitForRun(rt, body.run_id)).state, 'FAILED');
+      const retried = (await (await rt.fetch(`/api/v1/agent/runs/${body.run_id}/retry`, { method: 'POST' })).json()) as any;
+      assert.deepEqual(retried.webhook, { url: `${listener.url}/retry` });
+      await waitForRun(rt, retried.run_id);
+      await notificationsWhen(rt, retried.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+      const got = listener.of('/retry').map((r) => new Webhook(secret).verify(r.body, r.headers) as any);
+      assert.deepEqual(got.filter((p) => p.run.run_id === retried.run_id).map((p) => [p.run.state, p.run.retry_of]), [
+        ['INPROGRESS', body.run_id],
+        ['FAILED', body.run_id],
+      ]);
+    });
+
+    it('bad targets and secrets are 400s that say why', async () => {
+      const cases: [unknown, RegExp, string][] = [
+        [{ url: 'ftp://example.com/x' }, /webhook\.url must be an http\(s\) URL/, '/webhook/url'],
+        [{ url: 'not a url' }, /absolute http\(s\) URL/, '/webhook/url'],
+        [{ url: 'http://user:pw@example.com/' }, /user name or password/, '/webhook/url'],
+        [{ url: 'http://example.com/', secret: 'plain' }, /whsec_/, '/webhook/secret'],
+        [{ url: 'http://example.com/', extra: 1 }, /unknown key .{1,2}extra/, '/webhook/extra'],
+        ['http://example.com/', /must be an object/, '/webhook'],
+      ];
+      for (const [webhook, detail, pointer] of cases) {
+        const { res, body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook });
+        assert.equal(res.status, 400, JSON.stringify(webhook));
+        assert.equal(body.code, 'invalid_request');
+        assert.deepEqual(body.errors.map((e: { pointer: string }) => e.pointer), [pointer], JSON.stringify(body.errors));
+        assert.match(JSON.stringify(body.errors), detail);
+      }
+    });
   });
-});
 
-describe('run notifications of an automation (notify key)', () => {
-  it('compiles, is checked at plan (the secret must exist and be usable), and its runs report signed with the team secret', async (t) => {
-    const listener = new Listener();
-    await listener.start();
-    t.after(() => listener.stop());
-    const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms' } });
-    t.after(() => rt.stop());
-    await createSecret(rt);
-    const files = factoryFiles({ review: { payload: { action: 'opened' } } }).map((f) =>
-      f.path === 'automations/review.md'
-        ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":{"url":"${listener.url}/auto","secretName":"review-notify"}`) }
-        : f,
-    );
-    const { snapshot, diagnostics } = compile(files);
-    assert.deepEqual(diagnostics.filter((d) => d.severity === 'error'), []);
-    assert.deepEqual(snapshot!.automations[0].notify, { url: `${listener.url}/auto`, secretName: 'review-notify' });
-    const apply = () => rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot } });
+  describe('run notifications: allow-list and restarts', { concurrency: true }, () => {
+    it('--notify-allow limits the targets (400 for others)', async (t) => {
+      const rt = await startTestRuntime({ flags: { notifyAllow: ['hooks.example.com', '127.0.0.1:9'] } });
+      t.after(() => rt.stop());
+      await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+      const no = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: 'http://127.0.0.1:8080/' } });
+      assert.equal(no.res.status, 400);
+      assert.equal(no.body.code, 'invalid_request');
+      assert.deepEqual(no.body.errors.map((e: { pointer: string }) => e.pointer), ['/webhook/url']);
+      assert.match(no.body.detail, /--notify-allow/);
+      for (const url of ['https://hooks.example.com/a', 'http://127.0.0.1:9/']) {
+        const yes = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url } });
+        assert.equal(yes.res.status, 201, url);
+      }
+    });
 
-    const missing = await apply();
-    assert.equal(missing.status, 400, await missing.clone().text());
-    const problem = (await missing.json()) as any;
-    assert.ok(problem.errors.some((e: any) => e.code === 'secret.not_found' && e.file === 'automations/review.md' && e.pointer === '/notify/secretName'), JSON.stringify(problem.errors));
-
-    const secret = newSecret();
-    assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'review-notify', value: secret } })).status, 201);
-    const applied = await apply();
-    assert.equal(applied.status, 200, await applied.text());
-    const { res, deliveryId } = await deliverGithub(rt, PR_OPENED);
-    assert.equal(res.status, 202);
-    const [started] = await automationDeliveryRuns(rt, deliveryId);
-    await waitForRun(rt, started.run_id);
-    const list = await notificationsWhen(rt, started.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
-    assert.deepEqual(list.map((n) => n.state), ['INPROGRESS', 'SUCCEEDED']);
-    const run = (await (await rt.fetch(`/api/v1/agent/runs/${started.run_id}`)).json()) as any;
-    assert.deepEqual(run.webhook, { url: `${listener.url}/auto`, secret_name: 'review-notify' });
-    const got = listener.of('/auto').map((r) => new Webhook(secret).verify(r.body, r.headers) as any);
-    assert.deepEqual(got.map((p) => [p.run.run_id, p.run.automation, p.run.state]), [
-      [started.run_id, 'review', 'INPROGRESS'],
-      [started.run_id, 'review', 'SUCCEEDED'],
-    ]);
+    it('a notification cut short by a stop is sent after the restart, from the outbox', async (t) => {
+      const listener = new Listener();
+      await listener.start();
+      t.after(() => listener.stop());
+      let hang = true;
+      listener.answer = () => (hang ? undefined : 200);
+      const first = await startTestRuntime({ keepDataDir: true });
+      t.after(() => rmSync(first.dataDir, { recursive: true, force: true }));
+      await applyEnvironments(first, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+      const secret = newSecret();
+      const { body } = await createRun(first, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/slow`, secret } });
+      await waitForRun(first, body.run_id);
+      await eventually(() => listener.of('/slow').length === 2, 'both notifications in flight');
+      await first.stop();
+      hang = false;
+      const second = await startTestRuntime({ dataDir: first.dataDir });
+      t.after(() => second.stop());
+      const list = await notificationsWhen(second, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+      assert.deepEqual(list.map((n) => n.attempts.length), [1, 1]);
+      const reqs = listener.of('/slow');
+      assert.equal(reqs.length, 4);
+      // The same messages (webhook-id) again, each verifiable.
+      assert.deepEqual(reqs.slice(2).map((r) => r.headers['webhook-id']).sort(), reqs.slice(0, 2).map((r) => r.headers['webhook-id']).sort());
+      for (const r of reqs) new Webhook(secret).verify(r.body, r.headers);
+    });
   });
-});
 
-describe('the notify key in the compiler', () => {
-  const compileWith = (notify: unknown) =>
-    compile(
-      factoryFiles({ review: {} }).map((f) =>
-        f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":${JSON.stringify(notify)}`) } : f,
-      ),
-    ).diagnostics.filter((d) => d.severity === 'error');
+  describe('run notifications of an automation (notify key)', () => {
+    it('compiles, is checked at plan (the secret must exist and be usable), and its runs report signed with the team secret', async (t) => {
+      const listener = new Listener();
+      await listener.start();
+      t.after(() => listener.stop());
+      const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms' } });
+      t.after(() => rt.stop());
+      await createSecret(rt);
+      const files = factoryFiles({ review: { payload: { action: 'opened' } } }).map((f) =>
+        f.path === 'automations/review.md'
+          ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":{"url":"${listener.url}/auto","secretName":"review-notify"}`) }
+          : f,
+      );
+      const { snapshot, diagnostics } = compile(files);
+      assert.deepEqual(diagnostics.filter((d) => d.severity === 'error'), []);
+      assert.deepEqual(snapshot!.automations[0].notify, { url: `${listener.url}/auto`, secretName: 'review-notify' });
+      const apply = () => rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot } });
 
-  it('takes an http(s) URL and a secret name, and reports anything else at the key', () => {
-    assert.deepEqual(compileWith({ url: 'https://hooks.example.com/a?b=c', secretName: 'review-notify' }), []);
-    for (const [notify, pointer] of [
-      [{ url: 'ftp://example.com/x', secretName: 's' }, '/notify/url'],
-      [{ url: 'http://user:pw@example.com/x', secretName: 's' }, '/notify/url'],
-      [{ url: 'https://example.com/x' }, '/notify'],
-      [{ url: 'https://example.com/x', secretName: 's', secret: 'whsec_x' }, '/notify'],
-    ] as const) {
-      const errors = compileWith(notify);
-      assert.ok(errors.length > 0 && errors.every((d) => d.file === 'automations/review.md'), JSON.stringify(notify));
-      assert.ok(errors.some((d) => String(d.pointer).startsWith(pointer)), `${JSON.stringify(notify)}: ${JSON.stringify(errors)}`);
-    }
+      const missing = await apply();
+      assert.equal(missing.status, 400, await missing.clone().text());
+      const problem = (await missing.json()) as any;
+      assert.ok(problem.errors.some((e: any) => e.code === 'secret.not_found' && e.file === 'automations/review.md' && e.pointer === '/notify/secretName'), JSON.stringify(problem.errors));
+
+      const secret = newSecret();
+      assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'review-notify', value: secret } })).status, 201);
+      const applied = await apply();
+      assert.equal(applied.status, 200, await applied.text());
+      const { res, deliveryId } = await deliverGithub(rt, PR_OPENED);
+      assert.equal(res.status, 202);
+      const [started] = await automationDeliveryRuns(rt, deliveryId);
+      await waitForRun(rt, started.run_id);
+      const list = await notificationsWhen(rt, started.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+      assert.deepEqual(list.map((n) => n.state), ['INPROGRESS', 'SUCCEEDED']);
+      const run = (await (await rt.fetch(`/api/v1/agent/runs/${started.run_id}`)).json()) as any;
+      assert.deepEqual(run.webhook, { url: `${listener.url}/auto`, secret_name: 'review-notify' });
+      const got = listener.of('/auto').map((r) => new Webhook(secret).verify(r.body, r.headers) as any);
+      assert.deepEqual(got.map((p) => [p.run.run_id, p.run.automation, p.run.state]), [
+        [started.run_id, 'review', 'INPROGRESS'],
+        [started.run_id, 'review', 'SUCCEEDED'],
+      ]);
+    });
+  });
+
+  describe('the notify key in the compiler', () => {
+    const compileWith = (notify: unknown) =>
+      compile(
+        factoryFiles({ review: {} }).map((f) =>
+          f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":${JSON.stringify(notify)}`) } : f,
+        ),
+      ).diagnostics.filter((d) => d.severity === 'error');
+
+    it('takes an http(s) URL and a secret name, and reports anything else at the key', () => {
+      assert.deepEqual(compileWith({ url: 'https://hooks.example.com/a?b=c', secretName: 'review-notify' }), []);
+      for (const [notify, pointer] of [
+        [{ url: 'ftp://example.com/x', secretName: 's' }, '/notify/url'],
+        [{ url: 'http://user:pw@example.com/x', secretName: 's' }, '/notify/url'],
+        [{ url: 'https://example.com/x' }, '/notify'],
+        [{ url: 'https://example.com/x', secretName: 's', secret: 'whsec_x' }, '/notify'],
+      ] as const) {
+        const errors = compileWith(notify);
+        assert.ok(errors.length > 0 && errors.every((d) => d.file === 'automations/review.md'), JSON.stringify(notify));
+        assert.ok(errors.some((d) => String(d.pointer).startsWith(pointer)), `${JSON.stringify(notify)}: ${JSON.stringify(errors)}`);
+      }
+    });
   });
 });
