@@ -1,4 +1,4 @@
-import { after, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, type SpawnOptions } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -61,70 +61,78 @@ function aliasBomb(): string {
   return lines.join('\n') + '\n';
 }
 
-test('an unreadable file: one sentence naming it, exit 1', async () => {
-  const dir = repo('unreadable', { 'webhooks/a.yaml': 'secretName: s\n' });
-  chmodSync(join(dir, 'webhooks/a.yaml'), 0o000);
-  // root reads any file whatever its mode, so as root the CLI runs as nobody.
-  const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: permission denied/, (d) => validateChild(d, asNobody));
-});
+// Side by side, each in a repo of its own: the two child processes start while the others run.
+describe('bad input to factory validate', { concurrency: true }, () => {
+  test('an unreadable file: one sentence naming it, exit 1', async () => {
+    const dir = repo('unreadable', { 'webhooks/a.yaml': 'secretName: s\n' });
+    chmodSync(join(dir, 'webhooks/a.yaml'), 0o000);
+    // root reads any file whatever its mode, so as root the CLI runs as nobody.
+    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: permission denied/, (d) => validateChild(d, asNobody));
+  });
 
-test('invalid UTF-8: one sentence with the byte offset, exit 1', async () => {
-  const dir = repo('utf8', { 'webhooks/a.yaml': Buffer.from([0x73, 0x65, 0x63, 0x72, 0x65, 0x74, 0x4e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0xc3, 0x28, 0x0a]) });
-  await oneSentence(dir, /^error: webhooks\/a\.yaml is not valid UTF-8 \(at byte offset 12\); save it as UTF-8\n$/);
-});
+  test('invalid UTF-8: one sentence with the byte offset, exit 1', async () => {
+    const dir = repo('utf8', { 'webhooks/a.yaml': Buffer.from([0x73, 0x65, 0x63, 0x72, 0x65, 0x74, 0x4e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0xc3, 0x28, 0x0a]) });
+    await oneSentence(dir, /^error: webhooks\/a\.yaml is not valid UTF-8 \(at byte offset 12\); save it as UTF-8\n$/);
+  });
 
-test('a 5 MB YAML file: one sentence with its size and the limit, exit 1', async () => {
-  const dir = repo('big', { 'webhooks/big.yaml': 'secretName: s\n' + '# padding\n'.repeat(512 * 1024) });
-  await oneSentence(dir, /^error: webhooks\/big\.yaml is 5242894 bytes; definitions files may be at most 1048576 bytes \(1 MiB\)\n$/);
-});
+  test('a 5 MB YAML file: one sentence with its size and the limit, exit 1', async () => {
+    const dir = repo('big', { 'webhooks/big.yaml': 'secretName: s\n' + '# padding\n'.repeat(512 * 1024) });
+    await oneSentence(dir, /^error: webhooks\/big\.yaml is 5242894 bytes; definitions files may be at most 1048576 bytes \(1 MiB\)\n$/);
+  });
 
-test('a directory without factory.yaml, and one that does not exist: one sentence, exit 1', async () => {
-  mkdirSync(join(tmp, 'no-factory', 'webhooks'), { recursive: true });
-  writeFileSync(join(tmp, 'no-factory', 'webhooks', 'a.yaml'), 'secretName: s\n');
-  await oneSentence('no-factory', /^error: no-factory has no factory\.yaml, so it is not a factory repo\n$/);
-  await oneSentence('nowhere', /^error: nowhere does not exist\n$/);
-});
+  test('a directory without factory.yaml, and one that does not exist: one sentence, exit 1', async () => {
+    mkdirSync(join(tmp, 'no-factory', 'webhooks'), { recursive: true });
+    writeFileSync(join(tmp, 'no-factory', 'webhooks', 'a.yaml'), 'secretName: s\n');
+    await oneSentence('no-factory', /^error: no-factory has no factory\.yaml, so it is not a factory repo\n$/);
+    await oneSentence('nowhere', /^error: nowhere does not exist\n$/);
+  });
 
-test('a FIFO named like a definitions file is refused instead of read forever', async () => {
-  const dir = repo('fifo', { 'webhooks/a.yaml': (path) => execFileSync('mkfifo', [path]) });
-  await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: it is not a regular file/, (d) => validateChild(d));
-});
+  test('a FIFO named like a definitions file is refused instead of read forever', async () => {
+    const dir = repo('fifo', { 'webhooks/a.yaml': (path) => execFileSync('mkfifo', [path]) });
+    await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: it is not a regular file/, (d) => validateChild(d));
+  });
 
-test('a YAML alias bomb: one line for its aliases and one for its anchors, never expanded, exit 1', async () => {
-  const dir = repo('bomb', { 'webhooks/bomb.yaml': aliasBomb() });
-  const r = await validate(dir);
-  assert.equal(r.code, 1, r.stderr);
-  assert.equal(r.stderr, '');
-  const lines = r.stdout.trimEnd().split('\n');
-  const problems = lines.filter((l) => l.startsWith(`${dir}/`));
-  // 9 anchors and 8 × 9 aliases: each kind once, at its first place, with the count of the others.
-  assert.deepEqual(problems, [
-    `${dir}/webhooks/bomb.yaml:1:4: error yaml.anchor: anchors (&a) are not allowed (8 more in this file)`,
-    `${dir}/webhooks/bomb.yaml:2:8: error yaml.alias: aliases (*a) are not allowed; write the value out (71 more in this file)`,
-  ]);
-  assert.ok(lines.includes('2 errors, 0 warnings.'));
-});
+  test('a YAML alias bomb: one line for its aliases and one for its anchors, never expanded, exit 1', async () => {
+    const dir = repo('bomb', { 'webhooks/bomb.yaml': aliasBomb() });
+    const r = await validate(dir);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stderr, '');
+    const lines = r.stdout.trimEnd().split('\n');
+    const problems = lines.filter((l) => l.startsWith(`${dir}/`));
+    // 9 anchors and 8 × 9 aliases: each kind once, at its first place, with the count of the others.
+    assert.deepEqual(problems, [
+      `${dir}/webhooks/bomb.yaml:1:4: error yaml.anchor: anchors (&a) are not allowed (8 more in this file)`,
+      `${dir}/webhooks/bomb.yaml:2:8: error yaml.alias: aliases (*a) are not allowed; write the value out (71 more in this file)`,
+    ]);
+    assert.ok(lines.includes('2 errors, 0 warnings.'));
+  });
 
-test('a file of a third of a million aliases: one line for them all, no crash, exit 1', async () => {
-  const row = `[${Array(300).fill('*a').join(',')}]`;
-  const lines = ['a: &a [x]'];
-  for (let i = 0; lines.join('\n').length < 1_000_000 - row.length - 20; i++) lines.push(`k${i}: ${row}`);
-  const dir = repo('flood', { 'webhooks/flood.yaml': lines.join('\n') + '\n' });
-  const aliases = (lines.length - 1) * 300;
-  const r = await validate(dir);
-  assert.equal(r.code, 1, r.stderr.slice(0, 500));
-  assert.equal(r.stderr, '');
-  assert.ok(r.stdout.includes(`flood.yaml:2:6: error yaml.alias: aliases (*a) are not allowed; write the value out (${aliases - 1} more in this file)\n`), r.stdout.slice(0, 500));
-  assert.ok(r.stdout.includes('\n2 errors, 0 warnings.\n'), r.stdout.slice(-500));
-});
+  test('a file of a third of a million aliases: one line for them all, no crash, exit 1', async () => {
+    const row = `[${Array(300).fill('*a').join(',')}]`;
+    const lines = ['a: &a [x]'];
+    // The length of lines.join('\n'), kept as lines are added (joining on every turn took seconds).
+    let length = lines[0].length;
+    for (let i = 0; length < 1_000_000 - row.length - 20; i++) {
+      lines.push(`k${i}: ${row}`);
+      length += 1 + lines.at(-1)!.length;
+    }
+    const dir = repo('flood', { 'webhooks/flood.yaml': lines.join('\n') + '\n' });
+    const aliases = (lines.length - 1) * 300;
+    const r = await validate(dir);
+    assert.equal(r.code, 1, r.stderr.slice(0, 500));
+    assert.equal(r.stderr, '');
+    assert.ok(r.stdout.includes(`flood.yaml:2:6: error yaml.alias: aliases (*a) are not allowed; write the value out (${aliases - 1} more in this file)\n`), r.stdout.slice(0, 500));
+    assert.ok(r.stdout.includes('\n2 errors, 0 warnings.\n'), r.stdout.slice(-500));
+  });
 
-test('YAML nested too deeply to read: one diagnostic that says so, exit 1', async () => {
-  const dir = repo('deep', { 'webhooks/deep.yaml': `secretName: s\ndescription: ${'['.repeat(5000)}${']'.repeat(5000)}\n` });
-  const r = await validate(dir);
-  assert.equal(r.code, 1, r.stderr);
-  assert.equal(r.stderr, '');
-  const problems = r.stdout.split('\n').filter((l) => l.startsWith(`${dir}/`));
-  assert.equal(problems.length, 1);
-  assert.match(problems[0], /\/webhooks\/deep\.yaml:2:\d+: error yaml\.syntax: the YAML nests too deeply to read here; definitions need only a few levels$/);
+  test('YAML nested too deeply to read: one diagnostic that says so, exit 1', async () => {
+    const dir = repo('deep', { 'webhooks/deep.yaml': `secretName: s\ndescription: ${'['.repeat(5000)}${']'.repeat(5000)}\n` });
+    const r = await validate(dir);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stderr, '');
+    const problems = r.stdout.split('\n').filter((l) => l.startsWith(`${dir}/`));
+    assert.equal(problems.length, 1);
+    assert.match(problems[0], /\/webhooks\/deep\.yaml:2:\d+: error yaml\.syntax: the YAML nests too deeply to read here; definitions need only a few levels$/);
+  });
 });
