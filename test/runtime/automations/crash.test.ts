@@ -1,4 +1,4 @@
-import { it, type TestContext } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,18 +37,21 @@ function expectedFor(body: { action?: unknown; parity?: unknown }): string[] {
     .sort();
 }
 
-for (const engine of engines()) {
-  it(`SIGKILL while accepting matching deliveries loses no 202 and leaves exactly the matching runs [${engine}]`, async (t) => {
-    // PostgreSQL: the runtime's database is a schema of its own on the test server (docs/deploy.md).
-    let env: Record<string, string> = {};
-    if (engine === 'postgres') {
-      const url = await postgresUrl(t);
-      if (url === undefined) return;
-      env = { FACTORY_DATABASE_URL: url, FACTORY_MASTER_KEY: randomBytes(32).toString('base64') };
-    }
-    await crashAndRestart(t, env);
-  });
-}
+// The engines side by side: each crash is a runtime of its own on a data dir (and database) of its own.
+describe('a crash under load', { concurrency: true }, () => {
+  for (const engine of engines()) {
+    it(`SIGKILL while accepting matching deliveries loses no 202 and leaves exactly the matching runs [${engine}]`, async (t) => {
+      // PostgreSQL: the runtime's database is a schema of its own on the test server (docs/deploy.md).
+      let env: Record<string, string> = {};
+      if (engine === 'postgres') {
+        const url = await postgresUrl(t);
+        if (url === undefined) return;
+        env = { FACTORY_DATABASE_URL: url, FACTORY_MASTER_KEY: randomBytes(32).toString('base64') };
+      }
+      await crashAndRestart(t, env);
+    });
+  }
+});
 
 /** One SIGKILL under load and a restart, on the database `env` names (the data dir's SQLite file by default). */
 async function crashAndRestart(t: TestContext, env: Record<string, string>): Promise<void> {
