@@ -1,4 +1,4 @@
-import { after, before, test, type TestContext } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,38 +11,46 @@ import { applyEnvironments, createRun, envYaml, waitForRun } from '../../runtime
 
 /**
  * `factory worker` as a real child process against a runtime that executes nothing itself
- * (--no-executor) with a short lease (docs/runs.md#workers): it executes a run to SUCCEEDED with its
- * transcript, a cancel reaches it, SIGTERM ends its run ERROR runtime_stopped, and a worker killed
- * mid-run leaves its run to the sweeper: ERROR worker_lost.
+ * (--no-executor), with a short lease where a test waits for one to expire (docs/runs.md#workers):
+ * it executes a run to SUCCEEDED with its transcript, a cancel reaches it, SIGTERM ends its run
+ * ERROR runtime_stopped, and a worker killed mid-run leaves its run to the sweeper: ERROR worker_lost.
  */
 
 const LEASE = 3;
-let rt: TestRuntime;
-let workerKey: string;
 let workDir: string;
 const executor = testExecutor();
 
-before(async () => {
-  rt = await startTestRuntime({ flags: { executor: false, leaseSeconds: LEASE } });
+before(() => {
   workDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-ws-'));
+});
+after(() => {
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+/**
+ * A runtime of this test alone (stopped when it ends), with the `ok` and `slow` environments and a
+ * worker key: the tests run at once, and a worker claims any queued run of its runtime. The lease
+ * is the default unless the test is about its expiry (`leaseSeconds`): with several tests at once
+ * on a loaded machine, a short lease could expire under a run that should end otherwise.
+ */
+async function workerRuntime(t: TestContext, leaseSeconds?: number): Promise<{ rt: TestRuntime; workerKey: string }> {
+  const rt = await startTestRuntime({ flags: { executor: false, leaseSeconds } });
+  t.after(() => rt.stop());
   await applyEnvironments(rt, {
     ok: envYaml({ setup: ['echo preparing'], command: ['node', path.join(EXAMPLE_AGENTS, 'scripted-agent.mjs')], env: { GREETING: 'hi' } }),
     slow: envYaml({ command: ['sleep', '30'], timeout: '5m' }),
   });
   const res = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'box', kind: 'agent', scopes: ['worker'] } });
   assert.equal(res.status, 201);
-  workerKey = ((await res.json()) as { key: string }).key;
-});
-after(async () => {
-  await rt.stop();
-  rmSync(workDir, { recursive: true, force: true });
-});
+  return { rt, workerKey: ((await res.json()) as { key: string }).key };
+}
 
-function startWorker(name: string): RunningCli {
+function startWorker(t: TestContext, rt: TestRuntime, workerKey: string, name: string): RunningCli {
   const w = startCli(
     ['worker', '--server', rt.url, '--concurrency', '2', '--executor', executor, '--sandbox-ro-bind', EXAMPLE_AGENTS, '--work-dir', workDir, '--name', name],
     { env: terminalEnv({ FACTORY_API_KEY: workerKey }) },
   );
+  t.after(() => w.child.kill('SIGKILL'));
   return w;
 }
 
@@ -59,134 +67,140 @@ async function startKeyedWorker(t: TestContext, runtime: TestRuntime, name: stri
   return w;
 }
 
-const run = async (env: string) => {
+const run = async (rt: TestRuntime, env: string) => {
   const { res, body } = await createRun(rt, { prompt: 'Say hi', config: { environment_id: env } });
   assert.equal(res.status, 201);
   return body.run_id as string;
 };
 
-test('a worker executes a run to SUCCEEDED with its transcript; SIGTERM stops it with its run ERROR runtime_stopped', { timeout: 120_000 }, async (t) => {
-  const w = startWorker('w-one');
-  t.after(() => w.child.kill('SIGKILL'));
-  await w.waitFor(() => /factory worker w-one executing runs of/.test(w.stdout()), 'the start line');
+// Each test has a runtime of its own, so they run at once: most of their time is spent waiting
+// (a child worker starting, a lease expiring, a runtime coming back).
+describe('factory worker', { concurrency: true }, () => {
+  test('a worker executes a run to SUCCEEDED with its transcript; SIGTERM stops it with its run ERROR runtime_stopped', { timeout: 120_000 }, async (t) => {
+    const { rt, workerKey } = await workerRuntime(t);
+    const w = startWorker(t, rt, workerKey, 'w-one');
+    await w.waitFor(() => /factory worker w-one executing runs of/.test(w.stdout()), 'the start line');
 
-  const id = await run('ok');
-  const done = await waitForRun(rt, id);
-  assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
-  const transcript = (await (await rt.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
-  const types = transcript.events.map((e) => e.type);
-  assert.equal(types[0], 'state');
-  assert.equal(types.at(-1), 'state');
-  assert.ok(transcript.events.some((e) => e.type === 'command' && e.data.phase === 'setup' && /preparing/.test(e.data.output)), 'the setup command and its output');
-  assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes(`scripted-agent: run ${id}`)), 'the agent output');
-  await w.waitFor(() => w.stdout().includes(`finished ${id} SUCCEEDED`), 'the finished line');
-  assert.match(w.stdout(), new RegExp(`started ${id}`));
-  assert.ok(!readdirSync(workDir).includes(id), 'the workspace is removed when the run ends');
+    const id = await run(rt, 'ok');
+    const done = await waitForRun(rt, id);
+    assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
+    const transcript = (await (await rt.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
+    const types = transcript.events.map((e) => e.type);
+    assert.equal(types[0], 'state');
+    assert.equal(types.at(-1), 'state');
+    assert.ok(transcript.events.some((e) => e.type === 'command' && e.data.phase === 'setup' && /preparing/.test(e.data.output)), 'the setup command and its output');
+    assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes(`scripted-agent: run ${id}`)), 'the agent output');
+    await w.waitFor(() => w.stdout().includes(`finished ${id} SUCCEEDED`), 'the finished line');
+    assert.match(w.stdout(), new RegExp(`started ${id}`));
+    assert.ok(!readdirSync(workDir).includes(id), 'the workspace is removed when the run ends');
 
-  const slow = await run('slow');
-  await w.waitFor(() => w.stdout().includes(`started ${slow}`), 'the slow run to start');
-  w.child.kill('SIGTERM');
-  assert.equal(await w.closed, 0, w.stderr());
-  const stopped = await waitForRun(rt, slow);
-  assert.equal(stopped.state, 'ERROR');
-  assert.equal(stopped.error_code, 'runtime_stopped');
-  assert.equal(stopped.retryable, true);
-});
+    const slow = await run(rt, 'slow');
+    await w.waitFor(() => w.stdout().includes(`started ${slow}`), 'the slow run to start');
+    w.child.kill('SIGTERM');
+    assert.equal(await w.closed, 0, w.stderr());
+    const stopped = await waitForRun(rt, slow);
+    assert.equal(stopped.state, 'ERROR');
+    assert.equal(stopped.error_code, 'runtime_stopped');
+    assert.equal(stopped.retryable, true);
+  });
 
-test('a cancel reaches the worker: its run ends CANCELLED', { timeout: 120_000 }, async (t) => {
-  const w = startWorker('w-two');
-  t.after(() => w.child.kill('SIGKILL'));
-  const id = await run('slow');
-  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
-  assert.equal((await rt.fetch(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST' })).status, 200);
-  const done = await waitForRun(rt, id);
-  assert.equal(done.state, 'CANCELLED', JSON.stringify(done));
-  assert.equal(done.error_code, 'cancelled');
-  await w.waitFor(() => w.stdout().includes(`finished ${id} CANCELLED`), 'the worker to report it');
-  w.child.kill('SIGTERM');
-  assert.equal(await w.closed, 0);
-});
+  test('a cancel reaches the worker: its run ends CANCELLED', { timeout: 120_000 }, async (t) => {
+    const { rt, workerKey } = await workerRuntime(t);
+    const w = startWorker(t, rt, workerKey, 'w-two');
+    const id = await run(rt, 'slow');
+    await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+    assert.equal((await rt.fetch(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST' })).status, 200);
+    const done = await waitForRun(rt, id);
+    assert.equal(done.state, 'CANCELLED', JSON.stringify(done));
+    assert.equal(done.error_code, 'cancelled');
+    await w.waitFor(() => w.stdout().includes(`finished ${id} CANCELLED`), 'the worker to report it');
+    w.child.kill('SIGTERM');
+    assert.equal(await w.closed, 0);
+  });
 
-test('a worker killed mid-run (SIGKILL): the sweeper ends its run ERROR worker_lost, retryable', { timeout: 120_000 }, async (t) => {
-  const w = startWorker('w-three');
-  t.after(() => w.child.kill('SIGKILL'));
-  const id = await run('slow');
-  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
-  w.child.kill('SIGKILL');
-  await w.closed;
-  const done = await waitForRun(rt, id);
-  assert.equal(done.state, 'ERROR', JSON.stringify(done));
-  assert.equal(done.error_code, 'worker_lost');
-  assert.equal(done.retryable, true);
-});
+  test('a worker killed mid-run (SIGKILL): the sweeper ends its run ERROR worker_lost, retryable', { timeout: 120_000 }, async (t) => {
+    const { rt, workerKey } = await workerRuntime(t, LEASE);
+    const w = startWorker(t, rt, workerKey, 'w-three');
+    const id = await run(rt, 'slow');
+    await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+    w.child.kill('SIGKILL');
+    await w.closed;
+    const done = await waitForRun(rt, id);
+    assert.equal(done.state, 'ERROR', JSON.stringify(done));
+    assert.equal(done.error_code, 'worker_lost');
+    assert.equal(done.retryable, true);
+  });
 
-test('factory worker: a key without the worker scope is refused in one sentence, exit 1; a bad flag is a usage error', async () => {
-  const bad = await execCli(['worker', '--server', rt.url, '--executor', 'direct', '--concurrency', '1'], { env: terminalEnv({ FACTORY_API_KEY: rt.adminKey.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) }), limitMs: 60_000 });
-  assert.equal(bad.code, 1, bad.stderr);
-  assert.match(bad.stderr, /^error: the runtime refused this worker: .*not valid/m);
-  assert.doesNotMatch(bad.stderr, /\n\s+at /, 'no stack trace');
-  const usage = await execCli(['worker', '--server', rt.url, '--concurrency', 'many'], { env: terminalEnv({ FACTORY_API_KEY: workerKey }) });
-  assert.equal(usage.code, 2);
-  assert.match(usage.stderr, /--concurrency must be an integer/);
-});
+  test('factory worker: a key without the worker scope is refused in one sentence, exit 1; a bad flag is a usage error', async (t) => {
+    const { rt, workerKey } = await workerRuntime(t);
+    const bad = await execCli(['worker', '--server', rt.url, '--executor', 'direct', '--concurrency', '1'], { env: terminalEnv({ FACTORY_API_KEY: rt.adminKey.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) }), limitMs: 60_000 });
+    assert.equal(bad.code, 1, bad.stderr);
+    assert.match(bad.stderr, /^error: the runtime refused this worker: .*not valid/m);
+    assert.doesNotMatch(bad.stderr, /\n\s+at /, 'no stack trace');
+    const usage = await execCli(['worker', '--server', rt.url, '--concurrency', 'many'], { env: terminalEnv({ FACTORY_API_KEY: workerKey }) });
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--concurrency must be an integer/);
+  });
 
-test('a worker rides out a restart of serve: it retries while the runtime is away, keeps its run, and the restarted pool leaves the run it holds alone', { timeout: 120_000 }, async (t) => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-restart-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const flags = { executor: false as const, leaseSeconds: 15 };
-  let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags });
-  t.after(() => first?.stop());
-  // The agent waits for a file the test writes into its workspace after the restart.
-  await applyEnvironments(first, { gate: envYaml({ command: ['/bin/sh', '-c', 'while [ ! -e "$FACTORY_WORKSPACE/go" ]; do sleep 0.2; done; echo passed the gate'], timeout: '5m' }) });
-  const w = await startKeyedWorker(t, first, 'w-restart');
-  const { res, body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'gate' } });
-  assert.equal(res.status, 201);
-  const id = body.run_id as string;
-  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+  test('a worker rides out a restart of serve: it retries while the runtime is away, keeps its run, and the restarted pool leaves the run it holds alone', { timeout: 120_000 }, async (t) => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-restart-'));
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const flags = { executor: false as const, leaseSeconds: 15 };
+    let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags });
+    t.after(() => first?.stop());
+    // The agent waits for a file the test writes into its workspace after the restart.
+    await applyEnvironments(first, { gate: envYaml({ command: ['/bin/sh', '-c', 'while [ ! -e "$FACTORY_WORKSPACE/go" ]; do sleep 0.2; done; echo passed the gate'], timeout: '5m' }) });
+    const w = await startKeyedWorker(t, first, 'w-restart');
+    const { res, body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'gate' } });
+    assert.equal(res.status, 201);
+    const id = body.run_id as string;
+    await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
 
-  const port = first.port;
-  await first.stop();
-  first = undefined;
-  await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
-  // Back on the same port, executing runs itself this time.
-  const second = await startTestRuntime({ dataDir, flags: { port, leaseSeconds: 15 } });
-  t.after(() => second.stop());
-  assert.equal((await waitForRun(second, id, () => true)).state, 'INPROGRESS', 'the restarted pool did not end the worker\'s run');
-  writeFileSync(path.join(workDir, id, 'go'), '');
-  const done = await waitForRun(second, id);
-  assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
-  const transcript = (await (await second.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
-  assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes('passed the gate')));
-  w.child.kill('SIGTERM');
-  assert.equal(await w.closed, 0);
-});
+    const port = first.port;
+    await first.stop();
+    first = undefined;
+    await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
+    // Back on the same port, executing runs itself this time.
+    const second = await startTestRuntime({ dataDir, flags: { port, leaseSeconds: 15 } });
+    t.after(() => second.stop());
+    assert.equal((await waitForRun(second, id, () => true)).state, 'INPROGRESS', 'the restarted pool did not end the worker\'s run');
+    writeFileSync(path.join(workDir, id, 'go'), '');
+    const done = await waitForRun(second, id);
+    assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
+    const transcript = (await (await second.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
+    assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes('passed the gate')));
+    w.child.kill('SIGTERM');
+    assert.equal(await w.closed, 0);
+  });
 
-test('a worker whose lease was lost while the runtime was away is refused (409) and stops the run', { timeout: 120_000 }, async (t) => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-lost-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags: { executor: false, leaseSeconds: 15 } });
-  t.after(() => first?.stop());
-  await applyEnvironments(first, { forever: envYaml({ command: ['/bin/sh', '-c', 'while true; do sleep 0.2; done'], timeout: '5m' }) });
-  const w = await startKeyedWorker(t, first, 'w-lost');
-  const { body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'forever' } });
-  const id = body.run_id as string;
-  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+  test('a worker whose lease was lost while the runtime was away is refused (409) and stops the run', { timeout: 120_000 }, async (t) => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-lost-'));
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags: { executor: false, leaseSeconds: 15 } });
+    t.after(() => first?.stop());
+    await applyEnvironments(first, { forever: envYaml({ command: ['/bin/sh', '-c', 'while true; do sleep 0.2; done'], timeout: '5m' }) });
+    const w = await startKeyedWorker(t, first, 'w-lost');
+    const { body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'forever' } });
+    const id = body.run_id as string;
+    await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
 
-  const port = first.port;
-  await first.stop();
-  first = undefined;
-  await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
-  // Back an hour later: the lease has long expired, the sweeper ends the run.
-  const later = new FakeClock(Date.now() + 3_600_000);
-  const second = await startTestRuntime({ dataDir, clock: later, flags: { port, executor: false, leaseSeconds: 15 } });
-  t.after(() => second.stop());
-  const ended = await waitForRun(second, id);
-  assert.equal(ended.state, 'ERROR');
-  assert.equal(ended.error_code, 'worker_lost');
-  // The worker's next heartbeat is refused; it stops the agent (which never ends by itself).
-  await w.waitFor(() => w.stdout().includes(`finished ${id} without reporting it: its lease was lost`), 'the worker to stop the run');
-  assert.match(w.stdout(), new RegExp(`lost the lease of ${id}`));
-  assert.equal((await waitForRun(second, id)).error_code, 'worker_lost', 'nothing the worker sent changed the run');
-  w.child.kill('SIGTERM');
-  assert.equal(await w.closed, 0);
+    const port = first.port;
+    await first.stop();
+    first = undefined;
+    await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
+    // Back an hour later: the lease has long expired, the sweeper ends the run. The lease it
+    // expired was granted before the restart; this runtime's short one only makes it sweep sooner.
+    const later = new FakeClock(Date.now() + 3_600_000);
+    const second = await startTestRuntime({ dataDir, clock: later, flags: { port, executor: false, leaseSeconds: LEASE } });
+    t.after(() => second.stop());
+    const ended = await waitForRun(second, id);
+    assert.equal(ended.state, 'ERROR');
+    assert.equal(ended.error_code, 'worker_lost');
+    // The worker's next heartbeat is refused; it stops the agent (which never ends by itself).
+    await w.waitFor(() => w.stdout().includes(`finished ${id} without reporting it: its lease was lost`), 'the worker to stop the run');
+    assert.match(w.stdout(), new RegExp(`lost the lease of ${id}`));
+    assert.equal((await waitForRun(second, id)).error_code, 'worker_lost', 'nothing the worker sent changed the run');
+    w.child.kill('SIGTERM');
+    assert.equal(await w.closed, 0);
+  });
 });
