@@ -82,6 +82,7 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
   const sh = terminal(cwd, terminalEnv());
   children.push(sh.child);
   const daemons = new Map<string, RunningCli>();
+  const workersStarting: Promise<void>[] = [];
   const commands = shellLines(sectionOf(DOC, '## A complete deployment'));
   assert.ok(commands.length >= 10, commands.join('\n'));
   for (const line of commands.map(substitute)) {
@@ -103,8 +104,12 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
     children.push(child.child);
     const name = args[0] === 'serve' ? `replica-${daemons.size + 1}` : args[args.indexOf('--name') + 1];
     daemons.set(name, child);
-    await child.waitFor(() => /factory runtime listening on|factory worker \S+ executing runs/.test(child.stdout()), `${name} to start`);
+    const started = child.waitFor(() => /factory runtime listening on|factory worker \S+ executing runs/.test(child.stdout()), `${name} to start`);
+    // A replica listens before the next line runs, as the doc asks; the workers start side by side.
+    if (args[0] === 'serve') await started;
+    else workersStarting.push(started), started.catch(() => {});
   }
+  await Promise.all(workersStarting);
   assert.deepEqual([...daemons.keys()], ['replica-1', 'replica-2', 'worker-1', 'worker-2']);
   // One admin key for the database, in the data dir of the replica that created it.
   assert.match(daemons.get('replica-1')!.stdout(), /^admin key: .*replica-1\/admin\.key \(created now; keep it safe\)$/m);
@@ -168,6 +173,30 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
     }
   });
 
+  // A worker killed with SIGKILL mid-run (checked in the last subtest): its run's lease runs out
+  // while the next checks go on. A factory of the test's own with an environment whose agent waits,
+  // so the run is still in progress when its worker dies.
+  const slow = join(cwd, 'slow');
+  mkdirSync(join(slow, 'environments'), { recursive: true });
+  writeFileSync(join(slow, 'factory.yaml'), 'name: slow\n');
+  writeFileSync(join(slow, 'environments', 'slow.yaml'), 'agent:\n  command: ["sh", "-c", "echo waiting; exec sleep 300"]\n  format: text\n  timeout: 10m\n');
+  const applied = await sh.run('factory apply slow');
+  assert.equal(applied.code, 0, applied.err);
+  const created = await api(0, '/api/v1/agent/runs', { method: 'POST', body: JSON.stringify({ prompt: 'wait', config: { environment_id: 'slow' } }) });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const runId: string = created.body.run_id;
+  // Either worker may take it; the one that does is killed.
+  const workers = [daemons.get('worker-1')!, daemons.get('worker-2')!];
+  const taken = () => workers.find((w) => w.stdout().includes(`started ${runId}`));
+  await Promise.race(workers.map((w) => w.waitFor(() => taken() !== undefined, 'a worker to start the run')));
+  const worker = taken()!;
+  await eventually(async () => (await api(0, `/api/v1/agent/runs/${runId}`)).body.state, 'the run in progress', { until: (s) => s === 'INPROGRESS' });
+  worker.child.kill('SIGKILL');
+  await worker.exited;
+  const workerLost = eventually(async () => (await api(0, `/api/v1/agent/runs/${runId}`)).body, 'the run to end', { until: (r) => r.state !== 'INPROGRESS' });
+  // Awaited by the last subtest.
+  workerLost.catch(() => {});
+
   await t.test('a sender spread across both replicas gets 429 after 60 deliveries in a minute', async () => {
     const alertsToken = await value('ALERTS_TOKEN');
     const answers: Delivery[] = [];
@@ -226,24 +255,7 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
   });
 
   await t.test('a worker killed with SIGKILL mid-run leaves the run ERROR worker_lost once its lease expires', async () => {
-    // A factory of the test's own with an environment whose agent waits, so the run is still in
-    // progress when its worker dies. Applied through the surviving replica.
-    const slow = join(cwd, 'slow');
-    mkdirSync(join(slow, 'environments'), { recursive: true });
-    writeFileSync(join(slow, 'factory.yaml'), 'name: slow\n');
-    writeFileSync(join(slow, 'environments', 'slow.yaml'), 'agent:\n  command: ["sh", "-c", "echo waiting; exec sleep 300"]\n  format: text\n  timeout: 10m\n');
-    const applied = await sh.run('factory apply slow');
-    assert.equal(applied.code, 0, applied.err);
-    const created = await api(0, '/api/v1/agent/runs', { method: 'POST', body: JSON.stringify({ prompt: 'wait', config: { environment_id: 'slow' } }) });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const runId: string = created.body.run_id;
-    // worker-2's replica is gone, so worker-1 takes it.
-    const worker = daemons.get('worker-1')!;
-    await worker.waitFor(() => worker.stdout().includes(`started ${runId}`), 'worker-1 to start the run');
-    await eventually(async () => (await api(0, `/api/v1/agent/runs/${runId}`)).body.state, 'the run in progress', { until: (s) => s === 'INPROGRESS' });
-    worker.child.kill('SIGKILL');
-    await worker.exited;
-    const ended = await eventually(async () => (await api(0, `/api/v1/agent/runs/${runId}`)).body, 'the run to end', { until: (r) => r.state !== 'INPROGRESS' });
+    const ended = await workerLost;
     assert.equal(ended.state, 'ERROR');
     assert.equal(ended.error_code, 'worker_lost', JSON.stringify(ended));
   });
