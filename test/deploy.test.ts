@@ -19,8 +19,9 @@ import { testExecutor } from './runtime/executor/helpers.ts';
  * the doc; its lines run in one real bash, except the daemons (lines ending in `&`), which the test
  * starts itself from the arguments bash expands, so that it can wait for them and kill them. The
  * only substitutions: the database URL (a schema of its own), the two ports (free ones), a lease of
- * 10 seconds instead of 30 (so a dead worker's run ends sooner; shorter ones expire on a loaded
- * 2-core machine while the runs' clones compete with everything else), and --executor direct on a machine
+ * 6 seconds instead of 30 (so a dead worker's run ends sooner; a worker beats every 2 seconds, so a
+ * live run's lease still outlives two missed beats, the margin its runs need on a loaded 2-core
+ * machine while their clones compete with everything else), and --executor direct on a machine
  * without a working sandbox. Then the checks the doc lists, against both replicas at once.
  */
 
@@ -97,7 +98,7 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
     const expanded = await sh.run(`printf '%s\\n' ${words.slice('factory '.length)}`);
     const args = expanded.out.split('\n').filter(Boolean);
     const envLines = (await sh.run('env')).out.split('\n').filter((l) => l.startsWith('FACTORY_'));
-    const env: Record<string, string> = { ...terminalEnv(), FACTORY_LEASE_SECONDS: '10' };
+    const env: Record<string, string> = { ...terminalEnv(), FACTORY_LEASE_SECONDS: '6' };
     for (const l of envLines) env[l.slice(0, l.indexOf('='))] = l.slice(l.indexOf('=') + 1);
     const extra = executor === 'direct' ? ['--executor', 'direct'] : [];
     const child = startCli([...args, ...extra], { cwd, env });
