@@ -29,6 +29,8 @@ before(async () => {
   clock = new FakeClock(new Date());
   rt = await startTestRuntime({ flags: { executor: false, leaseSeconds: LEASE }, clock });
   assert.equal(rt.services.executor, undefined, '--no-executor starts no pool');
+  // Time is the FakeClock's: the tests sweep by hand, so the real-time sweep must not race them.
+  rt.services.leases!.pauseTimer();
   const secret = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'tok', value: 's3cret-value' } });
   assert.equal(secret.status, 201, await secret.clone().text());
   await applyEnvironments(rt, { ok: envYaml({ command: ['true'], env: { PLAIN: 'p', TOKEN: { secret: 'tok' } } }) });
