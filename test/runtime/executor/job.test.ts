@@ -299,7 +299,10 @@ for (const executor of ['sandbox', 'direct'] as const) {
     assert.equal(env.FACTORY_RUN_ID, 'run_test');
     assert.equal(env.FACTORY_WORKSPACE, wsOf(s));
     assert.equal(env.FACTORY_PROMPT_FILE, path.join(wsOf(s), 'prompt.md'));
-    const allowed = new Set([...INHERITED_ENV, 'TOKEN', 'MODE', 'FACTORY_RUN_ID', 'FACTORY_WORKSPACE', 'FACTORY_PROMPT_FILE', 'PWD', 'OLDPWD', 'SHLVL', '_']);
+    // Under `npm run coverage`, node itself adds NODE_V8_COVERAGE to every child's environment,
+    // whatever env the spawn is given; it names a scratch directory, nothing of the runtime.
+    const underCoverage = process.env.NODE_V8_COVERAGE ? ['NODE_V8_COVERAGE'] : [];
+    const allowed = new Set([...INHERITED_ENV, 'TOKEN', 'MODE', 'FACTORY_RUN_ID', 'FACTORY_WORKSPACE', 'FACTORY_PROMPT_FILE', 'PWD', 'OLDPWD', 'SHLVL', '_', ...underCoverage]);
     assert.deepEqual(Object.keys(env).filter((k) => !allowed.has(k)), []);
   });
 
