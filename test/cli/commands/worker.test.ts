@@ -67,6 +67,30 @@ async function startKeyedWorker(t: TestContext, runtime: TestRuntime, name: stri
   return w;
 }
 
+/**
+ * A runtime that executes nothing (lease 15 s) and a worker of its own; the worker starts a run of
+ * `script` (sh -c), then the runtime stops and the worker notices it is away. What a restart test
+ * needs to start the runtime again on the same data dir and port.
+ */
+async function runOnWorkerThenStop(t: TestContext, name: string, script: string) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), `factory-worker-${name}-`));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const first = await startTestRuntime({ dataDir, flags: { executor: false, leaseSeconds: 15 } });
+  let stopped = false;
+  t.after(() => (stopped ? undefined : first.stop()));
+  await applyEnvironments(first, { script: envYaml({ command: ['/bin/sh', '-c', script], timeout: '5m' }) });
+  const w = await startKeyedWorker(t, first, `w-${name}`);
+  const { res, body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'script' } });
+  assert.equal(res.status, 201);
+  const id = body.run_id as string;
+  await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+  const port = first.port;
+  await first.stop();
+  stopped = true;
+  await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
+  return { dataDir, port, w, id };
+}
+
 const run = async (rt: TestRuntime, env: string) => {
   const { res, body } = await createRun(rt, { prompt: 'Say hi', config: { environment_id: env } });
   assert.equal(res.status, 201);
@@ -143,23 +167,9 @@ describe('factory worker', { concurrency: true }, () => {
   });
 
   test('a worker rides out a restart of serve: it retries while the runtime is away, keeps its run, and the restarted pool leaves the run it holds alone', { timeout: 120_000 }, async (t) => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-restart-'));
-    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const flags = { executor: false as const, leaseSeconds: 15 };
-    let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags });
-    t.after(() => first?.stop());
     // The agent waits for a file the test writes into its workspace after the restart.
-    await applyEnvironments(first, { gate: envYaml({ command: ['/bin/sh', '-c', 'while [ ! -e "$FACTORY_WORKSPACE/go" ]; do sleep 0.2; done; echo passed the gate'], timeout: '5m' }) });
-    const w = await startKeyedWorker(t, first, 'w-restart');
-    const { res, body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'gate' } });
-    assert.equal(res.status, 201);
-    const id = body.run_id as string;
-    await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
-
-    const port = first.port;
-    await first.stop();
-    first = undefined;
-    await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
+    const gate = 'while [ ! -e "$FACTORY_WORKSPACE/go" ]; do sleep 0.2; done; echo passed the gate';
+    const { dataDir, port, w, id } = await runOnWorkerThenStop(t, 'restart', gate);
     // Back on the same port, executing runs itself this time.
     const second = await startTestRuntime({ dataDir, flags: { port, leaseSeconds: 15 } });
     t.after(() => second.stop());
@@ -174,20 +184,7 @@ describe('factory worker', { concurrency: true }, () => {
   });
 
   test('a worker whose lease was lost while the runtime was away is refused (409) and stops the run', { timeout: 120_000 }, async (t) => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'factory-worker-lost-'));
-    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    let first: TestRuntime | undefined = await startTestRuntime({ dataDir, flags: { executor: false, leaseSeconds: 15 } });
-    t.after(() => first?.stop());
-    await applyEnvironments(first, { forever: envYaml({ command: ['/bin/sh', '-c', 'while true; do sleep 0.2; done'], timeout: '5m' }) });
-    const w = await startKeyedWorker(t, first, 'w-lost');
-    const { body } = await createRun(first, { prompt: 'wait', config: { environment_id: 'forever' } });
-    const id = body.run_id as string;
-    await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
-
-    const port = first.port;
-    await first.stop();
-    first = undefined;
-    await w.waitFor(() => /cannot reach the runtime/.test(w.stdout()), 'the worker to notice the runtime is away');
+    const { dataDir, port, w, id } = await runOnWorkerThenStop(t, 'lost', 'while true; do sleep 0.2; done');
     // Back an hour later: the lease has long expired, the sweeper ends the run. The lease it
     // expired was granted before the restart; this runtime's short one only makes it sweep sooner.
     const later = new FakeClock(Date.now() + 3_600_000);
