@@ -115,7 +115,7 @@ function main(): void {
       const entry = path.join(scratch!, `group-${String(i + 1).padStart(2, '0')}.test.mjs`);
       const lines = files.map((f) => `await import(${JSON.stringify(pathToFileURL(path.join(root, f)).href)});`);
       writeFileSync(entry, `// ${files.length} test files in one process (scripts/test.ts)\n${lines.join('\n')}\n`);
-      console.log(`# ${path.basename(entry)}: ${files.join(' ')}`);
+      console.error(`# ${path.basename(entry)}: ${files.join(' ')}`);
       return entry;
     });
   }

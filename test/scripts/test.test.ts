@@ -51,7 +51,7 @@ test('grouped, the files share one process; --solo gives each its own; a failing
   const script = join(ROOT, 'scripts/test.ts');
 
   const grouped = await run(process.execPath, ['--import', 'tsx', script, '--groups', '1', ...files], { cwd: ROOT });
-  assert.match(grouped.stdout, /# group-01\.test\.mjs: .*a\.test\.ts .*b\.test\.ts .*c\.test\.ts/);
+  assert.match(grouped.stderr, /# group-01\.test\.mjs: .*a\.test\.ts .*b\.test\.ts .*c\.test\.ts/);
   assert.match(grouped.stdout, /# pass 3/);
   assert.equal(new Set(pids(dir)).size, 1, 'one process for the three files');
 
