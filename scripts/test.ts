@@ -15,7 +15,7 @@
  * `FACTORY_TEST_SOLO=1` is the same as `--solo`.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,16 +25,10 @@ const FILES_PER_GROUP = 8;
 
 /** Every `*.test.ts` under `dir`, sorted, relative to the repo root. */
 function findTests(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const p = path.join(d, entry.name);
-      if (entry.isDirectory()) walk(p);
-      else if (entry.name.endsWith('.test.ts')) out.push(path.relative(root, p));
-    }
-  };
-  walk(dir);
-  return out.sort();
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.test.ts'))
+    .map((name) => path.relative(root, path.join(dir, name)))
+    .sort();
 }
 
 interface Options {
@@ -100,6 +94,9 @@ function main(): void {
     console.error('No test files to run.');
     process.exit(1);
   }
+  // Under c8 (`npm run coverage`), NODE_V8_COVERAGE is c8's scratch directory, which c8 made
+  // before starting us: runs executed as another user (uid 65534) write their coverage there too.
+  if (process.env.NODE_V8_COVERAGE) chmodSync(process.env.NODE_V8_COVERAGE, 0o1777);
   let entries: string[];
   let scratch: string | undefined;
   if (opts.solo) {
@@ -125,9 +122,9 @@ function main(): void {
   });
   const forward = (signal: NodeJS.Signals) => child.kill(signal);
   process.on('SIGINT', forward).on('SIGTERM', forward);
-  child.on('exit', (code, signal) => {
+  child.on('exit', (code) => {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
-    process.exitCode = code ?? (signal ? 1 : 0);
+    process.exitCode = code ?? 1; // null only when a signal ended it
   });
 }
 

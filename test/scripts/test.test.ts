@@ -13,7 +13,8 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const exec = promisify(execFile);
 /** The runner as a child, without this process's NODE_TEST_CONTEXT (which would make its node --test report to us instead of printing TAP). */
 const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-const run = (file: string, args: string[], opts: { cwd: string }) => exec(file, args, { ...opts, env });
+const SCRIPT = join(ROOT, 'scripts/test.ts');
+const runner = (args: string[]) => exec(process.execPath, ['--import', 'tsx', SCRIPT, ...args], { cwd: ROOT, env });
 
 test('dealGroups puts every file in exactly one group, biggest groups first, balanced within the biggest file', () => {
   const files = Array.from({ length: 37 }, (_, i) => ({ file: `test/f${String(i).padStart(2, '0')}.test.ts`, size: ((i * 7919) % 97) * 100 + 50 }));
@@ -48,18 +49,17 @@ test('grouped, the files share one process; --solo gives each its own; a failing
   const dir = mkdtempSync(join(tmpdir(), 'factory-runner-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const files = writeFiles(dir, false);
-  const script = join(ROOT, 'scripts/test.ts');
 
-  const grouped = await run(process.execPath, ['--import', 'tsx', script, '--groups', '1', ...files], { cwd: ROOT });
+  const grouped = await runner(['--groups', '1', ...files]);
   assert.match(grouped.stderr, /# group-01\.test\.mjs: .*a\.test\.ts .*b\.test\.ts .*c\.test\.ts/);
   assert.match(grouped.stdout, /# pass 3/);
   assert.equal(new Set(pids(dir)).size, 1, 'one process for the three files');
 
-  await run(process.execPath, ['--import', 'tsx', script, '--solo', ...files], { cwd: ROOT });
+  await runner(['--solo', ...files]);
   assert.equal(new Set(pids(dir)).size, 3, 'a process per file');
 
   writeFiles(dir, true);
-  const failed = await run(process.execPath, ['--import', 'tsx', script, '--groups', '2', ...files], { cwd: ROOT }).then(
+  const failed = await runner(['--groups', '2', ...files]).then(
     () => assert.fail('a failing test must fail the run'),
     (err: { code: number; stdout: string }) => err,
   );
@@ -69,13 +69,12 @@ test('grouped, the files share one process; --solo gives each its own; a failing
 });
 
 test('a file that does not exist or an unknown option is a one-sentence error with exit code 1', async () => {
-  const script = join(ROOT, 'scripts/test.ts');
   for (const [args, message] of [
     [['test/no-such.test.ts'], /^No test file or directory test\/no-such\.test\.ts\.\n$/],
     [['--fast'], /^Unknown option --fast: /],
     [['--groups', 'x'], /^--groups takes a whole number of at least 1, not x\.\n$/],
   ] as const) {
-    const err = await run(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT }).then(
+    const err = await runner([...args]).then(
       () => assert.fail(`${args.join(' ')} must fail`),
       (e: { code: number; stderr: string }) => e,
     );
