@@ -32,10 +32,9 @@ import { connect, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
 import { compile } from '../cli/compiler/compile.ts';
 import { parseConfig } from '../runtime/config.ts';
-import { createLogger } from '../runtime/log.ts';
+import { createLogger, turnDestination } from '../runtime/log.ts';
 import { startServer } from '../runtime/server.ts';
 import { freePort } from './serve.ts';
 import { cpuMicros, runWrk, type SignedBody, type WrkResult } from './wrk.ts';
@@ -169,7 +168,7 @@ async function bareMain(): Promise<void> {
 /** The runtime: started as `factory serve` starts it, then set up through its own HTTP API. */
 async function factoryMain(dataDir: string): Promise<void> {
   const limits = { deliveriesPerMinute: 1_000_000_000, failedAuthPerMinute: 1_000_000_000, apiBodyBytes: 64 * 1024 * 1024 };
-  const log = createLogger({ level: 'info', destination: pino.destination({ dest: '/dev/null', sync: true }) });
+  const log = createLogger({ level: 'info', destination: turnDestination('/dev/null') });
   const server = await startServer(parseConfig({ port: 0, dataDir, logLevel: 'info', limits }, {}), { log });
   (server.services.executor as { pause?: () => void } | undefined)?.pause?.();
   const key = readFileSync(path.join(dataDir, 'admin.key'), 'utf8').trim();

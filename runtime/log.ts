@@ -19,8 +19,49 @@ const REDACT_PATHS = [
 
 export interface LoggerOptions {
   level?: LogLevel;
-  /** Where lines go; defaults to stdout. Tests pass a stream to capture the lines. */
+  /** Where lines go; defaults to stdout (`turnDestination(1)`). Tests pass a stream to capture the lines. */
   destination?: DestinationStream;
+}
+
+/** Destinations holding lines not yet written, flushed by the one exit handler below. */
+const unwritten = new Set<() => void>();
+let exitHandler = false;
+
+/**
+ * The runtime's log destination (docs/runtime.md#health): the lines of one event-loop turn are
+ * written together, with one write at the end of the turn (setImmediate), instead of one write
+ * per line. Under load the ingress answers dozens of requests per turn, each with an access line,
+ * and a write system call apiece cost more than the line itself. A line is never held past the
+ * turn that logged it, and the process's exit handler writes what is pending (an uncaught
+ * exception or `process.exit` included); only a SIGKILL in the middle of a turn can lose that
+ * turn's lines. Writing goes through pino's own destination (sonic-boom, synchronous), which
+ * retries partial writes and a busy pipe.
+ */
+export function turnDestination(dest: number | string = 1): DestinationStream {
+  const out = pino.destination({ dest, sync: true });
+  let pending = '';
+  const flush = (): void => {
+    unwritten.delete(flush);
+    if (pending === '') return;
+    const text = pending;
+    pending = '';
+    out.write(text);
+  };
+  if (!exitHandler) {
+    exitHandler = true;
+    process.on('exit', () => {
+      for (const f of [...unwritten]) f();
+    });
+  }
+  return {
+    write(line: string) {
+      if (pending === '') {
+        unwritten.add(flush);
+        setImmediate(flush);
+      }
+      pending += line;
+    },
+  };
 }
 
 /** The runtime's structured JSON logger (pino) with secret redaction. */
@@ -32,7 +73,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    options.destination ?? pino.destination({ dest: 1, sync: true }),
+    options.destination ?? turnDestination(1),
   );
 }
 

@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLogger, redactUrl } from '../../runtime/log.ts';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, redactUrl, turnDestination } from '../../runtime/log.ts';
 import { LogCapture } from './helpers.ts';
 
 test('redactUrl hides the url_token segment and drops query strings', () => {
@@ -28,4 +32,36 @@ test('secret-like fields and auth headers are redacted', () => {
   assert.ok(cap.text.length > 0);
   for (const leaked of ['s1', 'v1', 't1', 'k1', 's2', 'b1', 'c1'].map(v)) assert.ok(!cap.text.includes(leaked), leaked);
   assert.match(cap.text, /\[REDACTED\]/);
+});
+
+test('the default destination writes the lines of one event-loop turn together, at the end of the turn', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-log-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'out.log');
+  const log = createLogger({ level: 'info', destination: turnDestination(file) });
+  log.info('one');
+  log.info('two');
+  assert.equal(readFileSync(file, 'utf8'), '', 'nothing is written during the turn');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l).msg), ['one', 'two']);
+  log.info('three');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l).msg), ['one', 'two', 'three']);
+});
+
+test('lines still pending when the process exits are written, on stdout by default', () => {
+  // A real child: it logs, then exits in the same turn, and again with an uncaught error.
+  const run = (tail: string) => {
+    const script = `import { createLogger } from ${JSON.stringify(new URL('../../runtime/log.ts', import.meta.url).href)};
+      const log = createLogger(); log.info('before exit'); log.warn({ n: 2 }, 'second'); ${tail}`;
+    try {
+      return execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch (err) {
+      return (err as { stdout: string }).stdout;
+    }
+  };
+  for (const tail of ['process.exit(0);', 'throw new Error("boom");']) {
+    const lines = run(tail).trimEnd().split('\n').map((l) => JSON.parse(l) as { msg: string });
+    assert.deepEqual(lines.map((l) => l.msg), ['before exit', 'second'], tail);
+  }
 });
