@@ -63,7 +63,10 @@ type RejectedOutcome = Exclude<DeliveryOutcome, 'accepted' | 'duplicate'>;
 export interface AcceptItem {
   facts: DeliveryFacts;
   payload: Buffer;
-  /** Called inside the delivery's savepoint when it is Accepted (run creation, docs/automations.md). */
+  /**
+   * Called inside the batch's transaction when it is Accepted (run creation, docs/automations.md);
+   * again, after a rollback of its first writes, when another item of the batch threw (group-commit.ts).
+   */
   onAccepted?: (delivery: AcceptedDelivery) => void;
 }
 
@@ -127,44 +130,50 @@ interface Row {
   secret_version: number | null;
 }
 
-const COLUMNS = `d.seq, d.webhook_uid, d.delivery_id, d.outcome, d.reason, d.size, d.received_at, d.sender,
-  d.content_type, d.user_agent, CASE WHEN p.delivery_seq IS NULL THEN 0 ELSE 1 END AS has_payload, d.secret_version`;
+/**
+ * The entry columns, without the payload itself. Whether there is one is asked without reading it:
+ * SQLite's typeof() looks at the record header only (a 250 KB payload stays on its overflow pages),
+ * and PostgreSQL's IS NOT NULL at the null bitmap.
+ */
+const columns = (dialect: StoreContext['dialect']) => `d.seq, d.webhook_uid, d.delivery_id, d.outcome, d.reason, d.size, d.received_at, d.sender,
+  d.content_type, d.user_agent, CASE WHEN ${dialect === 'postgres' ? 'd.payload IS NOT NULL' : "typeof(d.payload) = 'blob'"} THEN 1 ELSE 0 END AS has_payload, d.secret_version`;
 
 export type DeliveryStore = ReturnType<typeof createDeliveryStore>;
 
 /** Builds the delivery store (`store.deliveries`) on an open, migrated database. */
-export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
+export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   const db = ctx.db;
+  const COLUMNS = columns(ctx.dialect);
   const insert = db.prepare(
-    `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version)
-     VALUES (@webhookUid, @deliveryId, @outcome, @reason, @size, @receivedAt, @receivedMs, @sender, @contentType, @userAgent, @secretVersion)
+    `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version, payload)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      RETURNING seq`,
   ).pluck();
-  const insertPayload = db.prepare('INSERT INTO delivery_payloads (delivery_seq, body) VALUES (?, ?)');
   // One statement claims the identity for the entry just logged (`seq`): a new row, or an expired
   // one (older than the cutoff, not yet pruned) taken over. A live Accepted identity changes
   // nothing: the delivery is a Duplicate.
   const claimIdentity = db.prepare(
-    `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (@uid, @identity, @now, @seq)
-     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq WHERE delivery_identities.accepted_ms < @cutoff`,
+    `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (?, ?, ?, ?)
+     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq WHERE delivery_identities.accepted_ms < ?`,
   );
-  const markDuplicate = db.prepare(`UPDATE deliveries SET outcome = 'duplicate' WHERE seq = ?`);
+  // A Duplicate keeps no payload (docs/ingress.md#delivery-log).
+  const markDuplicate = db.prepare(`UPDATE deliveries SET outcome = 'duplicate', payload = NULL WHERE seq = ?`);
   const listStmt = db.prepare(
-    `SELECT ${COLUMNS} FROM deliveries d LEFT JOIN delivery_payloads p ON p.delivery_seq = d.seq
+    `SELECT ${COLUMNS} FROM deliveries d
      WHERE d.webhook_uid = ? AND d.seq < ? ORDER BY d.seq DESC LIMIT ?`,
   );
   // One id may have several entries (an Accepted one, its Duplicates, earlier rejections):
   // `get` answers the Accepted one when there is one, else the newest. The Accepted one is found
   // through its identity (migration 008), the others through the partial index by id.
   const getAccepted = db.prepare(
-    `SELECT ${COLUMNS} FROM delivery_identities i JOIN deliveries d ON d.seq = i.seq LEFT JOIN delivery_payloads p ON p.delivery_seq = d.seq
+    `SELECT ${COLUMNS} FROM delivery_identities i JOIN deliveries d ON d.seq = i.seq
      WHERE i.webhook_uid = ? AND i.identity = ?`,
   );
   const getOther = db.prepare(
-    `SELECT ${COLUMNS} FROM deliveries d LEFT JOIN delivery_payloads p ON p.delivery_seq = d.seq
+    `SELECT ${COLUMNS} FROM deliveries d
      WHERE d.webhook_uid = ? AND d.delivery_id = ? AND d.outcome <> 'accepted' ORDER BY d.seq DESC LIMIT 1`,
   );
-  const payloadStmt = db.prepare('SELECT body FROM delivery_payloads WHERE delivery_seq = ?');
+  const payloadStmt = db.prepare('SELECT payload FROM deliveries WHERE seq = ? AND payload IS NOT NULL');
   const countStmt = db.prepare('SELECT COUNT(*) AS n FROM deliveries WHERE webhook_uid = ?');
 
   // Upkeep (docs/ingress.md#delivery-log), always in bounded batches along an index, never a scan
@@ -173,7 +182,6 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   const oldest = db.prepare('SELECT seq, webhook_uid, received_ms FROM deliveries WHERE seq > ? ORDER BY seq LIMIT ?');
   // The seq of a webhook's `keep`-th newest entry: entries below it are outside the newest `keep`.
   const keepBoundary = db.prepare('SELECT seq FROM deliveries WHERE webhook_uid = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
-  const deletePayload = db.prepare('DELETE FROM delivery_payloads WHERE delivery_seq = ?');
   const deleteEntry = db.prepare('DELETE FROM deliveries WHERE seq = ?');
   // An identity outlives its entry (30 days against 7), never the other way round: one whose
   // Accepted entry is still in the log (among the newest 50 of a quiet webhook) stays, as the way
@@ -196,44 +204,51 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
     .prepare(`SELECT webhook_uid FROM deliveries WHERE webhook_uid > ? AND outcome NOT IN ('accepted', 'duplicate') ORDER BY webhook_uid LIMIT 1`)
     .pluck();
 
-  const facts = (f: DeliveryFacts, outcome: DeliveryOutcome, reason: string | null) => ({
-    webhookUid: f.webhookUid,
-    deliveryId: f.deliveryId,
-    outcome,
-    reason: reason ?? f.note ?? null,
-    size: f.size,
-    receivedAt: f.receivedAt.toISOString(),
-    receivedMs: f.receivedAt.getTime(),
-    sender: cut(f.sender),
-    contentType: cut(f.contentType),
-    userAgent: cut(f.userAgent),
-    // Only a request that authenticated says which version did.
-    secretVersion: outcome === 'accepted' || outcome === 'duplicate' ? (f.secretVersion ?? null) : null,
-  });
+  // The entry insert's parameters, in its column order. Positional: binding by name looks every
+  // name up in an object, a measurable part of a statement this small (docs/ingress.md#benchmark).
+  const logEntry = (f: DeliveryFacts, outcome: DeliveryOutcome, reason: string | null, payload: Buffer | null = null): number =>
+    insert.get(
+      f.webhookUid,
+      f.deliveryId,
+      outcome,
+      reason ?? f.note ?? null,
+      f.size,
+      f.receivedAt.toISOString(),
+      f.receivedAt.getTime(),
+      cut(f.sender),
+      cut(f.contentType),
+      cut(f.userAgent),
+      // Only a request that authenticated says which version did.
+      outcome === 'accepted' || outcome === 'duplicate' ? (f.secretVersion ?? null) : null,
+      payload,
+    ) as number;
 
-  // Steps 8 and 9 for one delivery. Run inside a transaction: on its own (BEGIN IMMEDIATE), or
-  // nested in a group commit, where better-sqlite3 makes it a SAVEPOINT of the batch. The entry
-  // is logged as Accepted first, so the claim can point at it; the rare Duplicate is then
-  // re-marked. Nothing is read back: the seq comes from the insert itself.
-  const acceptOne = db.transaction(
-    (f: DeliveryFacts, payload: Buffer, identityDays: number, onAccepted: readonly ((delivery: AcceptedDelivery) => void)[]): AcceptResult => {
-      const nowMs = f.receivedAt.getTime();
-      const cutoff = nowMs - identityDays * DAY_MS;
-      const seq = insert.get(facts(f, 'accepted', null)) as number;
-      if (claimIdentity.run({ uid: f.webhookUid, identity: f.deliveryId, now: nowMs, cutoff, seq }).changes !== 1) {
-        markDuplicate.run(seq);
-        return { outcome: 'duplicate', seq };
-      }
-      insertPayload.run(seq, payload);
-      for (const hook of onAccepted) hook({ ...f, seq, payload });
-      return { outcome: 'accepted', seq };
-    },
-  );
+  // Steps 8 and 9 for one delivery, inside a transaction: the group commit's (store/group-commit.ts
+  // `savepointBatch`), or its own (`acceptOrDuplicate`). The entry is logged as Accepted first, so
+  // the claim can point at it, with its payload in the same row; the rare Duplicate is then re-marked
+  // and its payload dropped. Nothing is read back: the seq comes from the insert itself.
+  const acceptRaw = (
+    f: DeliveryFacts,
+    payload: Buffer,
+    identityDays: number,
+    onAccepted: readonly ((delivery: AcceptedDelivery) => void)[],
+  ): AcceptResult => {
+    const nowMs = f.receivedAt.getTime();
+    const cutoff = nowMs - identityDays * DAY_MS;
+    const seq = logEntry(f, 'accepted', null, payload);
+    if (claimIdentity.run(f.webhookUid, f.deliveryId, nowMs, seq, cutoff).changes !== 1) {
+      markDuplicate.run(seq);
+      return { outcome: 'duplicate', seq };
+    }
+    for (const hook of onAccepted) hook({ ...f, seq, payload });
+    return { outcome: 'accepted', seq };
+  };
+  const acceptOne = db.transaction(acceptRaw);
   const noHooks: readonly ((delivery: AcceptedDelivery) => void)[] = [];
   const writeOne = (item: DeliveryWrite, limits: WriteLimits): WriteResult =>
     item.kind === 'reject'
-      ? { outcome: item.outcome, seq: insert.get(facts(item.facts, item.outcome, item.reason)) as number }
-      : acceptOne(item.facts, item.payload, limits.identityDays, item.onAccepted ? [item.onAccepted] : noHooks);
+      ? { outcome: item.outcome, seq: logEntry(item.facts, item.outcome, item.reason) }
+      : acceptRaw(item.facts, item.payload, limits.identityDays, item.onAccepted ? [item.onAccepted] : noHooks);
 
   /**
    * Rejected entries logged per webhook since its last trim. A webhook is trimmed once a tenth of
@@ -281,7 +296,6 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
       }
       entryCursor = row.seq;
       if (row.seq >= boundary) continue; // among the newest `keep` of its webhook
-      deletePayload.run(row.seq);
       deleted += deleteEntry.run(row.seq).changes;
     }
     if (rows.length < budget) {
@@ -319,7 +333,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
   return {
     /**
      * The ingress's group commit: every write of one event-loop turn, in arrival order, in ONE
-     * transaction, each in its own savepoint: an Accepted-or-Duplicate decision as in
+     * transaction, with the meaning of one-by-one commits (group-commit.ts `savepointBatch`): an Accepted-or-Duplicate decision as in
      * `acceptBatch`, or a rejected request's entry. Then, in the same transaction, each webhook
      * that got Rejected entries is trimmed to its newest `rejectedKeep` once a tenth of that has
      * come in since its last trim.
@@ -347,7 +361,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
 
     /**
      * Group commit of steps 8 and 9: `acceptOrDuplicate` for each item, in order, in ONE
-     * transaction (one commit, one WAL write), each item in its own savepoint. Identities are
+     * transaction (one commit, one WAL write), with the meaning of one-by-one commits. Identities are
      * claimed one after the other, so the same identity twice in a batch is Accepted once, then
      * Duplicate, exactly as if they had come one by one. An item that throws (a hook) is rolled
      * back alone and reported as `{ok: false}`; the others commit. Throws, with nothing
@@ -372,7 +386,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db'>) {
 
     /** The exact received bytes of an Accepted entry, or undefined. */
     payload(seq: number): Buffer | undefined {
-      return (payloadStmt.get(seq) as { body: Buffer } | undefined)?.body;
+      return (payloadStmt.get(seq) as { payload: Buffer } | undefined)?.payload;
     },
 
     count(webhookUid: string): number {

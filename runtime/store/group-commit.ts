@@ -4,23 +4,50 @@ import type { DB } from './db.ts';
 export type BatchOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
 
 /**
- * The store's side of a group commit: `one` (a `db.transaction`, so a SAVEPOINT when nested) for
- * each item, in order, with the batch's shared `args`, inside ONE immediate transaction. An item that throws is rolled back alone
- * and reported as `{ok: false}`, so the batch means what one-by-one commits would; if SQLite
- * rolled the whole transaction back (e.g. disk full), the batch throws and nothing is committed.
+ * The store's side of a group commit: `one` for each item, in order, with the batch's shared
+ * `args`, inside ONE immediate transaction, with the meaning of one-by-one commits: an item that
+ * throws is rolled back alone and reported as `{ok: false}`, the others commit. If SQLite rolled
+ * the whole transaction back (e.g. disk full), the batch throws and nothing is committed.
  * `finish`, when given, runs last in the same transaction with every outcome (upkeep that belongs
  * with the batch's writes, e.g. the delivery log's cap on Rejected entries); if it throws, the
  * batch throws.
+ *
+ * Items rarely throw, so the batch is first written without a savepoint per item (SAVEPOINT and
+ * RELEASE cost as much as a small insert). If an item throws, that whole attempt is rolled back
+ * and the batch is written again with each item in a savepoint of its own (`db.transaction(one)`,
+ * a SAVEPOINT when nested), which gives the one-by-one meaning above. So `one` must have no
+ * effect outside the transaction that matters when it runs twice: its writes are undone with the
+ * first attempt, and anything else it does must be harmless to repeat (waking the executor is).
  */
 export function savepointBatch<I, R, A extends unknown[] = []>(
   db: DB,
   one: (item: I, ...args: A) => R,
   finish?: (items: readonly I[], outcomes: readonly BatchOutcome<R>[], ...args: A) => void,
 ): (items: readonly I[], ...args: A) => BatchOutcome<R>[] {
-  const all = db.transaction((items: readonly I[], args: A) => {
+  const guarded = db.transaction(one);
+  /** Whether the last attempt without savepoints stopped at an item that threw (and not elsewhere). */
+  let itemThrew = false;
+  const direct = db.transaction((items: readonly I[], args: A) => {
+    const outcomes = items.map((item): BatchOutcome<R> => {
+      let result: R;
+      try {
+        result = one(item, ...args);
+      } catch (error) {
+        itemThrew = true;
+        throw error;
+      }
+      // Something under the item ended the transaction without throwing: the rest must not be
+      // written outside it, one autocommit at a time.
+      if (!db.inTransaction) throw new Error('The transaction of a group commit ended before its last item.');
+      return { ok: true, result };
+    });
+    finish?.(items, outcomes, ...args);
+    return outcomes;
+  });
+  const oneByOne = db.transaction((items: readonly I[], args: A) => {
     const outcomes = items.map((item): BatchOutcome<R> => {
       try {
-        return { ok: true, result: one(item, ...args) };
+        return { ok: true, result: guarded(item, ...args) };
       } catch (error) {
         if (!db.inTransaction) throw error;
         return { ok: false, error };
@@ -29,7 +56,15 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
     finish?.(items, outcomes, ...args);
     return outcomes;
   });
-  return (items, ...args) => all.immediate(items, args);
+  return (items, ...args) => {
+    itemThrew = false;
+    try {
+      return direct.immediate(items, args);
+    } catch (err) {
+      if (!itemThrew) throw err;
+      return oneByOne.immediate(items, args);
+    }
+  };
 }
 
 /**

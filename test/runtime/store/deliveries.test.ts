@@ -37,6 +37,14 @@ forEachEngine('a batch commits every delivery in arrival order; the same identit
   );
   assert.deepEqual(outcomes(store, 'a'), ['accepted', 'duplicate', 'duplicate']);
   assert.equal(store.deliveries.get('wh_a', 'a')!.hasPayload, true);
+  assert.deepEqual(store.deliveries.payload(store.deliveries.get('wh_a', 'a')!.seq), Buffer.from('"a"'));
+  // Only the Accepted entry keeps the payload; a Duplicate's is dropped.
+  const entries = store.deliveries.list('wh_a', 100).filter((e) => e.deliveryId === 'a');
+  assert.deepEqual(entries.map((e) => [e.outcome, e.hasPayload, store.deliveries.payload(e.seq) !== undefined]).reverse(), [
+    ['accepted', true, true],
+    ['duplicate', false, false],
+    ['duplicate', false, false],
+  ]);
   // Across batches too: a later batch sees the committed identity.
   const again = store.deliveries.acceptBatch([item(store, 'b')], 30);
   assert.equal(again[0].ok && again[0].result.outcome, 'duplicate');
@@ -64,7 +72,9 @@ forEachEngine('a throwing hook rolls back only its own delivery; its identity st
   assert.match(String((results[1] as { error: Error }).error.message), /run creation failed/);
   // The second 'y' comes after the failed one in the same batch: it is the Accepted one.
   assert.deepEqual(results.slice(2).map((r) => r.ok && r.result.outcome), ['accepted', 'accepted']);
-  assert.deepEqual(seen, ['x', 'y', 'z']);
+  // The batch is first written without a savepoint per item; the failing hook rolled that attempt
+  // back, and the redo (a savepoint per item) called x's hook again. Only the redo committed.
+  assert.deepEqual(seen, ['x', 'x', 'y', 'z']);
   assert.deepEqual(outcomes(store, 'y'), ['accepted'], 'exactly one log entry for y: the failed one left none');
   assert.equal(store.deliveries.count('wh_a'), 3);
 });
@@ -190,6 +200,9 @@ test('migration 008 keeps every entry of an older log findable by id', (t) => {
   const store = openStore({ path, clock: new FakeClock() });
   t.after(() => store.close());
   assert.deepEqual([store.deliveries.get('wh_a', 'a')!.seq, store.deliveries.get('wh_a', 'a')!.hasPayload], [Number(seqA), true]);
+  // Migration 015 moved the stored payload into its entry's row, byte for byte.
+  assert.deepEqual(store.deliveries.payload(Number(seqA)), Buffer.from('"a"'));
+  assert.equal(store.deliveries.get('wh_a', 'old')!.hasPayload, false);
   assert.equal(store.deliveries.get('wh_a', 'old')!.seq, Number(seqOld));
   assert.equal(store.deliveries.get('wh_a', 'bad')!.outcome, 'rejected_auth');
   // The identity given back to 'old' is as old as its entry: a replay is Accepted, as before.
