@@ -64,11 +64,17 @@ export async function startServer(config: Config, options: StartServerOptions = 
     let markReady!: () => void;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
     let stopping = false;
+    // While stopping, a keep-alive connection is closed as soon as its response is done, instead
+    // of idling until the keep-alive timeout holds close() up. One listener function for every
+    // response, and no promise per request once the app is ready: this runs for every delivery.
+    const closeIdle = () => server.closeIdleConnections();
+    const onFinish = () => {
+      if (stopping) setImmediate(closeIdle);
+    };
     const server = createServer((req, res) => {
-      // While stopping, a keep-alive connection is closed as soon as its response is done,
-      // instead of idling until the keep-alive timeout holds close() up.
-      res.once('finish', () => stopping && setImmediate(() => server.closeIdleConnections()));
-      void ready.then(() => handler!(req, res));
+      res.on('finish', onFinish);
+      if (handler) handler(req, res);
+      else void ready.then(() => handler!(req, res));
     });
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {

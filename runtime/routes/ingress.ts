@@ -59,19 +59,19 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
   const state = (services.ingress ??= createIngressState(config, store, clock));
   const deps = ingressDeps(config, store, clock, state);
   const latency = state.metrics.latency;
+  // The access-log line of app.ts, with the same fields (the token segment redacted), plus the
+  // outcome the delivery log holds for it. Made once per listener, not once per request.
+  const done = (start: number, method: string, url: string, status: number, delivery?: IngressResult['logged']) => {
+    const ms = Math.round((performance.now() - start) * 1000) / 1000;
+    latency.observe(ms / 1000);
+    logRequest(log, { method, url, status, ms, delivery });
+  };
   return (req, res) => {
-    const start = process.hrtime.bigint();
+    const start = performance.now();
     const url = req.url ?? '/';
     const method = req.method ?? 'GET';
     const cut = url.search(/[?#]/);
     const path = cut === -1 ? url : url.slice(0, cut);
-    const done = (status: number, delivery?: IngressResult['logged']) => {
-      // The access-log line of app.ts, with the same fields (the token segment redacted), plus
-      // the outcome the delivery log holds for it.
-      const ms = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
-      latency.observe(ms / 1000);
-      logRequest(log, { method, url, status, ms, delivery });
-    };
     handleIngress({ method, path, headers: req.headers, remoteAddress: req.socket.remoteAddress, body: req }, deps).then(
       (result) => {
         handleUnread(result, req, res);
@@ -86,7 +86,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
           });
           res.end(text);
         }
-        done(result.status, result.logged);
+        done(start, method, url, result.status, result.logged);
       },
       (err: unknown) => {
         // Same mapping and logging as the problem middleware: an unknown error is logged once
@@ -94,7 +94,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
         const problem = toFactoryError(err, { method, path }, log);
         if (!res.headersSent) writeProblem(res, problem, path);
         else res.destroy();
-        done(problem.status);
+        done(start, method, url, problem.status);
       },
     ).catch((err: unknown) => {
       // Writing the answer itself failed (Koa would swallow this too): never crash the process.
