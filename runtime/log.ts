@@ -66,7 +66,7 @@ export function turnDestination(dest: number | string = 1): DestinationStream {
 
 /** The runtime's structured JSON logger (pino) with secret redaction. */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino(
+  const log = pino(
     {
       level: options.level ?? 'info',
       base: undefined,
@@ -75,7 +75,15 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     },
     options.destination ?? turnDestination(1),
   );
+  ownLoggers.set(log, options.destination ?? (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]);
+  return log;
 }
+
+/**
+ * Root loggers made by `createLogger`, with their destination: they have no bindings, no custom
+ * levels and no formatters, so `logRequest` can write their access lines itself (see there).
+ */
+const ownLoggers = new WeakMap<Logger, DestinationStream>();
 
 /** An absolute-form request target's `scheme://authority` (RFC 9112 3.2.2); user info included. */
 const ORIGIN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/]*/;
@@ -253,6 +261,21 @@ export function logRequest(
   log: Logger,
   line: { method: string; url: string; status: number; ms: number; delivery?: { outcome: string; deliveryId: string; reason?: string | null } },
 ): void {
+  const own = ownLoggers.get(log);
+  if (own) {
+    // The same bytes as pino's line below, built directly: going through pino costs about 3 µs
+    // a line, as much as the rest of the access logging, and the ingress logs every delivery.
+    // test/runtime/log.test.ts compares the two.
+    if (!log.isLevelEnabled('info')) return;
+    const d = line.delivery;
+    let text = `{"level":30${isoTimeField()},"method":${JSON.stringify(line.method)},"path":${JSON.stringify(redactUrl(line.url))},"status":${num(line.status)},"ms":${num(line.ms)}`;
+    if (d) {
+      text += `,"outcome":${JSON.stringify(d.outcome)},"delivery_id":${JSON.stringify(d.deliveryId)}`;
+      if (d.reason) text += `,"reason":${JSON.stringify(d.reason)}`;
+    }
+    own.write(text + ',"msg":"request"}\n');
+    return;
+  }
   let access = accessLoggers.get(log);
   if (!access) {
     access = log.child({}, { redact: { paths: [] } });
@@ -267,4 +290,21 @@ export function logRequest(
       : { method: line.method, path: redactUrl(line.url), status: line.status, ms: line.ms },
     'request',
   );
+}
+
+/** A number as pino writes it: itself when finite, else null. */
+function num(n: number): string {
+  return Number.isFinite(n) ? String(n) : 'null';
+}
+
+let isoMs = -1;
+let isoField = '';
+/** pino's `isoTime` field, made once per millisecond: under load many access lines share one. */
+function isoTimeField(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    isoField = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return isoField;
 }

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, redactUrl, turnDestination } from '../../runtime/log.ts';
+import { createLogger, logRequest, redactUrl, turnDestination } from '../../runtime/log.ts';
 import { LogCapture } from './helpers.ts';
 
 test('redactUrl hides the url_token segment and drops query strings', () => {
@@ -64,4 +64,31 @@ test('lines still pending when the process exits are written, on stdout by defau
     const lines = run(tail).trimEnd().split('\n').map((l) => JSON.parse(l) as { msg: string });
     assert.deepEqual(lines.map((l) => l.msg), ['before exit', 'second'], tail);
   }
+});
+
+test('the access line written directly is byte for byte the line pino writes', () => {
+  const direct = new LogCapture();
+  const viaPino = new LogCapture();
+  const own = createLogger({ level: 'info', destination: direct });
+  // A child is not a root logger of createLogger's, so its access lines go through pino.
+  const other = createLogger({ level: 'info', destination: viaPino }).child({});
+  const uid = 'wh_abcdefghijklmnopqrstuvwxyz';
+  const lines = [
+    { method: 'POST', url: `/webhooks/w/${uid}/s3cr3t?x=1`, status: 202, ms: 1.5, delivery: { outcome: 'accepted', deliveryId: 'a"b\\c\u2028\u0001é😀' } },
+    { method: 'POST', url: `/webhooks/w/${uid}`, status: 401, ms: 0.125, delivery: { outcome: 'rejected_auth', deliveryId: 'dlv_x', reason: 'bad_credentials' } },
+    { method: 'POST', url: `/webhooks/w/${uid}`, status: 400, ms: 3, delivery: { outcome: 'rejected_invalid_json', deliveryId: 'y', reason: null } },
+    { method: 'GET', url: '/healthz', status: 200, ms: 0 },
+    { method: 'M\u0000"', url: '/nothing/here', status: 404, ms: Number.NaN },
+  ];
+  for (const line of lines) {
+    logRequest(own, line);
+    logRequest(other, line);
+  }
+  const withoutTime = (l: string) => l.replace(/"time":"[^"]+"/, '"time":"T"');
+  assert.equal(direct.lines.length, lines.length);
+  assert.deepEqual(direct.lines.map(withoutTime), viaPino.lines.map(withoutTime));
+  // Above the info level nothing is written.
+  const quiet = new LogCapture();
+  logRequest(createLogger({ level: 'warn', destination: quiet }), lines[0]);
+  assert.deepEqual(quiet.lines, []);
 });
