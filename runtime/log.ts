@@ -28,6 +28,14 @@ const unwritten = new Set<() => void>();
 let exitHandler = false;
 
 /**
+ * Writes every line the turn destinations hold now. For a command that prints its own lines on
+ * the same stdout (`factory serve`'s "listening on"), so they come after the log lines before them.
+ */
+export function flushLogs(): void {
+  for (const f of [...unwritten]) f();
+}
+
+/**
  * The runtime's log destination (docs/runtime.md#health): the lines of one event-loop turn are
  * written together, with one write at the end of the turn (setImmediate), instead of one write
  * per line. Under load the ingress answers dozens of requests per turn, each with an access line,
@@ -49,9 +57,7 @@ export function turnDestination(dest: number | string = 1): DestinationStream {
   };
   if (!exitHandler) {
     exitHandler = true;
-    process.on('exit', () => {
-      for (const f of [...unwritten]) f();
-    });
+    process.on('exit', flushLogs);
   }
   return {
     write(line: string) {

@@ -57,9 +57,16 @@ export function registerServe(program: Command, io: CliIO): void {
     )
     .action(async (flags: ServeFlags) => {
       // The runtime (Koa, SQLite, the executor) is loaded when serve runs, never for `factory --help`.
-      const [{ parseConfig }, { startServer }] = await Promise.all([import('../../runtime/config.ts'), import('../../runtime/server.ts')]);
+      const [{ parseConfig }, { startServer }, { flushLogs }] = await Promise.all([
+        import('../../runtime/config.ts'),
+        import('../../runtime/server.ts'),
+        import('../../runtime/log.ts'),
+      ]);
       const config = parseConfig(flags, io.env, io.cwd);
       const server = await startServer(config);
+      // The log writes its lines at the end of each turn (runtime/log.ts): the ones start-up logged
+      // go out first, so stdout reads in the order things happened.
+      flushLogs();
       io.stdout(`factory runtime listening on ${server.url}\n`);
       io.stdout(
         server.adminKeyHere
@@ -78,6 +85,7 @@ export function registerServe(program: Command, io: CliIO): void {
         process.on('SIGTERM', onTerm);
         process.on('SIGINT', onInt);
       });
+      flushLogs();
       io.stdout(`received ${signal}: finishing in-flight requests, then stopping\n`);
       await server.close();
     });
