@@ -84,6 +84,7 @@ firstBad = ""
 ids = {}
 
 function init(args)
+  math.randomseed(os.time() * 100 + tid)
   for i, f in ipairs(bodyFiles) do
     local h = assert(io.open(f, "rb"))
     bodies[i] = h:read("*a")
@@ -96,7 +97,9 @@ function request()
   local i = (counter % #bodies) + 1
   local headers = {}
   for k, v in pairs(headerSets[i]) do headers[k] = v end
-  headers[idHeader] = idPrefix .. "-" .. tid .. "-" .. counter
+  -- Random first, as providers' ids are (GitHub's are UUIDs), so the delivery log's indexes by id
+  -- see inserts at random places, as in production; the rest keeps every id unique.
+  headers[idHeader] = string.format("%08x-%04x", math.random(0, 0x7fffffff), math.random(0, 0xffff)) .. "-" .. idPrefix .. "-" .. tid .. "-" .. counter
   return wrk.format("POST", path, headers, bodies[i])
 end
 
