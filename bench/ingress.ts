@@ -401,7 +401,7 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
     }
     const failed = rows.reduce((a, row) => a + row.runs.reduce((b, r) => b + r.result.failed, 0), 0);
 
-    print(`ingress: wrk -t1 -c${CONNECTIONS}, ${rounds} round(s) of ${seconds} s per row, rows alternating; GitHub-signed push deliveries, a unique id each`);
+    print(`ingress: wrk -t1 -c${CONNECTIONS}, ${rounds} round(s) of ${seconds} s per row, rows alternating; GitHub-signed push deliveries, each with a unique, random delivery id`);
     print(`  req/s: answers as expected per second (202; adnanh/webhook: ${WEBHOOK_MISS.status} "${WEBHOOK_MISS.body}"), median of the rounds`);
     print(`  ${'row'.padEnd(46)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(11)}   vs bare (same body)`);
     const bareOf = (size: number) => rows.find((x) => x.target === 'bare' && x.size === size)!;
