@@ -205,7 +205,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     .pluck();
 
   // The entry insert's parameters, in its column order. Positional: binding by name looks every
-  // name up in an object, a measurable part of a statement this small (docs/ingress.md#benchmark).
+  // name up in an object, a measurable part of a statement this small (docs/ingress.md#a-lighter-write).
   const logEntry = (f: DeliveryFacts, outcome: DeliveryOutcome, reason: string | null, payload: Buffer | null = null): number =>
     insert.get(
       f.webhookUid,
@@ -333,8 +333,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   return {
     /**
      * The ingress's group commit: every write of one event-loop turn, in arrival order, in ONE
-     * transaction, with the meaning of one-by-one commits (group-commit.ts `savepointBatch`): an Accepted-or-Duplicate decision as in
-     * `acceptBatch`, or a rejected request's entry. Then, in the same transaction, each webhook
+     * transaction, with the meaning of one-by-one commits (group-commit.ts `savepointBatch`): an
+     * Accepted-or-Duplicate decision as in `acceptBatch`, or a rejected request's entry. Then, in the same transaction, each webhook
      * that got Rejected entries is trimmed to its newest `rejectedKeep` once a tenth of that has
      * come in since its last trim.
      */
@@ -361,8 +361,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
 
     /**
      * Group commit of steps 8 and 9: `acceptOrDuplicate` for each item, in order, in ONE
-     * transaction (one commit, one WAL write), with the meaning of one-by-one commits. Identities are
-     * claimed one after the other, so the same identity twice in a batch is Accepted once, then
+     * transaction (one commit, one WAL write), with the meaning of one-by-one commits. Identities
+     * are claimed one after the other, so the same identity twice in a batch is Accepted once, then
      * Duplicate, exactly as if they had come one by one. An item that throws (a hook) is rolled
      * back alone and reported as `{ok: false}`; the others commit. Throws, with nothing
      * committed, when the transaction itself fails (BEGIN, COMMIT, or SQLite aborted it).
