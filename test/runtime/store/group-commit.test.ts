@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
-import { describe } from 'node:test';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { GroupCommit } from '../../../runtime/store/group-commit.ts';
+import { GroupCommit, savepointBatch } from '../../../runtime/store/group-commit.ts';
 import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 import type { AcceptItem } from '../../../runtime/store/deliveries.ts';
 import { createHook, deliver } from '../ingress/helpers.ts';
@@ -102,5 +103,77 @@ describe('group commit', { concurrency: 4 }, () => {
     // Stopped here, not only in t.after: the test database's own clean-up (registered first, so run
     // first) drops the PostgreSQL schema, and the runtime's executor must not poll a dropped schema.
     await rt.stop();
+  });
+});
+
+/**
+ * `savepointBatch` on its own, over a SQLite database that reports every statement it runs: a
+ * batch that goes through is written without a savepoint per item; one item that throws costs a
+ * second attempt, one savepoint per item, with the one-by-one meaning; a `finish` that throws is
+ * not retried.
+ */
+describe('savepointBatch', () => {
+  const setupBatch = (finish?: () => void) => {
+    const statements: string[] = [];
+    const db = new Database(':memory:', { verbose: (sql) => statements.push(String(sql)) });
+    db.exec('CREATE TABLE t (x INTEGER NOT NULL)');
+    const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
+    const calls: number[] = [];
+    const batch = savepointBatch(
+      db,
+      (x: number) => {
+        calls.push(x);
+        insert.run(x);
+        if (x < 0) throw new Error(`item ${x} failed`);
+        return x * 10;
+      },
+      finish,
+    );
+    const rows = () => (db.prepare('SELECT x FROM t ORDER BY rowid').all() as { x: number }[]).map((r) => r.x);
+    const control = () => statements.filter((s) => !s.startsWith('INSERT') && !s.startsWith('SELECT') && !s.startsWith('CREATE'));
+    return { db, batch, calls, rows, control, statements };
+  };
+
+  test('a batch whose items all succeed is one transaction with no savepoint', () => {
+    const { batch, calls, rows, control } = setupBatch();
+    const outcomes = batch([1, 2, 3]);
+    assert.deepEqual(outcomes, [1, 2, 3].map((x) => ({ ok: true, result: x * 10 })));
+    assert.deepEqual(control(), ['BEGIN IMMEDIATE', 'COMMIT']);
+    assert.deepEqual(calls, [1, 2, 3]);
+    assert.deepEqual(rows(), [1, 2, 3]);
+  });
+
+  test('an item that throws: the attempt is rolled back and the batch written again, a savepoint per item', () => {
+    const { batch, calls, rows, control } = setupBatch();
+    const outcomes = batch([1, -2, 3]);
+    assert.deepEqual(outcomes.map((o) => o.ok), [true, false, true]);
+    assert.match(String((outcomes[1] as { error: Error }).error.message), /item -2 failed/);
+    // The first attempt stopped at -2; the second ran every item in a savepoint of its own.
+    assert.deepEqual(calls, [1, -2, 1, -2, 3]);
+    const savepoint = (s: string) => s.startsWith('SAVEPOINT') || s.startsWith('RELEASE') || s.startsWith('ROLLBACK TO');
+    assert.deepEqual(control().map((s) => (savepoint(s) ? s.split(' ')[0] + (s.startsWith('ROLLBACK TO') ? ' TO' : '') : s)), [
+      'BEGIN IMMEDIATE',
+      'ROLLBACK',
+      'BEGIN IMMEDIATE',
+      'SAVEPOINT',
+      'RELEASE',
+      'SAVEPOINT',
+      'ROLLBACK TO',
+      'RELEASE',
+      'SAVEPOINT',
+      'RELEASE',
+      'COMMIT',
+    ]);
+    assert.deepEqual(rows(), [1, 3], 'the failed item left nothing, the others committed once');
+  });
+
+  test('a finish that throws fails the batch once, with nothing committed and no second attempt', () => {
+    const { batch, calls, rows, control } = setupBatch(() => {
+      throw new Error('finish failed');
+    });
+    assert.throws(() => batch([1, 2]), /finish failed/);
+    assert.deepEqual(calls, [1, 2]);
+    assert.deepEqual(control(), ['BEGIN IMMEDIATE', 'ROLLBACK']);
+    assert.deepEqual(rows(), []);
   });
 });
