@@ -4,7 +4,7 @@ import { Router } from '@koa/router';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { problemMiddleware } from './http/problem.ts';
-import { logRequest, type Logger } from './log.ts';
+import { logRequest, msSince, type Logger } from './log.ts';
 import { ROUTES } from './routes/index.ts';
 import { ingressListener, isIngressUrl } from './routes/ingress.ts';
 import type { Services } from './services.ts';
@@ -68,12 +68,11 @@ export function appListener(app: Koa): (req: IncomingMessage, res: ServerRespons
 
 function accessLog(log: Logger): Koa.Middleware {
   return async (ctx, next) => {
-    const start = process.hrtime.bigint();
+    const start = performance.now();
     try {
       await next();
     } finally {
-      const ms = Number((process.hrtime.bigint() - start) / 1000n) / 1000;
-      logRequest(log, { method: ctx.method, url: ctx.originalUrl, status: ctx.status, ms });
+      logRequest(log, { method: ctx.method, url: ctx.originalUrl, status: ctx.status, ms: msSince(start) });
     }
   };
 }

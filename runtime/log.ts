@@ -72,6 +72,7 @@ export function turnDestination(dest: number | string = 1): DestinationStream {
 
 /** The runtime's structured JSON logger (pino) with secret redaction. */
 export function createLogger(options: LoggerOptions = {}): Logger {
+  const destination = options.destination ?? turnDestination(1);
   const log = pino(
     {
       level: options.level ?? 'info',
@@ -79,9 +80,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    options.destination ?? turnDestination(1),
+    destination,
   );
-  ownLoggers.set(log, options.destination ?? (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym]);
+  ownLoggers.set(log, destination);
   return log;
 }
 
@@ -296,6 +297,14 @@ export function logRequest(
       : { method: line.method, path: redactUrl(line.url), status: line.status, ms: line.ms },
     'request',
   );
+}
+
+/**
+ * Milliseconds since `start` (a `performance.now()`), to the microsecond: the `ms` of the access
+ * line, the same for the Koa path (app.ts) and the ingress's raw adapter.
+ */
+export function msSince(start: number): number {
+  return Math.round((performance.now() - start) * 1000) / 1000;
 }
 
 /** A number as pino writes it: itself when finite, else null. */

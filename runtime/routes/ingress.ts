@@ -7,7 +7,7 @@ import { handleIngress, type IngressDeps, type IngressResult } from '../ingress/
 import { createIngressState, type IngressState } from '../ingress/state.ts';
 import type { IngressWebhook } from '../ingress/types.ts';
 import { INGRESS_PREFIX } from '../ingress/url.ts';
-import { logRequest } from '../log.ts';
+import { logRequest, msSince } from '../log.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { AcceptResult } from '../store/deliveries.ts';
@@ -62,7 +62,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
   // The access-log line of app.ts, with the same fields (the token segment redacted), plus the
   // outcome the delivery log holds for it. Made once per listener, not once per request.
   const done = (start: number, method: string, url: string, status: number, delivery?: IngressResult['logged']) => {
-    const ms = Math.round((performance.now() - start) * 1000) / 1000;
+    const ms = msSince(start);
     latency.observe(ms / 1000);
     logRequest(log, { method, url, status, ms, delivery });
   };

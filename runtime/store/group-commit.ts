@@ -27,34 +27,33 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
   const guarded = db.transaction(one);
   /** Whether the last attempt without savepoints stopped at an item that threw (and not elsewhere). */
   let itemThrew = false;
-  const direct = db.transaction((items: readonly I[], args: A) => {
-    const outcomes = items.map((item): BatchOutcome<R> => {
-      let result: R;
-      try {
-        result = one(item, ...args);
-      } catch (error) {
-        itemThrew = true;
-        throw error;
-      }
-      // Something under the item ended the transaction without throwing: the rest must not be
-      // written outside it, one autocommit at a time.
-      if (!db.inTransaction) throw new Error('The transaction of a group commit ended before its last item.');
-      return { ok: true, result };
+  // One attempt: every item through `attempt`, then `finish`, in one transaction.
+  const batchOf = (attempt: (item: I, args: A) => BatchOutcome<R>) =>
+    db.transaction((items: readonly I[], args: A) => {
+      const outcomes = items.map((item) => attempt(item, args));
+      finish?.(items, outcomes, ...args);
+      return outcomes;
     });
-    finish?.(items, outcomes, ...args);
-    return outcomes;
+  const direct = batchOf((item, args) => {
+    let result: R;
+    try {
+      result = one(item, ...args);
+    } catch (error) {
+      itemThrew = true;
+      throw error;
+    }
+    // Something under the item ended the transaction without throwing: the rest must not be
+    // written outside it, one autocommit at a time.
+    if (!db.inTransaction) throw new Error('The transaction of a group commit ended before its last item.');
+    return { ok: true, result };
   });
-  const oneByOne = db.transaction((items: readonly I[], args: A) => {
-    const outcomes = items.map((item): BatchOutcome<R> => {
-      try {
-        return { ok: true, result: guarded(item, ...args) };
-      } catch (error) {
-        if (!db.inTransaction) throw error;
-        return { ok: false, error };
-      }
-    });
-    finish?.(items, outcomes, ...args);
-    return outcomes;
+  const oneByOne = batchOf((item, args) => {
+    try {
+      return { ok: true, result: guarded(item, ...args) };
+    } catch (error) {
+      if (!db.inTransaction) throw error;
+      return { ok: false, error };
+    }
   });
   return (items, ...args) => {
     itemThrew = false;

@@ -130,7 +130,9 @@ describe('savepointBatch', () => {
       finish,
     );
     const rows = () => (db.prepare('SELECT x FROM t ORDER BY rowid').all() as { x: number }[]).map((r) => r.x);
-    const control = () => statements.filter((s) => !s.startsWith('INSERT') && !s.startsWith('SELECT') && !s.startsWith('CREATE'));
+    // better-sqlite3's savepoint statements without their (odd) savepoint name: `SAVEPOINT`, `RELEASE`, `ROLLBACK TO`.
+    const control = () =>
+      statements.filter((s) => !s.startsWith('INSERT') && !s.startsWith('SELECT') && !s.startsWith('CREATE')).map((s) => s.replace(/ `[^`]*`$/, ''));
     return { db, batch, calls, rows, control, statements };
   };
 
@@ -150,8 +152,7 @@ describe('savepointBatch', () => {
     assert.match(String((outcomes[1] as { error: Error }).error.message), /item -2 failed/);
     // The first attempt stopped at -2; the second ran every item in a savepoint of its own.
     assert.deepEqual(calls, [1, -2, 1, -2, 3]);
-    const savepoint = (s: string) => s.startsWith('SAVEPOINT') || s.startsWith('RELEASE') || s.startsWith('ROLLBACK TO');
-    assert.deepEqual(control().map((s) => (savepoint(s) ? s.split(' ')[0] + (s.startsWith('ROLLBACK TO') ? ' TO' : '') : s)), [
+    assert.deepEqual(control(), [
       'BEGIN IMMEDIATE',
       'ROLLBACK',
       'BEGIN IMMEDIATE',
