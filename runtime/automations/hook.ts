@@ -31,7 +31,7 @@ export function automationRunBase(automation: AutomationRecord): Pick<NewRun, 'e
  * prompt plus the envelope, the body exactly as received attached as `event-payload.json`, `source:
  * WEBHOOK`, and the creator naming the automation.
  */
-export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWebhook, 'uid' | 'name' | 'factory'>, delivery: Pick<AcceptedDelivery, 'deliveryId' | 'payload'>): NewRun {
+export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWebhook, 'uid' | 'name' | 'factory'>, delivery: Pick<AcceptedDelivery, 'seq' | 'deliveryId' | 'payload'>): NewRun {
   return {
     prompt: runPrompt(automation.prompt, {
       factory: webhook.factory,
@@ -44,6 +44,7 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
     factory: webhook.factory,
     webhookUid: webhook.uid,
     deliveryId: delivery.deliveryId,
+    deliverySeq: delivery.seq,
     attachments: [{ name: EVENT_PAYLOAD_FILE, bytes: delivery.payload }],
   };
 }

@@ -44,6 +44,6 @@ export function replayDelivery(store: Store, webhook: WebhookRecord, entry: Deli
   }
   if (matched.length === 0) return [];
   return store.transaction(() =>
-    store.runs.createInTx(matched.map((a) => ({ ...webhookRun(a, webhook, { deliveryId: id, payload }), replay: { by } }))),
+    store.runs.createInTx(matched.map((a) => ({ ...webhookRun(a, webhook, { seq: entry.seq, deliveryId: id, payload }), replay: { by } }))),
   );
 }

@@ -78,7 +78,7 @@ type MarkedHook = AcceptedHook & { [HOOK_MARK]?: true };
  * Accepted entry).
  */
 export function deliveryRuns(store: Store, d: DeliveryEntry): { run_id: string; automation: string | null; state: RunState }[] {
-  return d.outcome === 'accepted' ? store.runs.byDelivery(d.webhookUid, d.deliveryId) : [];
+  return d.outcome === 'accepted' ? store.runs.byEntry(d.seq) : [];
 }
 
 type WebhookState = 'enabled' | 'disabled' | 'deleted' | 'unknown';

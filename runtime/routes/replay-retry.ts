@@ -60,6 +60,7 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
       automation: run.automation,
       webhookUid: run.webhook_uid,
       deliveryId: run.delivery_id,
+      deliverySeq: store.runs.entryOf(run.run_id),
       attachments: attachments.length ? attachments : undefined,
       oz: store.runs.ozOf(run.run_id),
       schedule: run.schedule,

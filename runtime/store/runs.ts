@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { conflict } from '../../core/errors.ts';
-import { newId } from '../../core/ids.ts';
+import { newSortableId } from '../../core/ids.ts';
 import { sourcesOf, type RunState } from '../../core/run-state.ts';
 import { iso } from '../clock.ts';
 import { open as openSealed, seal } from '../crypto.ts';
@@ -127,6 +127,8 @@ export interface NewRun {
   automation?: string | null;
   webhookUid?: string | null;
   deliveryId?: string | null;
+  /** The seq of the Accepted log entry of that delivery: the entry lists the run (docs/ingress.md#delivery-log). */
+  deliverySeq?: number | null;
   attachments?: { name: string; bytes: Buffer }[];
   oz?: OzFields | null;
   schedule?: RunSchedule;
@@ -276,9 +278,9 @@ export class RunStore {
     const db = ctx.db;
     this.stmts = {
       insert: db.prepare(`INSERT INTO runs (run_id, state, title, prompt, environment_id, source, creator_type, creator_name,
-        factory, automation, webhook_uid, delivery_id, metadata, oz, schedule, retry_of, replay, notify, created_at, updated_at)
+        factory, automation, webhook_uid, delivery_id, delivery_seq, metadata, oz, schedule, retry_of, replay, notify, created_at, updated_at)
         VALUES (@run_id, 'QUEUED', @title, @prompt, @environment_id, @source, @creator_type, @creator_name,
-        @factory, @automation, @webhook_uid, @delivery_id, @metadata, @oz, @schedule, @retry_of, @replay, @notify, @now, @now)`),
+        @factory, @automation, @webhook_uid, @delivery_id, @delivery_seq, @metadata, @oz, @schedule, @retry_of, @replay, @notify, @now, @now)`),
       insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256) VALUES (?, ?, ?, ?, ?)'),
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
@@ -310,7 +312,8 @@ export class RunStore {
       groupDelete: db.prepare('DELETE FROM run_process_groups WHERE run_id = ? AND pgid = ?'),
       groupsOf: db.prepare('SELECT pgid FROM run_process_groups WHERE run_id = ? ORDER BY started_at, pgid'),
       groupsClear: db.prepare('DELETE FROM run_process_groups WHERE run_id = ?'),
-      byDelivery: db.prepare('SELECT run_id, automation, state, replay FROM runs WHERE webhook_uid = ? AND delivery_id = ? ORDER BY seq'),
+      byEntry: db.prepare('SELECT run_id, automation, state, replay FROM runs WHERE delivery_seq = ? ORDER BY seq'),
+      entryOf: db.prepare('SELECT delivery_seq FROM runs WHERE run_id = ?'),
       notifyOf: db.prepare('SELECT run_id, notify FROM runs WHERE run_id = ?'),
       enqueue: db.prepare(`INSERT INTO run_notifications (run_id, message_id, state, run, status, attempts, next_ms, created_at)
         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`),
@@ -419,6 +422,11 @@ export class RunStore {
   }
 
   /** The Oz fields a run was created with, as given (a retry keeps them). */
+  /** The seq of the log entry whose delivery started the run, for a retry to list under it too; null for other runs. */
+  entryOf(runId: string): number | null {
+    return (this.stmts.entryOf.get(runId) as { delivery_seq: number | null } | undefined)?.delivery_seq ?? null;
+  }
+
   ozOf(runId: string): OzFields | null {
     const row = this.stmts.get.get(runId) as Row | undefined;
     return row?.oz ? (JSON.parse(row.oz) as OzFields) : null;
@@ -433,7 +441,7 @@ export class RunStore {
   /** Queues the notification of a state change, inside the transaction that made it. */
   private enqueueInTx(row: Row, record: RunRecord, now: Date): void {
     if (row.notify === null) return;
-    this.stmts.enqueue.run(row.run_id, newId('msg'), row.state, JSON.stringify(record), now.getTime(), iso(now));
+    this.stmts.enqueue.run(row.run_id, newSortableId('msg', now.getTime()), row.state, JSON.stringify(record), now.getTime(), iso(now));
     // Inside the transaction: the listener only schedules work for after the commit.
     this.notificationListener?.();
   }
@@ -505,10 +513,11 @@ export class RunStore {
 
   /** `createInTx` without reading the runs back: their ids (the ingress's hot path needs no more). */
   insertInTx(inputs: NewRun[]): string[] {
-    const now = this.now();
+    const at = this.ctx.clock.now();
+    const now = iso(at);
     const ids: string[] = [];
     for (const input of inputs) {
-      const run_id = newId('run');
+      const run_id = newSortableId('run', at.getTime());
       this.stmts.insert.run({
         run_id,
         title: input.title ?? null,
@@ -521,6 +530,7 @@ export class RunStore {
         automation: input.automation ?? null,
         webhook_uid: input.webhookUid ?? null,
         delivery_id: input.deliveryId ?? null,
+        delivery_seq: input.deliverySeq ?? null,
         metadata: input.metadata == null ? null : JSON.stringify(input.metadata),
         oz: input.oz == null ? null : JSON.stringify(input.oz),
         schedule: input.schedule === undefined ? null : JSON.stringify(input.schedule),
@@ -641,9 +651,12 @@ export class RunStore {
     };
   }
 
-  /** The runs a delivery started (docs/ingress.md#delivery-log: the delivery log shows them), in creation order. */
-  byDelivery(webhookUid: string, deliveryId: string): DeliveryRun[] {
-    return (this.stmts.byDelivery.all(webhookUid, deliveryId) as { run_id: string; automation: string | null; state: RunState; replay: string | null }[]).map(
+  /**
+   * The runs an Accepted log entry started, by the entry's seq, replays and retries of them
+   * included (docs/ingress.md#delivery-log: the delivery log shows them), in creation order.
+   */
+  byEntry(deliverySeq: number): DeliveryRun[] {
+    return (this.stmts.byEntry.all(deliverySeq) as { run_id: string; automation: string | null; state: RunState; replay: string | null }[]).map(
       ({ replay, ...r }) => (replay === null ? r : { ...r, replay: JSON.parse(replay) as Pick<RunReplay, 'by' | 'at'> }),
     );
   }

@@ -169,6 +169,37 @@ describe('retry', () => {
   });
 });
 
+describe('a retried run of a delivery', () => {
+  let rt: TestRuntime;
+
+  before(async () => {
+    rt = await startTestRuntime();
+    rt.services.executor!.pause(); // the run is failed by hand below, before any agent could finish it
+    await createSecret(rt);
+    await applyFactory(rt, { review: { payload: { action: 'opened' } } });
+  });
+  after(() => rt.stop());
+
+  it('lists under the delivery\'s log entry next to the run it retries', async () => {
+    const { res, deliveryId } = await deliverGithub(rt, PR_OPENED);
+    assert.equal(res.status, 202);
+    const [original] = await deliveryRuns(rt, deliveryId);
+    assert.equal(rt.store.runs.claimNext()?.run_id, original.run_id);
+    rt.store.runs.finish(original.run_id, 'FAILED', { statusMessage: 'the agent exited with 1' });
+    const retry = await rt.fetch(`/api/v1/agent/runs/${original.run_id}/retry`, { method: 'POST' });
+    assert.equal(retry.status, 201);
+    const again = (await retry.json()) as Record<string, any>;
+    assert.equal(again.delivery_id, deliveryId);
+    assert.deepEqual(
+      (await deliveryRuns(rt, deliveryId)).map((r) => [r.run_id, r.state]),
+      [
+        [original.run_id, 'FAILED'],
+        [again.run_id, 'QUEUED'],
+      ],
+    );
+  });
+});
+
 describe('logging', () => {
   it('the replay and retry paths are logged with the delivery id redacted, the ids kept', async () => {
     const { redactUrl } = await import('../../../runtime/log.ts');

@@ -214,3 +214,68 @@ test('migration 008 keeps every entry of an older log findable by id', (t) => {
   assert.equal(dup.ok && dup.result.outcome, 'duplicate');
   assert.equal(store.deliveries.get('wh_a', 'a')!.seq, Number(seqA));
 });
+
+forEachEngine('an Accepted entry lists the runs its own delivery started, not those of an earlier entry with the same id', (t, db) => {
+  const { store } = setup(t, db);
+  const run = (prompt: string, d?: { seq: number; deliveryId: string }) => ({
+    prompt,
+    environmentId: 'default',
+    source: 'WEBHOOK' as const,
+    creator: { type: 'automation' as const, name: 'triage' },
+    ...(d ? { webhookUid: 'wh_a', deliveryId: d.deliveryId, deliverySeq: d.seq } : {}),
+  });
+  const startRun = (prompt: string) => (d: { seq: number; deliveryId: string }) => void store.runs.insertInTx([run(prompt, d)]);
+  // 'x' is Accepted, then Accepted again 40 days later, once its identity was forgotten: two entries, one id.
+  const acceptWith = (ms: number, onAccepted: AcceptItem['onAccepted']): DeliveryWrite => ({ kind: 'accept', facts: at(ms, 'wh_a', 'x'), payload: Buffer.from('{}'), onAccepted });
+  const [first] = store.deliveries.writeBatch([acceptWith(0, startRun('first'))], LIMITS);
+  const [second] = store.deliveries.writeBatch([acceptWith(40 * DAY, startRun('second'))], LIMITS);
+  assert.ok(first.ok && second.ok && first.result.outcome === 'accepted' && second.result.outcome === 'accepted');
+  const prompts = (seq: number) => store.runs.byEntry(seq).map((r) => store.runs.get(r.run_id)!.prompt);
+  assert.deepEqual(prompts(first.result.seq), ['first']);
+  assert.deepEqual(prompts(second.result.seq), ['second']);
+  // A run made for an entry later (a replay, a retry) lists under it after the first, in creation order.
+  store.transaction(() => store.runs.insertInTx([run('replayed', { seq: first.result.seq, deliveryId: 'x' })]));
+  assert.deepEqual(prompts(first.result.seq), ['first', 'replayed']);
+  const [firstRun] = store.runs.byEntry(first.result.seq);
+  assert.equal(store.runs.entryOf(firstRun.run_id), first.result.seq);
+  // A run no delivery started belongs to no entry.
+  assert.equal(store.runs.entryOf(store.runs.create(run('api')).run_id), null);
+});
+
+// SQLite only, as the 008 test above: it writes runs with the schema before migration 016.
+test('migration 016 points each existing webhook run at the newest Accepted entry of its delivery id', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-deliveries-016-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'factory.db');
+  const db = new Database(path);
+  migrate(db, readMigrations().filter((m) => m.version < 16));
+  const entry = db.prepare(
+    `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, size, received_at, received_ms) VALUES (?, ?, ?, 2, '2026-01-01T00:00:00.000Z', 0)`,
+  );
+  const oldA = Number(entry.run('wh_a', 'a', 'accepted').lastInsertRowid);
+  entry.run('wh_a', 'a', 'duplicate');
+  const newA = Number(entry.run('wh_a', 'a', 'accepted').lastInsertRowid);
+  const b = Number(entry.run('wh_a', 'b', 'accepted').lastInsertRowid);
+  entry.run('wh_b', 'a', 'rejected_auth');
+  const runRow = db.prepare(
+    `INSERT INTO runs (run_id, state, prompt, environment_id, source, creator_type, creator_name, webhook_uid, delivery_id, created_at, updated_at)
+     VALUES (?, 'QUEUED', 'p', 'default', ?, 'automation', 'triage', ?, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`,
+  );
+  runRow.run('run_a', 'WEBHOOK', 'wh_a', 'a');
+  runRow.run('run_b', 'WEBHOOK', 'wh_a', 'b');
+  runRow.run('run_pruned', 'WEBHOOK', 'wh_a', 'gone'); // its entry was pruned
+  runRow.run('run_other', 'WEBHOOK', 'wh_b', 'a'); // only a rejection of that id on wh_b
+  runRow.run('run_api', 'API', null, null);
+  db.close();
+
+  const store = openStore({ path, clock: new FakeClock() });
+  t.after(() => store.close());
+  assert.deepEqual(store.runs.byEntry(newA).map((r) => r.run_id), ['run_a']);
+  assert.deepEqual(store.runs.byEntry(oldA), []);
+  assert.deepEqual(store.runs.byEntry(b).map((r) => r.run_id), ['run_b']);
+  for (const id of ['run_pruned', 'run_other', 'run_api']) assert.equal(store.runs.entryOf(id), null, id);
+  const check = new Database(path, { readonly: true });
+  t.after(() => check.close());
+  const indexes = check.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('runs', 'deliveries') ORDER BY name`).pluck().all();
+  assert.ok(indexes.includes('runs_by_entry') && !indexes.includes('runs_delivery') && !indexes.includes('migration_016_accepted'), String(indexes));
+});
