@@ -54,6 +54,8 @@ export async function startServer(config: Config, options: StartServerOptions = 
     databaseUrl: config.database.engine === 'postgres' ? config.database.url : undefined,
     clock,
     masterKey,
+    // The WAL's checkpoints in a thread of their own, off the event loop (docs/runtime.md#checkpoints).
+    checkpointThread: { onFallback: (reason) => log.warn({ reason }, 'checkpoints are back on the main connection') },
   });
 
   try {

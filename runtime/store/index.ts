@@ -3,7 +3,8 @@ import { EventEmitter } from 'node:events';
 import { CliError } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import { open, seal } from '../crypto.ts';
-import { openDatabase, type DB, type Dialect, type Statement } from './db.ts';
+import { Checkpointer, type CheckpointerOptions } from './checkpointer.ts';
+import { openDatabase, type DB, type Dialect, type SqliteDB, type Statement } from './db.ts';
 export { migrateSqliteFile } from './db.ts';
 import { PostgresDatabase } from './postgres/db.ts';
 import { migratePostgres } from './postgres/migrate.ts';
@@ -42,6 +43,11 @@ export interface OpenStoreOptions {
   databaseUrl?: string;
   clock: Clock;
   /**
+   * SQLite file only: checkpoint the WAL in a worker thread instead of inside the commits
+   * (store/checkpointer.ts, docs/runtime.md#checkpoints). `factory serve` turns it on.
+   */
+  checkpointThread?: CheckpointerOptions;
+  /**
    * The master key. When absent, a random key for this process only is used, which suits tests
    * that never reopen the file; startServer always passes the real one.
    */
@@ -74,6 +80,8 @@ export class Store {
   /** SQLite: one process, so notifications stay in it (an in-process emitter). */
   private readonly channels = new EventEmitter().setMaxListeners(0);
   readonly rateWindows: RateWindowStore;
+  /** SQLite with `checkpointThread`: the WAL's checkpoints, off the event loop. */
+  checkpointer: Checkpointer | undefined;
   /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
   private readonly pg: { notify: Statement; lock: Statement } | undefined;
 
@@ -148,6 +156,7 @@ export class Store {
   }
 
   close(): void {
+    this.checkpointer?.stop();
     if (this.db.open) this.db.close();
   }
 }
@@ -180,7 +189,11 @@ export function openStore(options: OpenStoreOptions): Store {
     db.close();
     throw err;
   }
-  return new Store({ db, dialect, clock: options.clock, masterKey, announce: announcer(db) });
+  const store = new Store({ db, dialect, clock: options.clock, masterKey, announce: announcer(db) });
+  if (options.checkpointThread && dialect === 'sqlite' && options.path !== ':memory:') {
+    store.checkpointer = new Checkpointer(db as SqliteDB, options.path, options.checkpointThread);
+  }
+  return store;
 }
 
 /**

@@ -1,0 +1,167 @@
+import { Worker } from 'node:worker_threads';
+import type { SqliteDB } from './db.ts';
+
+/** What a checkpoint reports: SQLite's `PRAGMA wal_checkpoint` row. */
+interface CheckpointRow {
+  /** 1 when another connection held the checkpoint lock, so nothing was copied. */
+  busy: number;
+  /** Frames in the WAL. */
+  log: number;
+  /** Of those, frames now copied into the database. */
+  checkpointed: number;
+}
+
+export interface CheckpointerOptions {
+  /** While writes come in: ask the thread for a checkpoint this often. */
+  busyMs?: number;
+  /** With nothing new in the WAL: ask this seldom. */
+  idleMs?: number;
+  /**
+   * Once the WAL holds this many frames (pages of 4 KB), the main connection copies what the thread
+   * has not yet, so that the next write starts the WAL over from its beginning: the WAL's bound.
+   */
+  restartFrames?: number;
+  /** Told, once, when the thread fails and the main connection goes back to checkpointing itself. */
+  onFallback?: (reason: string) => void;
+}
+
+export interface CheckpointStats {
+  /** Checkpoints the thread ran. */
+  thread: number;
+  /** Checkpoints the main connection ran to restart the WAL, and the frames they copied (the rest was the thread's). */
+  main: number;
+  mainFrames: number;
+  /** The most frames the WAL held at a checkpoint. */
+  maxLog: number;
+}
+
+/**
+ * Checkpoints of the runtime's SQLite database in a worker thread (docs/runtime.md#checkpoints).
+ * SQLite's own automatic checkpoint runs inside the COMMIT that crosses 1,000 WAL frames, on the
+ * event loop: under load, a stall of several milliseconds every few hundred deliveries. Here the
+ * main connection's automatic checkpoint is off, and a thread with its own connection copies the
+ * committed frames back (PASSIVE: it never takes the write lock). A checkpoint alone cannot restart
+ * the WAL while writes keep coming (it is never fully caught up when the next write begins), so
+ * once the WAL holds `restartFrames` frames, the main connection copies the few the thread has
+ * not yet: then it is caught up, and the next write starts the WAL over. Should the thread fail,
+ * the main connection checkpoints by itself again, as SQLite does by default.
+ */
+/** A checkpoint the thread does not answer within this long is given up on (fallback). */
+const WATCHDOG_MS = 30_000;
+
+export class Checkpointer {
+  private readonly worker: Worker;
+  private readonly busyMs: number;
+  private readonly idleMs: number;
+  private readonly restartFrames: number;
+  private readonly mainCheckpoint;
+  private timer: NodeJS.Timeout | undefined;
+  /** While the thread is checkpointing: resolved with its answer. */
+  private inFlight: { done: Promise<void>; resolve: () => void } | undefined;
+  private lastLog = -1;
+  private stopped = false;
+  private readonly stats: CheckpointStats = { thread: 0, main: 0, mainFrames: 0, maxLog: 0 };
+
+  constructor(
+    private readonly db: SqliteDB,
+    path: string,
+    private readonly options: CheckpointerOptions = {},
+  ) {
+    this.busyMs = options.busyMs ?? 20;
+    this.idleMs = options.idleMs ?? 1000;
+    this.restartFrames = options.restartFrames ?? 4000;
+    this.mainCheckpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+    db.pragma('wal_autocheckpoint = 0');
+    this.worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: { path } });
+    this.worker.unref();
+    this.worker.on('message', (m: CheckpointRow | { error: string }) => this.answered(m));
+    this.worker.on('error', (err) => this.fallback(err.message));
+    this.worker.on('exit', (code) => {
+      if (!this.stopped) this.fallback(`the checkpoint thread exited with code ${code}`);
+    });
+    this.schedule(this.busyMs);
+  }
+
+  /** How the work was shared so far (tests, the bench). */
+  get counts(): CheckpointStats {
+    return { ...this.stats };
+  }
+
+  /** Resolves once no checkpoint is in flight (tests pace their writes with it). */
+  async idle(): Promise<void> {
+    await this.inFlight?.done;
+  }
+
+  /** Stops the thread; the main connection checkpoints by itself again (its close checkpoints too). */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.settle();
+    this.worker.postMessage('stop');
+    if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.ask(), ms);
+    this.timer.unref();
+  }
+
+  private ask(): void {
+    if (this.stopped) return;
+    let resolve!: () => void;
+    this.inFlight = { done: new Promise<void>((r) => (resolve = r)), resolve };
+    this.worker.postMessage('checkpoint');
+    // An answer is due within milliseconds; a thread that gives none would leave the WAL unbounded.
+    this.timer = setTimeout(() => {
+      void this.worker.terminate();
+      this.fallback(`the checkpoint thread did not answer in ${WATCHDOG_MS / 1000} s`);
+    }, WATCHDOG_MS);
+    this.timer.unref();
+  }
+
+  private answered(m: CheckpointRow | { error: string }): void {
+    clearTimeout(this.timer);
+    this.settle();
+    if (this.stopped) return;
+    if ('error' in m) {
+      // A checkpoint that failed (the disk, a lock held by another process) is tried again later.
+      this.schedule(this.idleMs);
+      return;
+    }
+    if (m.busy === 0) this.stats.thread += 1;
+    this.stats.maxLog = Math.max(this.stats.maxLog, m.log);
+    // The thread is idle now, so the main connection's checkpoint never finds the lock taken by it.
+    if (m.log >= this.restartFrames) this.restart(m);
+    const quiet = m.log === this.lastLog && m.checkpointed === m.log;
+    this.lastLog = m.log;
+    this.schedule(quiet ? this.idleMs : this.busyMs);
+  }
+
+  /** Copies on the main connection what the thread has not copied yet; the next write then restarts the WAL. */
+  private restart(thread: CheckpointRow): void {
+    if (!this.db.open || this.db.inTransaction) return;
+    const row = this.mainCheckpoint.get() as CheckpointRow;
+    if (row.busy === 0) {
+      this.stats.main += 1;
+      this.stats.mainFrames += Math.max(0, row.checkpointed - Math.max(0, thread.checkpointed));
+      this.lastLog = -1;
+    }
+  }
+
+  private settle(): void {
+    this.inFlight?.resolve();
+    this.inFlight = undefined;
+  }
+
+  private fallback(reason: string): void {
+    this.settle();
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+    this.options.onFallback?.(reason);
+  }
+}

@@ -1,0 +1,81 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setImmediate as turn } from 'node:timers/promises';
+import type { Worker } from 'node:worker_threads';
+import { FakeClock } from '../../../runtime/clock.ts';
+import { openStore, type Store } from '../../../runtime/store/index.ts';
+import type { SqliteDB } from '../../../runtime/store/db.ts';
+import type { CheckpointerOptions } from '../../../runtime/store/checkpointer.ts';
+
+/** The WAL's checkpoints in a worker thread (docs/runtime.md#checkpoints), on a real SQLite file. */
+
+function open(t: { after(fn: () => void): void }, options: CheckpointerOptions) {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-checkpointer-'));
+  const path = join(dir, 'factory.db');
+  const store = openStore({ path, clock: new FakeClock(), checkpointThread: options });
+  t.after(() => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { store, path, db: store.db as SqliteDB };
+}
+
+const PAYLOAD = Buffer.alloc(1024, 'x');
+/** Writes one group commit of `n` deliveries of 1 KB with random ids, as the ingress does. */
+function writeBatch(store: Store, n: number): void {
+  const items = Array.from({ length: n }, () => ({ facts: { webhookUid: 'wh_a', deliveryId: randomUUID(), size: PAYLOAD.length, receivedAt: new Date() }, payload: PAYLOAD }));
+  for (const r of store.deliveries.acceptBatch(items, 30)) assert.ok(r.ok && r.result.outcome === 'accepted');
+}
+const walBytes = (path: string) => statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0;
+const autocheckpoint = (db: SqliteDB) => db.pragma('wal_autocheckpoint', { simple: true });
+
+test('under constant writes the thread copies the WAL back and the WAL stays bounded; every delivery is kept', async (t) => {
+  const restartFrames = 300;
+  const { store, path, db } = open(t, { busyMs: 1, restartFrames });
+  assert.equal(autocheckpoint(db), 0, 'the commits no longer checkpoint');
+  let maxWal = 0;
+  const batches = 400;
+  for (let i = 0; i < batches; i++) {
+    writeBatch(store, 50);
+    maxWal = Math.max(maxWal, walBytes(path));
+    await turn(); // the event loop turns, as between the ingress's group commits
+    // Every fifth batch, wait for the thread's answer: however slow the machine, at most five
+    // batches go in between two answers, so the bound below does not depend on timing.
+    if (i % 5 === 4) await store.checkpointer!.idle();
+  }
+  const counts = store.checkpointer!.counts;
+  assert.ok(counts.thread > 10, `the thread ran ${counts.thread} checkpoints`);
+  assert.ok(counts.main > 0, 'the WAL was restarted');
+  // Without a checkpoint these 20,000 deliveries would leave well over 20,000 frames (80 MB) in the
+  // WAL. Bounded: the restart threshold plus what came in before the answer that restarts it
+  // (ten batches, generously: a batch of 50 writes fewer than 120 pages).
+  const frame = 4096 + 24;
+  assert.ok(maxWal < (restartFrames + 10 * 120) * frame, `the WAL grew to ${maxWal} bytes`);
+  assert.ok(statSync(path).size > 20_000 * PAYLOAD.length, 'the deliveries were copied into the database file');
+  // The main connection copied only what was written while the thread was busy: had the thread
+  // copied nothing, each restart would have copied at least the whole threshold.
+  assert.ok(counts.mainFrames < counts.main * restartFrames, JSON.stringify(counts));
+  assert.equal(store.deliveries.count('wh_a'), batches * 50);
+});
+
+test('stop gives the checkpoints back to the commits; a thread that dies does too, and says why once', async (t) => {
+  const first = open(t, {});
+  first.store.checkpointer!.stop();
+  assert.equal(autocheckpoint(first.db), 1000);
+
+  const reasons: string[] = [];
+  const second = open(t, { busyMs: 1, onFallback: (reason) => reasons.push(reason) });
+  writeBatch(second.store, 10);
+  await (second.store.checkpointer as unknown as { worker: Worker }).worker.terminate();
+  await turn();
+  assert.equal(reasons.length, 1);
+  assert.match(reasons[0], /^the checkpoint thread exited with code \d+$/);
+  assert.equal(autocheckpoint(second.db), 1000);
+  // Writes go on, checkpointed by the commits as SQLite does by default.
+  writeBatch(second.store, 10);
+  assert.equal(second.store.deliveries.count('wh_a'), 20);
+});
