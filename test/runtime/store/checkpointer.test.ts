@@ -9,7 +9,7 @@ import type { Worker } from 'node:worker_threads';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
 import type { SqliteDB } from '../../../runtime/store/db.ts';
-import type { CheckpointerOptions } from '../../../runtime/store/checkpointer.ts';
+import { Checkpointer, type CheckpointerOptions } from '../../../runtime/store/checkpointer.ts';
 
 /** The WAL's checkpoints in a worker thread (docs/runtime.md#checkpoints), on a real SQLite file. */
 
@@ -78,4 +78,22 @@ test('stop gives the checkpoints back to the commits; a thread that dies does to
   // Writes go on, checkpointed by the commits as SQLite does by default.
   writeBatch(second.store, 10);
   assert.equal(second.store.deliveries.count('wh_a'), 20);
+});
+
+test('a thread that cannot open the database hands the checkpoints back at once, saying why', async (t) => {
+  const { db } = open(t, {});
+  const reasons: string[] = [];
+  let told!: () => void;
+  const fellBack = new Promise<void>((resolve) => (told = resolve));
+  const checkpointer = new Checkpointer(db, join(tmpdir(), 'factory-no-such-dir', 'factory.db'), {
+    onFallback: (reason) => {
+      reasons.push(reason);
+      told();
+    },
+  });
+  t.after(() => checkpointer.stop());
+  await fellBack;
+  assert.equal(reasons.length, 1);
+  assert.match(reasons[0], /unable to open database file|directory does not exist/i);
+  assert.equal(autocheckpoint(db), 1000);
 });
