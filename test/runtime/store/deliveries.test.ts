@@ -177,15 +177,23 @@ forEachEngine('the cap keeps the newest N Rejected entries of each webhook and l
   assert.deepEqual(ids(store, 'wh_c'), Array.from({ length: 20 }, (_, i) => `c-${i + 5}`));
 });
 
-// SQLite only: it writes a log with SQLite's schema before migration 008 (a PostgreSQL database starts at the current schema).
-test('migration 008 keeps every entry of an older log findable by id', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-deliveries-008-'));
+/**
+ * A SQLite file at the schema before migration `version`, open for the test to write rows the way
+ * that schema did (a PostgreSQL database starts at the current schema, so these tests are SQLite's).
+ */
+function schemaBefore(t: { after(fn: () => void): void }, version: number): { path: string; db: Database.Database } {
+  const dir = mkdtempSync(join(tmpdir(), `factory-deliveries-${version}-`));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const path = join(dir, 'factory.db');
+  const db = new Database(path);
+  migrate(db, readMigrations().filter((m) => m.version < version));
+  return { path, db };
+}
+
+test('migration 008 keeps every entry of an older log findable by id', (t) => {
   // A log written by the schema before 008: an Accepted entry with its identity, one whose identity
   // was already forgotten (older than 30 days, kept among the newest 50), a Duplicate, a rejection.
-  const db = new Database(path);
-  migrate(db, readMigrations().filter((m) => m.version < 8));
+  const { path, db } = schemaBefore(t, 8);
   const entry = db.prepare(
     `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, size, received_at, received_ms) VALUES ('wh_a', ?, ?, 2, '2026-01-01T00:00:00.000Z', ?)`,
   );
@@ -242,13 +250,8 @@ forEachEngine('an Accepted entry lists the runs its own delivery started, not th
   assert.equal(store.runs.entryOf(store.runs.create(run('api')).run_id), null);
 });
 
-// SQLite only, as the 008 test above: it writes runs with the schema before migration 016.
 test('migration 016 points each existing webhook run at the newest Accepted entry of its delivery id', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-deliveries-016-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'factory.db');
-  const db = new Database(path);
-  migrate(db, readMigrations().filter((m) => m.version < 16));
+  const { path, db } = schemaBefore(t, 16);
   const entry = db.prepare(
     `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, size, received_at, received_ms) VALUES (?, ?, ?, 2, '2026-01-01T00:00:00.000Z', 0)`,
   );
