@@ -35,6 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { compile } from '../cli/compiler/compile.ts';
 import { parseConfig } from '../runtime/config.ts';
 import { createLogger, turnDestination } from '../runtime/log.ts';
+import type { CheckpointStats } from '../runtime/store/checkpointer.ts';
 import { startServer } from '../runtime/server.ts';
 import { freePort } from './serve.ts';
 import { cpuMicros, runWrk, type SignedBody, type WrkResult } from './wrk.ts';
@@ -138,7 +139,7 @@ export function signedBodies(size: number, count: number): SignedBody[] {
 // The server processes.
 
 type ToFactory = { verify: { uid: string; idsFile: string } } | { stop: true };
-type FromServer = { ready: true; url: string } | { verified: { checked: number; missing: number } } | { error: string };
+type FromServer = { ready: true; url: string } | { verified: { checked: number; missing: number; checkpoints?: CheckpointStats } } | { error: string };
 
 /** The bare baseline: node:http reading the body, JSON.parse, 202 (400 when it is not JSON). */
 async function bareMain(): Promise<void> {
@@ -194,7 +195,7 @@ async function factoryMain(dataDir: string): Promise<void> {
       const entry = server.store.deliveries.get(m.verify.uid, id);
       if (!entry || entry.outcome !== 'accepted' || !entry.hasPayload) missing += 1;
     }
-    process.send!({ verified: { checked: ids.length, missing } } satisfies FromServer);
+    process.send!({ verified: { checked: ids.length, missing, checkpoints: server.store.checkpointer?.counts } } satisfies FromServer);
   });
   process.send!({ ready: true, url: server.url } satisfies FromServer);
 }
@@ -389,6 +390,7 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
     // Every 202 is in the log.
     let checked = 0;
     let missing = 0;
+    let checkpoints: CheckpointStats | undefined;
     for (const row of rows) {
       if (row.target !== 'factory') continue;
       const ids = row.runs.flatMap((r) => r.result.ids);
@@ -398,6 +400,7 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
       if (!('verified' in answer)) throw new Error(`verify: ${JSON.stringify(answer)}`);
       checked += answer.verified.checked;
       missing += answer.verified.missing;
+      checkpoints = answer.verified.checkpoints;
     }
     const failed = rows.reduce((a, row) => a + row.runs.reduce((b, r) => b + r.result.failed, 0), 0);
 
@@ -431,6 +434,12 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
       const first = row.runs.flatMap((r) => r.result.firstFailures);
       if (first.length > 0) print(`      ${row.label}: first unexpected answer: ${first[0]}`);
     }
+    // The WAL's checkpoints over the whole run (docs/runtime.md#checkpoints): who copied, and how big the WAL got.
+    print(
+      checkpoints
+        ? `  checkpoints: ${checkpoints.thread} by the thread (the WAL at most ${checkpoints.maxLog} pages when it ran); ${checkpoints.main} WAL restarts by the main connection, copying ${checkpoints.mainFrames} pages in all; ${checkpoints.forced} at the hard bound; the WAL file at most ${(checkpoints.maxFileBytes / 2 ** 20).toFixed(1)} MB`
+        : '  checkpoints: no checkpoint thread (it fell back to the main connection; see the runtime log)',
+    );
     const webhookRow = rows.find((row) => row.target === 'webhook');
     if (webhookRow) {
       const moon = perSecond(one) / perSecond(webhookRow);

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { SqliteDB } from './db.ts';
 
@@ -21,6 +22,14 @@ export interface CheckpointerOptions {
    * has not yet, so that the next write starts the WAL over from its beginning: the WAL's bound.
    */
   restartFrames?: number;
+  /**
+   * The WAL's hard bound, in frames: should writes outrun the thread (bodies of hundreds of KB
+   * under load), the main connection waits for the thread's checkpoint to end and then copies the
+   * rest itself, holding the event loop meanwhile, as SQLite's own checkpoint would.
+   */
+  hardFrames?: number;
+  /** How often the main thread looks at the WAL's size against `hardFrames`. */
+  checkMs?: number;
   /** Told, once, when the thread fails and the main connection goes back to checkpointing itself. */
   onFallback?: (reason: string) => void;
 }
@@ -31,9 +40,18 @@ export interface CheckpointStats {
   /** Checkpoints the main connection ran to restart the WAL, and the frames they copied (the rest was the thread's). */
   main: number;
   mainFrames: number;
-  /** The most frames the WAL held at a checkpoint. */
+  /** The most frames the WAL held at a checkpoint of the thread. */
   maxLog: number;
+  /** Checkpoints the main connection had to wait for because the WAL passed its hard bound. */
+  forced: number;
+  /** The largest the WAL file was when its size was looked at. */
+  maxFileBytes: number;
 }
+
+/** A checkpoint the thread does not answer within this long is given up on (fallback). */
+const WATCHDOG_MS = 30_000;
+/** A WAL frame: its 24-byte header and the page. */
+const frameBytes = (pageSize: number) => pageSize + 24;
 
 /**
  * Checkpoints of the runtime's SQLite database in a worker thread (docs/runtime.md#checkpoints).
@@ -43,24 +61,30 @@ export interface CheckpointStats {
  * committed frames back (PASSIVE: it never takes the write lock). A checkpoint alone cannot restart
  * the WAL while writes keep coming (it is never fully caught up when the next write begins), so
  * once the WAL holds `restartFrames` frames, the main connection copies the few the thread has
- * not yet: then it is caught up, and the next write starts the WAL over. Should the thread fail,
- * the main connection checkpoints by itself again, as SQLite does by default.
+ * not yet: then it is caught up, and the next write starts the WAL over. `journal_size_limit`
+ * makes that write also cut the file back to `restartFrames`, so the file's size tells the main
+ * thread, without asking SQLite, when the WAL has outgrown its hard bound (`hardFrames`): then it
+ * waits for the thread and checkpoints the rest itself. Should the thread fail, the main
+ * connection checkpoints by itself again, as SQLite does by default.
  */
-/** A checkpoint the thread does not answer within this long is given up on (fallback). */
-const WATCHDOG_MS = 30_000;
-
 export class Checkpointer {
   private readonly worker: Worker;
   private readonly busyMs: number;
   private readonly idleMs: number;
   private readonly restartFrames: number;
   private readonly mainCheckpoint;
+  private readonly forceCheckpoint;
   private timer: NodeJS.Timeout | undefined;
+  private readonly sizeTimer: NodeJS.Timeout;
+  private readonly walPath: string;
+  private readonly hardBytes: number;
+  /** The WAL file's size when the main connection last forced a checkpoint: until a write changes it, there is nothing to force. */
+  private forcedAt = -1;
   /** While the thread is checkpointing: resolved with its answer. */
   private inFlight: { done: Promise<void>; resolve: () => void } | undefined;
   private lastLog = -1;
   private stopped = false;
-  private readonly stats: CheckpointStats = { thread: 0, main: 0, mainFrames: 0, maxLog: 0 };
+  private readonly stats: CheckpointStats = { thread: 0, main: 0, mainFrames: 0, maxLog: 0, forced: 0, maxFileBytes: 0 };
 
   constructor(
     private readonly db: SqliteDB,
@@ -71,7 +95,15 @@ export class Checkpointer {
     this.idleMs = options.idleMs ?? 1000;
     this.restartFrames = options.restartFrames ?? 4000;
     this.mainCheckpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+    // RESTART: waits (busy_timeout) for the thread's checkpoint, copies the rest, and makes sure the next write starts the WAL over.
+    this.forceCheckpoint = db.prepare('PRAGMA wal_checkpoint(RESTART)');
+    const frame = frameBytes(db.pragma('page_size', { simple: true }) as number);
+    this.walPath = `${path}-wal`;
+    this.hardBytes = (options.hardFrames ?? 4 * this.restartFrames) * frame;
     db.pragma('wal_autocheckpoint = 0');
+    db.pragma(`journal_size_limit = ${this.restartFrames * frame}`);
+    this.sizeTimer = setInterval(() => this.checkSize(), options.checkMs ?? this.busyMs);
+    this.sizeTimer.unref();
     this.worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), { workerData: { path } });
     this.worker.unref();
     this.worker.on('message', (m: CheckpointRow | { error: string }) => this.answered(m));
@@ -97,9 +129,28 @@ export class Checkpointer {
     if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.sizeTimer);
     this.settle();
     this.worker.postMessage('stop');
-    if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+    this.giveBack();
+  }
+
+  /** SQLite's defaults again on the main connection: it checkpoints in its commits, and keeps the WAL file's size. */
+  private giveBack(): void {
+    if (!this.db.open) return;
+    this.db.pragma('wal_autocheckpoint = 1000');
+    this.db.pragma('journal_size_limit = -1');
+  }
+
+  /** The hard bound: past it, wait for the thread and copy the rest here. */
+  private checkSize(): void {
+    if (this.stopped || !this.db.open || this.db.inTransaction) return;
+    const size = statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
+    this.stats.maxFileBytes = Math.max(this.stats.maxFileBytes, size);
+    if (size <= this.hardBytes || size === this.forcedAt) return;
+    const row = this.forceCheckpoint.get() as CheckpointRow;
+    this.forcedAt = size;
+    if (row.busy === 0) this.stats.forced += 1;
   }
 
   private schedule(ms: number): void {
@@ -161,7 +212,8 @@ export class Checkpointer {
     if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);
-    if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+    clearInterval(this.sizeTimer);
+    this.giveBack();
     this.options.onFallback?.(reason);
   }
 }

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setImmediate as turn } from 'node:timers/promises';
+import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
 import type { Worker } from 'node:worker_threads';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
@@ -60,6 +60,33 @@ test('under constant writes the thread copies the WAL back and the WAL stays bou
   // copied nothing, each restart would have copied at least the whole threshold.
   assert.ok(counts.mainFrames < counts.main * restartFrames, JSON.stringify(counts));
   assert.equal(store.deliveries.count('wh_a'), batches * 50);
+});
+
+test('writes that outrun the thread meet the hard bound: the main connection checkpoints, and the file is cut back', async (t) => {
+  // The thread is never asked here (its first turn is an hour away): only the hard bound keeps the WAL in check.
+  const restartFrames = 100;
+  const hardFrames = 400;
+  const { store, path, db } = open(t, { busyMs: 3_600_000, checkMs: 1, restartFrames, hardFrames });
+  const frame = 4096 + 24;
+  assert.equal(db.pragma('journal_size_limit', { simple: true }), restartFrames * frame);
+  const sizes: number[] = [];
+  for (let i = 0; i < 60; i++) {
+    writeBatch(store, 50);
+    sizes.push(walBytes(path));
+    await sleep(2); // the size check runs at least once in between
+  }
+  const counts = store.checkpointer!.counts;
+  assert.equal(counts.thread, 0);
+  assert.ok(counts.forced > 0, JSON.stringify(counts));
+  // 60 batches would be over 3,000 frames; the WAL stays under the hard bound plus the two batches
+  // (fewer than 120 frames each) that can go in between two looks at its size.
+  const most = Math.max(...sizes);
+  assert.ok(most < (hardFrames + 2 * 120) * frame, `the WAL grew to ${most} bytes`);
+  // After a forced checkpoint the next write cut the file back to the restart threshold's size.
+  assert.ok(sizes.some((size, i) => i > 0 && size < sizes[i - 1]), `the file never shrank: ${sizes.join(' ')}`);
+  assert.equal(store.deliveries.count('wh_a'), 60 * 50);
+  store.checkpointer!.stop();
+  assert.equal(db.pragma('journal_size_limit', { simple: true }), -1);
 });
 
 test('stop gives the checkpoints back to the commits; a thread that dies does too, and says why once', async (t) => {
