@@ -50,6 +50,8 @@ export interface CheckpointStats {
 
 /** A checkpoint the thread does not answer within this long is given up on (fallback). */
 const WATCHDOG_MS = 30_000;
+/** The longest a checkpoint at the hard bound waits for the thread's, or for another process's readers. */
+const FORCE_WAIT_MS = 1000;
 /** A WAL frame: its 24-byte header and the page. */
 const frameBytes = (pageSize: number) => pageSize + 24;
 
@@ -148,7 +150,16 @@ export class Checkpointer {
     const size = statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
     this.stats.maxFileBytes = Math.max(this.stats.maxFileBytes, size);
     if (size <= this.hardBytes || size === this.forcedAt) return;
-    const row = this.forceCheckpoint.get() as CheckpointRow;
+    // At most a second: a reader of another process (a backup) can hold the WAL far longer, and then
+    // this gives up and tries again once a commit has changed the file, as SQLite's own would.
+    const busyTimeout = this.db.pragma('busy_timeout', { simple: true }) as number;
+    this.db.pragma(`busy_timeout = ${Math.min(busyTimeout, FORCE_WAIT_MS)}`);
+    let row: CheckpointRow;
+    try {
+      row = this.forceCheckpoint.get() as CheckpointRow;
+    } finally {
+      this.db.pragma(`busy_timeout = ${busyTimeout}`);
+    }
     this.forcedAt = size;
     if (row.busy === 0) this.stats.forced += 1;
   }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
 import type { Worker } from 'node:worker_threads';
+import Database from 'better-sqlite3';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
 import type { SqliteDB } from '../../../runtime/store/db.ts';
@@ -87,6 +88,34 @@ test('writes that outrun the thread meet the hard bound: the main connection che
   assert.equal(store.deliveries.count('wh_a'), 60 * 50);
   store.checkpointer!.stop();
   assert.equal(db.pragma('journal_size_limit', { simple: true }), -1);
+});
+
+test('a reader in another connection that pins the WAL makes the hard bound give up after a second, not hold the loop for good', async (t) => {
+  const restartFrames = 100;
+  const hardFrames = 200;
+  const { store, path, db } = open(t, { busyMs: 3_600_000, checkMs: 1, restartFrames, hardFrames });
+  const busyTimeout = db.pragma('busy_timeout', { simple: true });
+  // A backup's view: a read transaction in another connection, holding its snapshot.
+  const reader = new Database(path, { readonly: true });
+  t.after(() => reader.close());
+  writeBatch(store, 50);
+  reader.prepare('BEGIN').run();
+  reader.prepare('SELECT count(*) FROM deliveries').get();
+  for (let i = 0; i < 4; i++) {
+    writeBatch(store, 50);
+    await sleep(2); // each look past the bound waits up to a second for the reader, then gives up
+  }
+  // The WAL outgrew the hard bound, the main connection tried, and the reader kept it from restarting.
+  assert.ok(walBytes(path) > hardFrames * (4096 + 24));
+  assert.equal(store.checkpointer!.counts.forced, 0);
+  assert.equal(db.pragma('busy_timeout', { simple: true }), busyTimeout, 'the busy timeout is given back');
+  // Once the reader is done, the next look after a commit restarts the WAL, and the commit after that cuts the file back.
+  reader.prepare('COMMIT').run();
+  writeBatch(store, 50);
+  await sleep(5);
+  assert.ok(store.checkpointer!.counts.forced > 0);
+  writeBatch(store, 1);
+  assert.ok(walBytes(path) <= hardFrames * (4096 + 24), `the WAL file is ${walBytes(path)} bytes`);
 });
 
 test('stop gives the checkpoints back to the commits; a thread that dies does too, and says why once', async (t) => {
