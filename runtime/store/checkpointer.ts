@@ -147,6 +147,15 @@ export class Checkpointer {
   /** The hard bound: past it, wait for the thread and copy the rest here. */
   private checkSize(): void {
     if (this.stopped || !this.db.open || this.db.inTransaction) return;
+    try {
+      this.forceIfPastBound();
+    } catch {
+      // A checkpoint that fails (the disk, a lock) leaves the WAL as it is, as a failed automatic
+      // checkpoint of SQLite's would; the commits go on, and the next look tries again.
+    }
+  }
+
+  private forceIfPastBound(): void {
     const size = statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
     this.stats.maxFileBytes = Math.max(this.stats.maxFileBytes, size);
     if (size <= this.hardBytes || size === this.forcedAt) return;
@@ -196,7 +205,13 @@ export class Checkpointer {
     if (m.busy === 0) this.stats.thread += 1;
     this.stats.maxLog = Math.max(this.stats.maxLog, m.log);
     // The thread is idle now, so the main connection's checkpoint never finds the lock taken by it.
-    if (m.log >= this.restartFrames) this.restart(m);
+    if (m.log >= this.restartFrames) {
+      try {
+        this.restart(m);
+      } catch {
+        // As a failed look at the hard bound: the WAL stays, the next answer tries again.
+      }
+    }
     const quiet = m.log === this.lastLog && m.checkpointed === m.log;
     this.lastLog = m.log;
     this.schedule(quiet ? this.idleMs : this.busyMs);
