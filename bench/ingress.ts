@@ -437,7 +437,7 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
     // The WAL's checkpoints over the whole run (docs/runtime.md#checkpoints): who copied, and how big the WAL got.
     print(
       checkpoints
-        ? `  checkpoints: ${checkpoints.thread} by the thread (the WAL at most ${checkpoints.maxLog} pages when it ran); ${checkpoints.main} WAL restarts by the main connection, copying ${checkpoints.mainFrames} pages in all; ${checkpoints.forced} at the hard bound; the WAL file at most ${(checkpoints.maxFileBytes / 2 ** 20).toFixed(1)} MB`
+        ? `  checkpoints: ${checkpoints.thread} by the thread (the WAL at most ${checkpoints.maxLog} pages when it ran); ${checkpoints.main} WAL restarts by the main connection, copying ${checkpoints.mainFrames} pages in all; ${checkpoints.forced} at the hard bound; the WAL file at most ${(checkpoints.maxFileBytes / 2 ** 20).toFixed(1)} MiB`
         : '  checkpoints: no checkpoint thread (it fell back to the main connection; see the runtime log)',
     );
     const webhookRow = rows.find((row) => row.target === 'webhook');

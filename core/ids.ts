@@ -49,8 +49,8 @@ const SORTED32 = '234567abcdefghijklmnopqrstuvwxyz';
 
 /**
  * `<prefix>_` + 26 lowercase base32 characters that sort by creation time: 10 for the millisecond
- * (50 bits, big-endian, in the alphabet's byte order: `2`–`7` then `a`–`z`), then 16 from a CSPRNG (80 bits), so ids made in the same millisecond
- * still never collide or guess (docs/api.md#runs). Runs and notification messages use these: each
+ * (50 bits, big-endian, in the alphabet's byte order: `2`–`7` then `a`–`z`), then 16 from a
+ * CSPRNG (80 bits), so ids made in the same millisecond still never collide or guess (docs/api.md#runs). Runs and notification messages use these: each
  * of their ids goes into indexes (the run's own, its attachments', its events', its
  * notifications'), and a random id would dirty a page of its own in each of them per run
  * (docs/ingress.md#a-run-per-delivery).
@@ -62,14 +62,6 @@ export function newSortableId(prefix: 'run' | 'msg', now: number = Date.now()): 
     t = Math.floor(t / 32);
   }
   return `${prefix}_${time}${base32(idBytes(10), 26 - TIME_CHARS)}`;
-}
-
-/** The millisecond a sortable id (`newSortableId`) was made in. */
-export function sortableIdTime(id: string): number {
-  const body = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 1 + TIME_CHARS);
-  let t = 0;
-  for (const c of body) t = t * 32 + SORTED32.indexOf(c);
-  return t;
 }
 
 export const WEBHOOK_UID_PATTERN = /^wh_[a-z2-7]{26}$/;

@@ -146,12 +146,22 @@ export class Checkpointer {
 
   /** The hard bound: past it, wait for the thread and copy the rest here. */
   private checkSize(): void {
-    if (this.stopped || !this.db.open || this.db.inTransaction) return;
+    if (this.stopped) return;
+    this.onMain(() => this.forceIfPastBound());
+  }
+
+  /**
+   * Runs a checkpoint of the main connection's, from a timer or the thread's answer: never inside
+   * a transaction, and never throwing out of that callback. A checkpoint that fails (the disk, a
+   * lock) leaves the WAL as it is, as a failed automatic checkpoint of SQLite's would; the commits
+   * go on, and the next look or answer tries again.
+   */
+  private onMain(checkpoint: () => void): void {
+    if (!this.db.open || this.db.inTransaction) return;
     try {
-      this.forceIfPastBound();
+      checkpoint();
     } catch {
-      // A checkpoint that fails (the disk, a lock) leaves the WAL as it is, as a failed automatic
-      // checkpoint of SQLite's would; the commits go on, and the next look tries again.
+      // as above
     }
   }
 
@@ -205,13 +215,7 @@ export class Checkpointer {
     if (m.busy === 0) this.stats.thread += 1;
     this.stats.maxLog = Math.max(this.stats.maxLog, m.log);
     // The thread is idle now, so the main connection's checkpoint never finds the lock taken by it.
-    if (m.log >= this.restartFrames) {
-      try {
-        this.restart(m);
-      } catch {
-        // As a failed look at the hard bound: the WAL stays, the next answer tries again.
-      }
-    }
+    if (m.log >= this.restartFrames) this.onMain(() => this.restart(m));
     const quiet = m.log === this.lastLog && m.checkpointed === m.log;
     this.lastLog = m.log;
     this.schedule(quiet ? this.idleMs : this.busyMs);
@@ -219,7 +223,6 @@ export class Checkpointer {
 
   /** Copies on the main connection what the thread has not copied yet; the next write then restarts the WAL. */
   private restart(thread: CheckpointRow): void {
-    if (!this.db.open || this.db.inTransaction) return;
     const row = this.mainCheckpoint.get() as CheckpointRow;
     if (row.busy === 0) {
       this.stats.main += 1;

@@ -421,12 +421,12 @@ export class RunStore {
     };
   }
 
-  /** The Oz fields a run was created with, as given (a retry keeps them). */
   /** The seq of the log entry whose delivery started the run, for a retry to list under it too; null for other runs. */
   entryOf(runId: string): number | null {
     return (this.stmts.entryOf.get(runId) as { delivery_seq: number | null } | undefined)?.delivery_seq ?? null;
   }
 
+  /** The Oz fields a run was created with, as given (a retry keeps them). */
   ozOf(runId: string): OzFields | null {
     const row = this.stmts.get.get(runId) as Row | undefined;
     return row?.oz ? (JSON.parse(row.oz) as OzFields) : null;
