@@ -9,18 +9,20 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortDeep(value));
 }
 
-function sortDeep(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortDeep);
+function sortDeep(value: unknown, key = ''): unknown {
+  value = asJson(value, key);
+  if (Array.isArray(value)) return value.map((v, i) => sortDeep(v, String(i)));
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const v = (value as Record<string, unknown>)[key];
-      if (v === undefined) continue;
+    for (const k of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[k];
+      // Members JSON leaves out; left in, a function named toJSON would be called on the copy.
+      if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
       // Plain assignment: objects with the same keys then share one shape, so a large snapshot
       // copies faster than by defining each property (docs/architecture.md#compile-speed).
       // Assigning __proto__ would set the prototype instead.
-      if (key === '__proto__') Object.defineProperty(out, key, { value: sortDeep(v), enumerable: true, writable: true, configurable: true });
-      else out[key] = sortDeep(v);
+      if (k === '__proto__') Object.defineProperty(out, k, { value: sortDeep(v, k), enumerable: true, writable: true, configurable: true });
+      else out[k] = sortDeep(v, k);
     }
     return out;
   }
@@ -28,11 +30,25 @@ function sortDeep(value: unknown): unknown {
 }
 
 /**
+ * What JSON.stringify serialises in place of `value`, before looking at its members: the result
+ * of its toJSON (own or inherited, as a Date's), or the primitive in a String, Number or Boolean
+ * object. So the keys of what a toJSON returns are sorted too.
+ */
+function asJson(value: unknown, key: string): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  const toJSON = (value as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') value = toJSON.call(value, key);
+  if (value instanceof String || value instanceof Number || value instanceof Boolean) return value.valueOf();
+  return value;
+}
+
+/**
  * `JSON.parse(canonicalJson(value))` and that JSON text, without parsing it back: one copy with
  * sorted keys in which every value is already what JSON makes of it (undefined members dropped,
  * undefined and functions in arrays null, NaN and Infinity null, -0 zero). A snapshot is built
- * this way (docs/architecture.md#compile-speed). An object with a toJSON function of its own,
- * which JSON.stringify would call, takes the long way.
+ * this way (docs/architecture.md#compile-speed). An object with a toJSON function, own or
+ * inherited (a Date), or a String, Number or Boolean object takes the long way, through
+ * `canonicalJson`, which serialises them as JSON.stringify does.
  */
 export function canonicalCopy<T>(value: T): { copy: T; json: string } {
   try {
@@ -59,14 +75,14 @@ function jsonCopy(value: unknown): unknown {
     }
     return out;
   }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function' || value instanceof String || value instanceof Number || value instanceof Boolean) {
+    throw CALLS_TO_JSON;
+  }
   const out: Record<string, unknown> = {};
   for (const key of sortedKeys(value)) {
     const v = (value as Record<string, unknown>)[key];
     if (v === undefined || typeof v === 'symbol') continue;
-    if (typeof v === 'function') {
-      if (key === 'toJSON') throw CALLS_TO_JSON;
-      continue;
-    }
+    if (typeof v === 'function') continue;
     if (key === '__proto__') Object.defineProperty(out, key, { value: jsonCopy(v), enumerable: true, writable: true, configurable: true });
     else out[key] = jsonCopy(v);
   }

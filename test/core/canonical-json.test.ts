@@ -59,7 +59,30 @@ test('canonicalCopy is what JSON makes of the value, with its canonical JSON', (
     }),
     { numRuns: 3000 },
   );
-  // An object with a toJSON method of its own is serialised through it, as by canonicalJson.
-  const called = { a: 1, nested: { toJSON: () => ({ z: 1, y: 2 }) } };
-  assert.deepEqual(canonicalCopy(called), { copy: { a: 1, nested: { z: 1, y: 2 } }, json: canonicalJson(called) });
+});
+
+test('what a toJSON returns is sorted too, and Dates and boxed primitives are written as JSON writes them', () => {
+  const cases: [unknown, string][] = [
+    [{ a: 1, nested: { toJSON: () => ({ z: 1, y: 2 }) } }, '{"a":1,"nested":{"y":2,"z":1}}'],
+    // toJSON gets its member's key, and what it returns is not asked again (its own toJSON is left out).
+    [{ k: { toJSON: (key: string) => ({ key, toJSON: () => 'twice' }) } }, '{"k":{"key":"k"}}'],
+    [{ when: new Date(0), list: [new Date(1000)] }, '{"list":["1970-01-01T00:00:01.000Z"],"when":"1970-01-01T00:00:00.000Z"}'],
+    [[new String('ab'), new Number(1), new Boolean(false)], '["ab",1,false]'],
+  ];
+  for (const [value, text] of cases) {
+    assert.equal(canonicalJson(value), text);
+    assert.deepEqual(canonicalCopy(value), { copy: JSON.parse(text), json: text });
+  }
+});
+
+test('canonicalJson holds what JSON.stringify holds, whatever the value', () => {
+  const odd = fc.constantFrom(-0, Number.NaN, -Infinity, () => 1, Symbol('s'), new Date(0), [, 1], { toJSON: 'data' }, new String('ab'), { toJSON: () => ({ b: 1, a: 2 }) });
+  const withOdd = fc.oneof(fc.array(fc.oneof(value, odd)), fc.dictionary(key, fc.oneof(value, odd)));
+  fc.assert(
+    fc.property(withOdd, (v) => {
+      // deepStrictEqual does not look at key order: this is the content, compared with JSON's own.
+      assert.deepStrictEqual(JSON.parse(canonicalJson(v)), JSON.parse(JSON.stringify(v)));
+    }),
+    { numRuns: 3000 },
+  );
 });
