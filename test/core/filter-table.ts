@@ -15,7 +15,7 @@ export interface FilterCase {
   path?: string[];
 }
 
-// Excerpts of reference/payloads/github/*.json (the octokit/webhooks examples, MIT): the real
+// Excerpts of GitHub payloads from the octokit/webhooks examples (MIT): the real
 // shapes and values, trimmed to the fields the rows use.
 const PR_LABELED = `{"action": "labeled", "number": 2, "label": {"name": "bug", "color": "d73a4a"}, "pull_request": {"number": 2, "state": "open", "draft": false, "merged": false, "merged_by": null, "base": {"ref": "master"}, "head": {"ref": "changes"}, "labels": [{"id": 1362934389, "name": "bug", "color": "d73a4a", "default": true}], "user": {"login": "Codertocat", "type": "User"}, "requested_reviewers": [{"login": "octocat"}], "milestone": {"number": 1, "title": "v1.0", "state": "closed"}}, "sender": {"login": "Codertocat", "type": "User"}}`;
 const WORKFLOW_RUN_COMPLETED = `{"action": "completed", "workflow": {"name": "test", "path": ".github/workflows/test.yml"}, "workflow_run": {"name": "", "conclusion": "success", "status": "completed", "head_branch": "master", "event": "repository_dispatch", "pull_requests": []}}`;

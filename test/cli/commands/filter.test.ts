@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runBuffered } from '../helpers.ts';
 
-// A pull_request.labeled body, trimmed from reference/payloads/github (octokit/webhooks examples).
+// A pull_request.labeled body, trimmed from the octokit/webhooks examples (MIT).
 const PR_LABELED = JSON.stringify({
   action: 'labeled',
   pull_request: { base: { ref: 'master' }, labels: [{ name: 'bug' }], draft: false },

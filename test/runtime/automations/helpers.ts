@@ -14,7 +14,7 @@ import { AGENTS, envYaml } from '../routes/runs-helpers.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-/** reference/payloads/github/pull_request.opened.json (octokit/webhooks examples, MIT), byte for byte. */
+/** pull_request.opened from the octokit/webhooks examples (MIT), byte for byte. */
 export const PR_OPENED: Buffer = readFileSync(path.join(HERE, '../ingress/schemes/fixtures/github/pull_request.opened.json'));
 
 export const FACTORY = 'shop';
