@@ -1,5 +1,6 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
@@ -124,4 +125,36 @@ async function onPostgres(
       await drop();
     },
   };
+}
+
+/**
+ * Asserts that none of `values` is stored in the runtime's database in any form a careless write
+ * would leave (as is, UTF-16, base64 or hex). On SQLite: the database file, its WAL and shared
+ * memory, as bytes (the file must exist, so the check cannot pass by finding nothing). On
+ * PostgreSQL (FACTORY_TEST_ENGINE=postgres): every row of every table of the runtime's schema,
+ * as PostgreSQL writes it as text (bytea columns in hex).
+ */
+export function assertNotAtRest(rt: Pick<TestRuntime, 'store' | 'dataDir'>, values: readonly string[]): void {
+  const stored: [string, Buffer][] = [];
+  if (rt.store.engine === 'sqlite') {
+    const db = join(rt.dataDir, 'factory.db');
+    assert.ok(existsSync(db), `the database file ${db} exists`);
+    for (const file of [db, `${db}-wal`, `${db}-shm`]) if (existsSync(file)) stored.push([file, readFileSync(file)]);
+  } else {
+    const tables = rt.store.db
+      .prepare(`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`)
+      .pluck()
+      .all() as string[];
+    assert.ok(tables.includes('secrets'), `the runtime's tables were found (${tables.join(', ')})`);
+    for (const table of tables) {
+      const rows = rt.store.db.prepare(`SELECT t::text FROM "${table}" t`).pluck().all() as string[];
+      stored.push([`table ${table}`, Buffer.from(rows.join('\n'))]);
+    }
+  }
+  for (const value of values) {
+    const forms = [Buffer.from(value), Buffer.from(value, 'utf16le'), Buffer.from(Buffer.from(value).toString('base64')), Buffer.from(Buffer.from(value).toString('hex'))];
+    for (const [where, bytes] of stored) {
+      for (const form of forms) assert.ok(!bytes.includes(form), `a value (${value.slice(0, 4)}…) is stored in ${where}`);
+    }
+  }
 }

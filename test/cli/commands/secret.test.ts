@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripOneNewline } from '../../../cli/commands/secret.ts';
-import { startTestRuntime } from '../../runtime/helpers.ts';
+import { assertNotAtRest, startTestRuntime } from '../../runtime/helpers.ts';
 import { runCliInProcess } from '../../helpers/cli.ts';
 
 /** Runs the CLI (in-process), with only PATH and the given variables in its environment. */
@@ -62,13 +62,11 @@ test('factory secret create/update/list/delete through the CLI; the value never 
     assert.match(unreachable.stderr, /cannot reach the runtime at http:\/\/127\.0\.0\.1:1/);
 
     const outputs = [created, updated, pending, list, table].map((r) => r.stdout + r.stderr).join('\n');
-    const db = join(rt.dataDir, 'factory.db');
-    const files = [db, db + '-wal'].filter(existsSync).map((f) => readFileSync(f));
     for (const v of [VALUE.trim(), FILE_VALUE]) {
       assert.ok(!outputs.includes(v), 'not in CLI output');
       assert.ok(!rt.logs.text.includes(v), 'not in the logs');
-      for (const bytes of files) assert.ok(!bytes.includes(Buffer.from(v)), 'not in the database files');
     }
+    assertNotAtRest(rt, [VALUE.trim(), FILE_VALUE]);
   } finally {
     await rt.stop();
   }

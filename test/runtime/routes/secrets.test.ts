@@ -1,8 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { startTestRuntime } from '../helpers.ts';
+import { assertNotAtRest, startTestRuntime } from '../helpers.ts';
 
 const VALUE = 'leak-canary-3f9b1c7e-value';
 const VALUE2 = 'leak-canary-second-8d21';
@@ -57,15 +55,7 @@ test('secrets API: create, pending, update, list, get, delete; never a value in 
 
     for (const text of responses) assert.ok(!text.includes(VALUE) && !text.includes(VALUE2), text);
     assert.ok(!rt.logs.text.includes(VALUE) && !rt.logs.text.includes(VALUE2), 'no value in the logs');
-    const db = join(rt.dataDir, 'factory.db');
-    for (const file of [db, db + '-wal', db + '-shm']) {
-      if (!existsSync(file)) continue;
-      const bytes = readFileSync(file);
-      for (const v of [VALUE, VALUE2]) {
-        assert.ok(!bytes.includes(Buffer.from(v)), `${v} in ${file}`);
-        assert.ok(!bytes.includes(Buffer.from(v, 'utf16le')), `${v} (utf-16) in ${file}`);
-      }
-    }
+    assertNotAtRest(rt, [VALUE, VALUE2]);
   } finally {
     await rt.stop();
   }
