@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Router } from '@koa/router';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { ROUTES } from '../../../runtime/routes/index.ts';
-import { applyFactory, createSecret, deliverGithub, factoryFiles, GITHUB_UID, OTHER_UID, PR_OPENED, FACTORY } from '../automations/helpers.ts';
+import { createSecret, deliverGithub, factoryFiles, GITHUB_UID, OTHER_UID, PR_OPENED, FACTORY } from '../automations/helpers.ts';
 import { runCliInProcess, terminalEnv, type CliResult } from '../../helpers/cli.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { ROUTE_SCOPES } from './scope-table.ts';
@@ -19,6 +19,8 @@ const OWN = 'elsewhere';
 const OWN_ENV = 'elsewhere-agent';
 const UNKNOWN_UID = 'wh_nosuchnosuchnosuchnosuchno';
 const UNKNOWN_FACTORY = 'nosuch';
+/** The id of the foreign factory's schedule (or, for UNKNOWN_FACTORY, of one that does not exist). */
+const SCHEDULE = (factory: string) => `${factory}/nightly/nightly`;
 
 let rt: TestRuntime;
 let key: string;
@@ -27,7 +29,15 @@ let deliveryId: string;
 before(async () => {
   rt = await startTestRuntime();
   await createSecret(rt);
-  await applyFactory(rt, { review: {} });
+  // The foreign factory: a webhook automation and one with a schedule (for the schedule routes).
+  const foreignFiles = [
+    ...factoryFiles({ review: {} }),
+    { path: 'automations/nightly.md', text: '---\ntriggers:\n  - provider: schedule\n    event: cron_fired\n    schedule:\n      name: nightly\n      cron: "@daily"\nenvironment: agent\n---\nThe nightly sweep.\n' },
+  ];
+  const foreignBuilt = compile(foreignFiles);
+  assert.ok(foreignBuilt.snapshot, JSON.stringify(foreignBuilt.diagnostics));
+  const foreignApplied = await rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot: foreignBuilt.snapshot } });
+  assert.equal(foreignApplied.status, 200, await foreignApplied.clone().text());
   const sent = await deliverGithub(rt, PR_OPENED);
   assert.equal(sent.res.status, 202);
   deliveryId = sent.deliveryId;
@@ -98,9 +108,9 @@ const CASES = (): Case[] => [
   factoryCase('POST', (f) => `/api/v1/automations/${f}/review/test`, { delivery_id: deliveryId }),
   // runtime/routes/schedules.ts: a foreign factory's schedules are not listed, and one is a 404 like an unknown id.
   factoryCase('GET', () => '/api/v1/agent/schedules'),
-  factoryCase('GET', (f) => `/api/v1/agent/schedules/${encodeURIComponent(`${f}/review/#0`)}`),
-  factoryCase('POST', (f) => `/api/v1/agent/schedules/${encodeURIComponent(`${f}/review/#0`)}/pause`),
-  factoryCase('POST', (f) => `/api/v1/agent/schedules/${encodeURIComponent(`${f}/review/#0`)}/resume`),
+  factoryCase('GET', (f) => `/api/v1/agent/schedules/${encodeURIComponent(SCHEDULE(f))}`),
+  factoryCase('POST', (f) => `/api/v1/agent/schedules/${encodeURIComponent(SCHEDULE(f))}/pause`),
+  factoryCase('POST', (f) => `/api/v1/agent/schedules/${encodeURIComponent(SCHEDULE(f))}/resume`),
   // Test filter on the key's own automation, naming the foreign webhook or its delivery.
   {
     method: 'POST',
@@ -143,6 +153,13 @@ test('lists of a limited key leave the foreign factory out, and the refused call
   assert.deepEqual(hooks.webhooks.map((w) => w.uid), [OTHER_UID]);
   const autos = (await (await rt.fetch('/api/v1/automations', { key })).json()) as { automations: { factory: string; name: string }[] };
   assert.deepEqual(autos.automations.map((a) => `${a.factory}/${a.name}`), [`${OWN}/mine`]);
+
+  // The foreign schedule exists (the admin key lists it), is not in the limited key's list, and
+  // the refused pause left it running.
+  const everyone = (await (await rt.fetch('/api/v1/agent/schedules')).json()) as { schedules: { id: string; enabled: boolean }[] };
+  assert.deepEqual(everyone.schedules.find((x) => x.id === SCHEDULE(FACTORY))?.enabled, true, JSON.stringify(everyone.schedules));
+  const limited = (await (await rt.fetch('/api/v1/agent/schedules', { key })).json()) as { schedules: { id: string }[] };
+  assert.deepEqual(limited.schedules, []);
 
   // The foreign webhook is still enabled, undeleted, with its secret: deliveries still go in.
   const shown = (await (await rt.fetch(`/api/v1/webhooks/${GITHUB_UID}`)).json()) as { enabled: boolean; deleted_at: string | null; factory: string };
