@@ -31,7 +31,13 @@ export function automationRunBase(automation: AutomationRecord): Pick<NewRun, 'e
  * prompt plus the envelope, the body exactly as received attached as `event-payload.json`, `source:
  * WEBHOOK`, and the creator naming the automation.
  */
-export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWebhook, 'uid' | 'name' | 'factory'>, delivery: Pick<AcceptedDelivery, 'seq' | 'deliveryId' | 'payload'>): NewRun {
+export function webhookRun(
+  automation: AutomationRecord,
+  webhook: Pick<IngressWebhook, 'uid' | 'name' | 'factory'>,
+  delivery: Pick<AcceptedDelivery, 'seq' | 'deliveryId' | 'payload'>,
+  /** The delivery's entry is written in the same transaction: the run reads the payload from it (store/runs.ts `NewRun`). */
+  entryInThisTransaction = false,
+): NewRun {
   return {
     prompt: runPrompt(automation.prompt, {
       factory: webhook.factory,
@@ -45,7 +51,7 @@ export function webhookRun(automation: AutomationRecord, webhook: Pick<IngressWe
     webhookUid: webhook.uid,
     deliveryId: delivery.deliveryId,
     deliverySeq: delivery.seq,
-    attachments: [{ name: EVENT_PAYLOAD_FILE, bytes: delivery.payload }],
+    attachments: [{ name: EVENT_PAYLOAD_FILE, bytes: delivery.payload, inEntry: entryInThisTransaction }],
   };
 }
 
@@ -78,7 +84,7 @@ export function automationsHook(store: Store, afterCreate?: () => void): Accepte
     // it, and only when some filter of this webhook's automations needs it.
     const matched = matchCompiled(automationsOf(webhook), () => (body ? body.json : parsePayload(delivery.payload)));
     if (matched.length === 0) return;
-    store.runs.insertInTx(matched.map((a) => webhookRun(a, webhook, delivery)));
+    store.runs.insertInTx(matched.map((a) => webhookRun(a, webhook, delivery, true)));
     // Must not touch the store: the caller defers it past the commit (e.g. the executor's wake).
     afterCreate?.();
   };

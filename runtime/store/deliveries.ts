@@ -183,6 +183,12 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   // The seq of a webhook's `keep`-th newest entry: entries below it are outside the newest `keep`.
   const keepBoundary = db.prepare('SELECT seq FROM deliveries WHERE webhook_uid = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
   const deleteEntry = db.prepare('DELETE FROM deliveries WHERE seq = ?');
+  // Before an entry goes, the runs that read their event payload from it (migration 017) get
+  // their own copy; they are among the runs it lists (runs_by_entry), so no scan.
+  const copyPayloadToRuns = db.prepare(
+    `UPDATE run_attachments SET bytes = (SELECT d.payload FROM deliveries d WHERE d.seq = ?), entry_seq = NULL
+     WHERE entry_seq = ? AND run_id IN (SELECT r.run_id FROM runs r WHERE r.delivery_seq = ?)`,
+  );
   // An identity outlives its entry (30 days against 7), never the other way round: one whose
   // Accepted entry is still in the log (among the newest 50 of a quiet webhook) stays, as the way
   // to find that entry by id. The claim's cutoff, not this, decides whether it still dedups.
@@ -296,6 +302,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
       }
       entryCursor = row.seq;
       if (row.seq >= boundary) continue; // among the newest `keep` of its webhook
+      copyPayloadToRuns.run(row.seq, row.seq, row.seq);
       deleted += deleteEntry.run(row.seq).changes;
     }
     if (rows.length < budget) {

@@ -129,7 +129,13 @@ export interface NewRun {
   deliveryId?: string | null;
   /** The seq of the Accepted log entry of that delivery: the entry lists the run (docs/ingress.md#delivery-log). */
   deliverySeq?: number | null;
-  attachments?: { name: string; bytes: Buffer }[];
+  /**
+   * `inEntry`: the bytes are the payload stored in the run's own log entry (`deliverySeq`), which
+   * is read instead of a copy while the entry is kept (migration 017, docs/automations.md#the-event-payload).
+   * Only for an entry written in the same transaction: the log's retention cannot have deleted it
+   * yet, and copies the bytes in when it does.
+   */
+  attachments?: { name: string; bytes: Buffer; inEntry?: boolean }[];
   oz?: OzFields | null;
   schedule?: RunSchedule;
   retryOf?: string | null;
@@ -206,6 +212,9 @@ export interface FinishInput {
 }
 
 /** Thrown (and caught) when a concurrent create took the same Idempotency-Key first. */
+/** The bytes column of an attachment kept in its log entry (NOT NULL, so empty). */
+const NO_BYTES = Buffer.alloc(0);
+
 const IDEMPOTENCY_RACE = new Error('the Idempotency-Key was taken by a concurrent create');
 
 /** Idempotency keys are remembered this long (docs/api.md). */
@@ -281,10 +290,14 @@ export class RunStore {
         factory, automation, webhook_uid, delivery_id, delivery_seq, metadata, oz, schedule, retry_of, replay, notify, created_at, updated_at)
         VALUES (@run_id, 'QUEUED', @title, @prompt, @environment_id, @source, @creator_type, @creator_name,
         @factory, @automation, @webhook_uid, @delivery_id, @delivery_seq, @metadata, @oz, @schedule, @retry_of, @replay, @notify, @now, @now)`),
-      insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256) VALUES (?, ?, ?, ?, ?)'),
+      insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256, entry_seq) VALUES (?, ?, ?, ?, ?, ?)'),
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
-      attachmentBytes: db.prepare('SELECT name, bytes FROM run_attachments WHERE run_id = ? ORDER BY name'),
+      // An attachment kept in its run's log entry is read from there (`entry` is that entry's seq
+      // when it still holds a payload, to tell a missing one from an empty one).
+      attachmentBytes: db.prepare(`SELECT a.name, a.entry_seq, d.seq AS entry, CASE WHEN a.entry_seq IS NULL THEN a.bytes ELSE d.payload END AS bytes
+        FROM run_attachments a LEFT JOIN deliveries d ON d.seq = a.entry_seq AND d.payload IS NOT NULL
+        WHERE a.run_id = ? ORDER BY a.name`),
       // The claim: one statement, so two claimers can never both move the same run (docs/runs.md).
       // On PostgreSQL, replicas claim at once: the row is locked by the first, and skipped by the
       // others, which take the next QUEUED run instead of waiting (docs/runtime.md#postgresql).
@@ -540,7 +553,9 @@ export class RunStore {
         now,
       });
       for (const a of input.attachments ?? []) {
-        this.stmts.insertAttachment.run(run_id, a.name, a.bytes, a.bytes.length, createHash('sha256').update(a.bytes).digest('hex'));
+        const entrySeq = a.inEntry && input.deliverySeq != null ? input.deliverySeq : null;
+        const sha256 = createHash('sha256').update(a.bytes).digest('hex');
+        this.stmts.insertAttachment.run(run_id, a.name, entrySeq === null ? a.bytes : NO_BYTES, a.bytes.length, sha256, entrySeq);
       }
       ids.push(run_id);
     }
@@ -576,7 +591,12 @@ export class RunStore {
 
   /** Attachment bytes, for the executor. */
   attachmentBytes(runId: string): { name: string; bytes: Buffer }[] {
-    return this.stmts.attachmentBytes.all(runId) as { name: string; bytes: Buffer }[];
+    const rows = this.stmts.attachmentBytes.all(runId) as { name: string; entry_seq: number | null; entry: number | null; bytes: Buffer }[];
+    return rows.map((r) => {
+      // Never an empty file in place of a payload: retention copies the bytes in before it deletes the entry.
+      if (r.entry_seq !== null && r.entry === null) throw new Error(`The attachment ${r.name} of run ${runId} is kept in log entry ${r.entry_seq}, which holds no payload.`);
+      return { name: r.name, bytes: r.bytes };
+    });
   }
 
   /**

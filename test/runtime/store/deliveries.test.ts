@@ -282,3 +282,77 @@ test('migration 016 points each existing webhook run at the newest Accepted entr
   const indexes = check.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('runs', 'deliveries') ORDER BY name`).pluck().all();
   assert.ok(indexes.includes('runs_by_entry') && !indexes.includes('runs_delivery') && !indexes.includes('migration_016_accepted'), String(indexes));
 });
+
+forEachEngine('a webhook run reads its event payload from its log entry, and gets its own copy before retention deletes the entry', (t, db) => {
+  const { store } = setup(t, db);
+  const t0 = Date.parse('2026-03-01T00:00:00.000Z');
+  const payloadOf = (i: number) => Buffer.from(JSON.stringify({ n: i, text: `payload ${i} ` + 'é'.repeat(i) }));
+  const run = (d: { seq: number; deliveryId: string; payload: Buffer }, name: string, inEntry = true) => ({
+    prompt: name,
+    environmentId: 'default',
+    source: 'WEBHOOK' as const,
+    creator: { type: 'automation' as const, name },
+    webhookUid: 'wh_a',
+    deliveryId: d.deliveryId,
+    deliverySeq: d.seq,
+    attachments: [{ name: 'event-payload.json', bytes: d.payload, inEntry }],
+  });
+  // 60 old deliveries, each starting two runs that read the entry, and one with an ordinary copy.
+  const items: DeliveryWrite[] = Array.from({ length: 60 }, (_, i) => ({
+    kind: 'accept',
+    facts: at(t0 + i, 'wh_a', `d-${i}`),
+    payload: payloadOf(i),
+    onAccepted: (d) => void store.runs.insertInTx([run(d, 'first'), run(d, 'second'), run(d, 'copied', false)]),
+  }));
+  for (const r of store.deliveries.writeBatch(items, LIMITS)) assert.equal(r.ok, true);
+  const row = store.db.prepare('SELECT length(bytes) AS n, entry_seq FROM run_attachments WHERE run_id = ?');
+  const entrySeqs = Array.from({ length: 60 }, (_, i) => store.deliveries.get('wh_a', `d-${i}`)!.seq);
+  const runsOf = (i: number) => store.runs.byEntry(entrySeqs[i]).map((r) => r.run_id);
+  for (const i of [0, 59]) {
+    const [first, second, copied] = runsOf(i);
+    for (const id of [first, second]) {
+      assert.deepEqual({ ...(row.get(id) as object) }, { n: 0, entry_seq: entrySeqs[i] }, 'no copy of the bytes in the row');
+      assert.deepEqual(store.runs.attachmentBytes(id), [{ name: 'event-payload.json', bytes: payloadOf(i) }]);
+      const [meta] = store.runs.get(id)!.attachments;
+      assert.equal(meta.size, payloadOf(i).length);
+    }
+    assert.deepEqual({ ...(row.get(copied) as object) }, { n: payloadOf(i).length, entry_seq: null });
+  }
+
+  // Retention deletes the 10 oldest entries (outside the newest 50, older than 7 days); their runs
+  // keep the exact bytes, now in their own rows, and the entries kept still lend theirs.
+  const deleted = store.deliveries.prune(new Date(t0 + 8 * DAY), LIMITS);
+  assert.equal(deleted.entries, 10);
+  for (let i = 0; i < 60; i++) {
+    const pruned = i < 10;
+    assert.equal(store.deliveries.get('wh_a', `d-${i}`) === undefined, pruned, `d-${i}`);
+    for (const id of runsOf(i)) {
+      assert.deepEqual(store.runs.attachmentBytes(id), [{ name: 'event-payload.json', bytes: payloadOf(i) }], `${id} of d-${i}`);
+      const r = row.get(id) as { n: number; entry_seq: number | null };
+      if (pruned || store.runs.get(id)!.creator.name === 'copied') assert.deepEqual({ ...r }, { n: payloadOf(i).length, entry_seq: null });
+      else assert.deepEqual({ ...r }, { n: 0, entry_seq: entrySeqs[i] });
+    }
+  }
+
+  // A run not started by a delivery has nothing to read from: its bytes are its own whatever it asks.
+  const api = store.runs.create({ prompt: 'api', environmentId: 'default', source: 'API', creator: { type: 'user', name: 'u' }, attachments: [{ name: 'a.png', bytes: Buffer.from([1, 2, 3]), inEntry: true }] });
+  assert.deepEqual({ ...(row.get(api.run_id) as object) }, { n: 3, entry_seq: null });
+  // An entry gone without retention (never done by the runtime) is an error, not an empty file.
+  const [kept] = runsOf(30);
+  store.db.prepare('DELETE FROM deliveries WHERE seq = ?').run(entrySeqs[30]);
+  assert.throws(() => store.runs.attachmentBytes(kept), new RegExp(`is kept in log entry ${entrySeqs[30]}, which holds no payload`));
+});
+
+test('migration 017 leaves existing attachments with their bytes', (t) => {
+  const { path, db } = schemaBefore(t, 17);
+  db.prepare(
+    `INSERT INTO runs (run_id, state, prompt, environment_id, source, creator_type, creator_name, created_at, updated_at)
+     VALUES ('run_a', 'QUEUED', 'p', 'default', 'API', 'user', 'u', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`,
+  ).run();
+  db.prepare(`INSERT INTO run_attachments (run_id, name, bytes, size, sha256) VALUES ('run_a', 'a.json', ?, 2, 'x')`).run(Buffer.from('{}'));
+  db.close();
+  const store = openStore({ path, clock: new FakeClock() });
+  t.after(() => store.close());
+  assert.deepEqual(store.runs.attachmentBytes('run_a'), [{ name: 'a.json', bytes: Buffer.from('{}') }]);
+  assert.equal(store.db.prepare(`SELECT entry_seq FROM run_attachments WHERE run_id = 'run_a'`).pluck().get(), null);
+});
