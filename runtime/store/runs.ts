@@ -211,10 +211,10 @@ export interface FinishInput {
   retryable?: boolean;
 }
 
-/** Thrown (and caught) when a concurrent create took the same Idempotency-Key first. */
 /** The bytes column of an attachment kept in its log entry (NOT NULL, so empty). */
 const NO_BYTES = Buffer.alloc(0);
 
+/** Thrown (and caught) when a concurrent create took the same Idempotency-Key first. */
 const IDEMPOTENCY_RACE = new Error('the Idempotency-Key was taken by a concurrent create');
 
 /** Idempotency keys are remembered this long (docs/api.md). */
