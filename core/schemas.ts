@@ -1,4 +1,5 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvInstance, ErrorObject, ValidateFunction } from 'ajv';
 import factorySchema from '../schemas/factory.schema.json' with { type: 'json' };
 import webhookSchema from '../schemas/webhook.schema.json' with { type: 'json' };
 import automationSchema from '../schemas/automation.schema.json' with { type: 'json' };
@@ -25,7 +26,13 @@ import type { Snapshot } from './snapshot.ts';
  * grammar's scalars. verbose puts the failing schema on each error, which the compiler reads for
  * "did you mean".
  */
-let ajv: Ajv | undefined;
+let ajv: AjvInstance | undefined;
+
+/**
+ * Ajv itself is loaded with the first compile too: its module graph is large enough to be a tenth
+ * of `factory serve`'s start-up, and a runtime validates nothing until its first apply or API body.
+ */
+const requireHere = createRequire(import.meta.url);
 
 /** What each definitions file kind is validated against. */
 export type DefinitionKind =
@@ -60,7 +67,10 @@ const compiled = new Map<object, ValidateFunction>();
 function compileOnce(schema: object): ValidateFunction {
   let validate = compiled.get(schema);
   if (!validate) {
-    ajv ??= new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
+    if (!ajv) {
+      const { Ajv } = requireHere('ajv') as typeof import('ajv');
+      ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
+    }
     validate = ajv.compile(schema);
     compiled.set(schema, validate);
   }
