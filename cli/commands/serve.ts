@@ -57,12 +57,17 @@ export function registerServe(program: Command, io: CliIO): void {
     )
     .action(async (flags: ServeFlags) => {
       // The runtime (Koa, SQLite, the executor) is loaded when serve runs, never for `factory --help`.
-      const [{ parseConfig }, { startServer }, { flushLogs }] = await Promise.all([
-        import('../../runtime/config.ts'),
-        import('../../runtime/server.ts'),
-        import('../../runtime/log.ts'),
-      ]);
+      const { parseConfig } = await import('../../runtime/config.ts');
       const config = parseConfig(flags, io.env, io.cwd);
+      // The sandbox's probe (a bubblewrap process) runs while the runtime loads and opens its store;
+      // the executor awaits its verdict before it starts (docs/runtime.md#executor).
+      if (config.executeRuns) {
+        // A failure here is the executor's to report: it asks again, and stops serve with one sentence.
+        void import('../../runtime/executor/sandbox.ts')
+          .then(({ isolationOf, probeIsolationAsync }) => probeIsolationAsync(isolationOf(config)))
+          .catch(() => undefined);
+      }
+      const [{ startServer }, { flushLogs }] = await Promise.all([import('../../runtime/server.ts'), import('../../runtime/log.ts')]);
       const server = await startServer(config);
       // The log writes its lines at the end of each turn (runtime/log.ts): the ones start-up logged
       // go out first, so stdout reads in the order things happened.

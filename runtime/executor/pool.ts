@@ -26,7 +26,7 @@ import type { FinalState, FinishInput, RunRecord } from '../store/runs.ts';
 import { runJob, type JobResult } from './job.ts';
 import { agentNotFoundMessage, applyIsolation, prepareJob, RunSetupError, type PreparedJob } from './prepare.ts';
 import { killOrphanGroup } from './process.ts';
-import { assertIsolation, isolationOf, type Isolation } from './sandbox.ts';
+import { assertIsolationAsync, isolationOf, type Isolation } from './sandbox.ts';
 import { removeWorkspace } from './workspace.ts';
 
 declare module '../services.ts' {
@@ -93,8 +93,9 @@ export class ExecutorPool implements Service {
 
   /** Restart recovery, first clean-up, then the poll. */
   async start(): Promise<void> {
-    // Never weaken silently: a sandbox that cannot start stops the runtime with one sentence.
-    assertIsolation(this.isolation);
+    // Never weaken silently: a sandbox that cannot start stops the runtime with one sentence. The
+    // probe may already be under way (`factory serve` starts it while the runtime loads).
+    await assertIsolationAsync(this.isolation);
     if (this.isolation.kind === 'direct' && !this.deps.config.directAnnounced) {
       this.deps.log.warn(
         { executor: 'direct', runAs: this.isolation.runAs },

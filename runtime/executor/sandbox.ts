@@ -20,7 +20,7 @@
  * find or execute, so the transcript says "agent program ... was not found" as it does unwrapped.
  */
 
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -288,49 +288,134 @@ export interface IsolationProblem {
  */
 export function probeIsolation(iso: Isolation): IsolationProblem | undefined {
   const key = JSON.stringify(iso);
-  if (!probeCache.has(key)) probeCache.set(key, probeOnce(iso));
+  if (!probeCache.has(key)) {
+    const plan = probePlan(iso);
+    probeCache.set(key, plan.done ? plan.problem : plan.judge(spawnSync(plan.bwrap, plan.args, { ...plan.options, encoding: 'utf8' })));
+  }
   return probeCache.get(key);
 }
-const probeCache = new Map<string, IsolationProblem | undefined>();
 
-function probeOnce(iso: Isolation): IsolationProblem | undefined {
+/**
+ * `probeIsolation` without blocking: bubblewrap's probe runs as a child process while the caller
+ * goes on (`factory serve` starts it before it loads the runtime, and the executor awaits it
+ * before its first run, docs/runtime.md#executor). One probe per process and isolation, whichever
+ * form asks first.
+ */
+export function probeIsolationAsync(iso: Isolation): Promise<IsolationProblem | undefined> {
+  const key = JSON.stringify(iso);
+  if (probeCache.has(key)) return Promise.resolve(probeCache.get(key));
+  let pending = probePending.get(key);
+  if (!pending) {
+    const plan = probePlan(iso);
+    pending = plan.done ? Promise.resolve(plan.problem) : spawnCollect(plan.bwrap, plan.args, plan.options).then(plan.judge);
+    pending = pending.then((problem) => {
+      probeCache.set(key, problem);
+      probePending.delete(key);
+      return problem;
+    });
+    probePending.set(key, pending);
+  }
+  return pending;
+}
+const probeCache = new Map<string, IsolationProblem | undefined>();
+const probePending = new Map<string, Promise<IsolationProblem | undefined>>();
+
+/** What `spawnSync` answers, as far as the probe reads it. */
+interface ProbeResult {
+  error?: Error;
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+type ProbePlan =
+  | { done: true; problem: IsolationProblem | undefined }
+  | { done: false; bwrap: string; args: string[]; options: { env: NodeJS.ProcessEnv; timeout: number; stdio: ['ignore', 'pipe', 'pipe'] }; judge(r: ProbeResult): IsolationProblem | undefined };
+
+/** The probe up to its bubblewrap process (the checks that need none are answered at once), and how to read that process's result. */
+function probePlan(iso: Isolation): ProbePlan {
   const layout = hostLayout();
   if (iso.runAs && !layout.setpriv) {
-    return { what: 'the runtime runs as root and starts run commands as another user with setpriv, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: false };
+    return { done: true, problem: { what: 'the runtime runs as root and starts run commands as another user with setpriv, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: false } };
   }
-  if (iso.kind !== 'sandbox') return undefined;
+  if (iso.kind !== 'sandbox') return { done: true, problem: undefined };
   const bwrap = iso.sandbox.bwrap;
-  if (!layout.prlimit) return { what: 'the sandbox sets its limits with prlimit, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: true };
-  // A directory standing in for a workspace, so the probe binds what a run binds.
+  if (!layout.prlimit) return { done: true, problem: { what: 'the sandbox sets its limits with prlimit, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: true } };
+  // A directory standing in for a workspace, so the probe binds what a run binds; gone once judged.
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'factory-probe-'));
+  let args: string[];
   try {
-    const args = bwrapArgs(iso, layout, { workspace: scratch, cwd: SANDBOX_WORKSPACE, network: false, sources: [], argv: ['true'] });
-    const r = spawnSync(bwrap, args, { env: { PATH: SANDBOX_PATH }, encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
-    if (r.error) {
-      const code = (r.error as NodeJS.ErrnoException).code;
-      const what = code === 'ENOENT' ? `bubblewrap (${bwrap}) was not found` : `bubblewrap (${bwrap}) could not be started (${code ?? r.error.message})`;
-      return { what, fix: 'install it (apt-get install bubblewrap)', sandboxOnly: true };
-    }
-    if (r.status !== 0) {
-      const why = (r.stderr || r.stdout || `exit status ${r.status ?? r.signal}`).trim().split('\n')[0];
-      if (/unknown option/i.test(why)) {
-        return { what: `bubblewrap (${bwrap}) is too old for the sandbox's options (${why})`, fix: 'install bubblewrap 0.8 or later (bwrap --version)', sandboxOnly: true };
-      }
-      if (why.startsWith('prlimit')) {
-        return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true };
-      }
-      return { what: `bubblewrap (${bwrap}) cannot create its sandbox here (${why})`, fix: 'allow unprivileged user namespaces, or run the runtime as root', sandboxOnly: true };
-    }
-    return undefined;
-  } finally {
+    args = bwrapArgs(iso, layout, { workspace: scratch, cwd: SANDBOX_WORKSPACE, network: false, sources: [], argv: ['true'] });
+  } catch (err) {
     rmSync(scratch, { recursive: true, force: true });
+    throw err;
   }
+  return {
+    done: false,
+    bwrap,
+    args,
+    options: { env: { PATH: SANDBOX_PATH }, timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] },
+    judge(r) {
+      rmSync(scratch, { recursive: true, force: true });
+      if (r.error) {
+        const code = (r.error as NodeJS.ErrnoException).code;
+        const what = code === 'ENOENT' ? `bubblewrap (${bwrap}) was not found` : `bubblewrap (${bwrap}) could not be started (${code ?? r.error.message})`;
+        return { what, fix: 'install it (apt-get install bubblewrap)', sandboxOnly: true };
+      }
+      if (r.status !== 0) {
+        const why = (r.stderr || r.stdout || `exit status ${r.status ?? r.signal}`).trim().split('\n')[0];
+        if (/unknown option/i.test(why)) {
+          return { what: `bubblewrap (${bwrap}) is too old for the sandbox's options (${why})`, fix: 'install bubblewrap 0.8 or later (bwrap --version)', sandboxOnly: true };
+        }
+        if (why.startsWith('prlimit')) {
+          return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true };
+        }
+        return { what: `bubblewrap (${bwrap}) cannot create its sandbox here (${why})`, fix: 'allow unprivileged user namespaces, or run the runtime as root', sandboxOnly: true };
+      }
+      return undefined;
+    },
+  };
+}
+
+/** `spawnSync`'s result, without blocking: the process's exit status, signal, output, or its spawn error (never rejects). */
+function spawnCollect(file: string, args: string[], options: { env: NodeJS.ProcessEnv; timeout: number; stdio: ['ignore', 'pipe', 'pipe'] }): Promise<ProbeResult> {
+  return new Promise((resolve) => {
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let error: Error | undefined;
+    const { timeout, ...spawnOptions } = options;
+    const child = spawn(file, args, spawnOptions);
+    // As spawnSync does: past the timeout the process is killed and the result is an ETIMEDOUT error.
+    const timer = setTimeout(() => {
+      error ??= Object.assign(new Error(`${file} timed out`), { code: 'ETIMEDOUT' });
+      child.kill('SIGKILL');
+    }, timeout);
+    child.stdout?.on('data', (b: Buffer) => out.push(b));
+    child.stderr?.on('data', (b: Buffer) => err.push(b));
+    child.on('error', (e) => {
+      error ??= e;
+    });
+    child.on('close', (status, signal) => {
+      clearTimeout(timer);
+      resolve({ error, status, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+    });
+  });
 }
 
 /** The probe's outcome as the one sentence `serve` stops with. */
 export function assertIsolation(iso: Isolation): void {
   const p = probeIsolation(iso);
-  if (!p) return;
+  if (p) throw isolationError(p);
+}
+
+/** `assertIsolation` through `probeIsolationAsync`. */
+export async function assertIsolationAsync(iso: Isolation): Promise<void> {
+  const p = await probeIsolationAsync(iso);
+  if (p) throw isolationError(p);
+}
+
+function isolationError(p: IsolationProblem): CliError {
   const direct = p.sandboxOnly ? ', or pass --executor direct to run commands without a sandbox, knowingly (docs/security.md#executors)' : '';
-  throw new CliError(`runs cannot start: ${p.what}; ${p.fix}${direct}.`);
+  return new CliError(`runs cannot start: ${p.what}; ${p.fix}${direct}.`);
 }

@@ -1,0 +1,58 @@
+/**
+ * The sandbox's start-up probe without blocking (`probeIsolationAsync`, which `factory serve`
+ * starts while the runtime loads) gives the same verdict as the blocking one, for a bubblewrap that
+ * works, one that is missing, and stand-ins that fail the ways the verdicts name.
+ */
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseConfig } from '../../../runtime/config.ts';
+import { isolationOf, probeIsolation, probeIsolationAsync } from '../../../runtime/executor/sandbox.ts';
+import { sandboxSkip } from './helpers.ts';
+
+function tempDir(t: { after: (fn: () => void) => void }): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-probe-test-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A stand-in for bwrap that prints `message` to stderr and exits 1. */
+function failingBwrap(dir: string, name: string, message: string): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, `#!/bin/sh\necho '${message}' >&2\nexit 1\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+/** Two isolations that differ only in their data dir, so each form of the probe runs its own bubblewrap. */
+function twoIsolations(dir: string, bwrap: string | undefined) {
+  const env = bwrap ? { FACTORY_BWRAP: bwrap } : {};
+  return [1, 2].map((n) => isolationOf(parseConfig({ dataDir: path.join(dir, `data-${n}`), executor: 'sandbox' }, env)));
+}
+
+test('the probe without blocking agrees with the blocking one, verdict for verdict', { skip: sandboxSkip() || false }, async (t) => {
+  const dir = tempDir(t);
+  const cases: [string, string | undefined, RegExp | undefined][] = [
+    ['a working bubblewrap', undefined, undefined],
+    ['a missing one', path.join(dir, 'no-such-bwrap'), /^bubblewrap \(.*no-such-bwrap\) was not found$/],
+    ['one too old for the options', failingBwrap(dir, 'old-bwrap', 'bwrap: Unknown option --die-with-parent'), /is too old for the sandbox's options \(bwrap: Unknown option --die-with-parent\)$/],
+    ['one whose limits fail', failingBwrap(dir, 'limits-bwrap', 'prlimit: failed to set the NPROC resource limit'), /^the sandbox's limits cannot be set here \(prlimit: failed/],
+    ['one that cannot create its sandbox', failingBwrap(dir, 'no-ns-bwrap', 'bwrap: No permissions to creating new namespace'), /cannot create its sandbox here \(bwrap: No permissions/],
+  ];
+  for (const [what, bwrap, expected] of cases) {
+    const [first, second] = twoIsolations(path.join(dir, what.replace(/ /g, '-')), bwrap);
+    const pending = probeIsolationAsync(first);
+    assert.ok(pending instanceof Promise, what);
+    const async = await pending;
+    const sync = probeIsolation(second);
+    assert.deepEqual(async, sync, what);
+    if (expected) assert.match(async?.what ?? '(none)', expected, what);
+    else assert.equal(async, undefined, what);
+    // Asked again, either form answers from the first verdict.
+    assert.deepEqual(probeIsolation(first), async, what);
+    assert.deepEqual(await probeIsolationAsync(second), sync, what);
+  }
+});
