@@ -111,9 +111,20 @@ export function locateInSources(value: unknown, pointer: string): { file: string
 export function checkAgainstRuntime(
   snapshot: Snapshot,
   input: PlanInput,
-  options: { maxWebhooks?: number } = {},
+  options: {
+    maxWebhooks?: number;
+    /**
+     * Whether the caller may see `factory` (its key's factories, docs/runtime.md#factory-limited-keys):
+     * a conflict with a factory it may not see names neither that factory nor its webhook, only
+     * what the caller sent (default: every factory may be named).
+     */
+    mayName?: (factory: string) => boolean;
+  } = {},
 ): CheckError[] {
   const maxWebhooks = options.maxWebhooks ?? MAX_WEBHOOKS_PER_FACTORY;
+  const mayName = options.mayName ?? (() => true);
+  /** "factory 'x'", or "another factory" for one the caller may not see. */
+  const factoryNamed = (owner: string) => (mayName(owner) ? `factory '${owner}'` : 'another factory');
   const errors: CheckError[] = [];
   const factoryFile = snapshot.factory.source.file;
   if (input.factory?.managedBy === 'api') {
@@ -156,7 +167,12 @@ export function checkAgainstRuntime(
     } else if (w.uid && !(existing && existing.uid === w.uid)) {
       const holder = input.pinnedUidHolders.get(w.uid);
       if (holder) {
-        const where = holder.factory === snapshot.factory.name ? `webhook '${holder.name}'` : `webhook '${holder.name}' of factory '${holder.factory}'`;
+        const where =
+          holder.factory === snapshot.factory.name
+            ? `webhook '${holder.name}'`
+            : mayName(holder.factory)
+              ? `webhook '${holder.name}' of factory '${holder.factory}'`
+              : 'a webhook of another factory';
         errors.push({ file, pointer: '/uid', code: 'webhook.uid_taken', conflict: true, message: `uid ${w.uid} belongs to ${holder.deletedAt ? 'deleted ' : ''}${where}; a UID is never reused` });
       }
     }
@@ -165,7 +181,7 @@ export function checkAgainstRuntime(
   for (const env of snapshot.environments) {
     const owner = input.environmentOwners.get(env.name);
     if (owner && owner !== snapshot.factory.name) {
-      errors.push({ file: env.source.file, pointer: '', code: 'environment.owned', conflict: true, message: `environment '${env.name}' belongs to factory '${owner}'; environment ids are unique across the runtime` });
+      errors.push({ file: env.source.file, pointer: '', code: 'environment.owned', conflict: true, message: `environment '${env.name}' belongs to ${factoryNamed(owner)}; environment ids are unique across the runtime` });
     }
     for (const [key, value] of Object.entries(env.env)) {
       // A Warp agent's key comes from the harness of the file its environment names (docs/definitions.md#warp-agents-run-here).
@@ -182,7 +198,7 @@ export function checkAgainstRuntime(
     if (defined.has(a.environment)) continue;
     const owner = input.environmentOwners.get(a.environment);
     if (owner && owner !== factory) {
-      errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_owned', conflict: true, message: `environment '${a.environment}' belongs to factory '${owner}'; an automation may only use an environment of its own factory (define one in environments/)` });
+      errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_owned', conflict: true, message: `environment '${a.environment}' belongs to ${factoryNamed(owner)}; an automation may only use an environment of its own factory (define one in environments/)` });
     } else if (owner) {
       errors.push({ file: a.source.file, pointer: '/environment', code: 'environment.not_found', message: `environment '${a.environment}' is not in this snapshot, so this apply would delete it; keep environments/${a.environment}.yaml` });
     } else {

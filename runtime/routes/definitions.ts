@@ -28,7 +28,7 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
 
   router.post('/api/v1/factories/:name/plan', requireScope('manage', factoryParam), async (ctx) => {
     const req = parseRequest(await readJsonBody(ctx, definitionsBody));
-    const { snapshot, input } = prepare(store, String(ctx.params.name), req.snapshot, config.limits.webhooksPerFactory);
+    const { snapshot, input } = prepare(store, String(ctx.params.name), req.snapshot, config.limits.webhooksPerFactory, (f) => canManageFactory(principalOf(ctx), f));
     const plan = computePlan(snapshot, input);
     ctx.body = {
       factory: snapshot.factory.name,
@@ -45,7 +45,7 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
   router.post('/api/v1/factories/:name/apply', requireScope('manage', factoryParam), async (ctx) => {
     const req = parseRequest(await readJsonBody(ctx, definitionsBody));
     const name = String(ctx.params.name);
-    const { snapshot, input } = prepare(store, name, req.snapshot, config.limits.webhooksPerFactory);
+    const { snapshot, input } = prepare(store, name, req.snapshot, config.limits.webhooksPerFactory, (f) => canManageFactory(principalOf(ctx), f));
     const before = baseRevision(input);
     if (req.baseRevision !== undefined && req.baseRevision !== before) {
       throw new FactoryError('conflict', 'The runtime changed since this plan was made; nothing was applied. Plan again.', {
@@ -110,11 +110,11 @@ function parseRequest(body: unknown): PlanRequest {
 }
 
 /** Validates the snapshot and checks it against the runtime; throws a problem naming every file and key. */
-function prepare(store: Store, name: string, value: unknown, maxWebhooks: number): { snapshot: Snapshot; input: PlanInput } {
+function prepare(store: Store, name: string, value: unknown, maxWebhooks: number, mayName: (factory: string) => boolean): { snapshot: Snapshot; input: PlanInput } {
   const checked = checkSnapshot(value, name);
   if (!checked.ok) throw checkFailure('The snapshot is not valid; nothing was changed.', checked.errors);
   const input = gather(store, checked.snapshot);
-  const errors = checkAgainstRuntime(checked.snapshot, input, { maxWebhooks });
+  const errors = checkAgainstRuntime(checked.snapshot, input, { maxWebhooks, mayName });
   if (errors.length) {
     throw checkFailure(`The snapshot failed ${errors.length} runtime check${errors.length > 1 ? 's' : ''}; nothing was changed.`, errors);
   }

@@ -218,3 +218,29 @@ test('every manage route of the runtime has a case here', async () => {
   }
   assert.deepEqual(missing, []);
 });
+
+test('a plan of its own factory that collides with the foreign one names neither that factory nor its webhook', async () => {
+  // The key's own factory, pinning the foreign webhook's UID and defining the foreign environment's id.
+  const files = factoryFiles({ mine: { uids: [GITHUB_UID] } }, { pinned: GITHUB_UID }).map((f) => ({
+    path: f.path,
+    text: f.text.replace(`name: ${FACTORY}`, `name: ${OWN}`).replace('secretName: github-webhook', 'secretName: elsewhere-github'),
+  }));
+  const { snapshot, diagnostics } = compile(files);
+  assert.ok(snapshot, JSON.stringify(diagnostics));
+  for (const [who, asKey] of [['the limited key', key], ['the admin key', undefined]] as const) {
+    const res = await rt.fetch(`/api/v1/factories/${OWN}/plan`, { method: 'POST', key: asKey, json: { snapshot } });
+    const body = (await res.json()) as { errors: { code: string; message: string }[] };
+    assert.equal(res.status, 409, `${who}: ${JSON.stringify(body)}`);
+    assert.deepEqual(body.errors.map((e) => e.code).sort(), ['environment.owned', 'webhook.uid_taken'], who);
+    const messages = body.errors.map((e) => e.message).join('\n');
+    assert.match(messages, new RegExp(`uid ${GITHUB_UID} belongs to`), who);
+    assert.match(messages, /environment 'agent' belongs to/, who);
+    if (asKey === undefined) {
+      assert.match(messages, new RegExp(`webhook 'github' of factory '${FACTORY}'`), 'the admin sees whose they are');
+    } else {
+      assert.ok(!messages.includes(FACTORY) && !messages.includes("'github'"), messages);
+      assert.match(messages, /a webhook of another factory/);
+      assert.match(messages, /belongs to another factory/);
+    }
+  }
+});
