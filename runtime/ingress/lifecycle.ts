@@ -2,6 +2,7 @@ import { conflict, FactoryError, invalidRequest, notFound, type FieldError } fro
 import { credentialHeaderMessage, isCredentialHeader } from '../../core/credential-headers.ts';
 import { newStandardWebhooksSecret, newTokenSecret, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../core/snapshot.ts';
+import { isUrlSafeToken } from '../definitions/checks.ts';
 import type { WebhookRecord } from '../definitions/state.ts';
 import type { Store } from '../store/index.ts';
 import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/secrets.ts';
@@ -108,8 +109,10 @@ export function createWebhook(store: Store, factory: string, input: CreateWebhoo
     let version: number | null;
     if (input.authMode !== 'signature') {
       // A named existing secret with a value is bound as it is; otherwise one is generated.
-      if (existing?.has_value && input.secretName !== undefined) version = existing.current_version;
-      else version = set((shown = newTokenSecret()));
+      if (existing?.has_value && input.secretName !== undefined) {
+        if (input.authMode === 'url_token') refuseUnsafeUrlToken(store, secretName, `the url_token webhook "${input.name}"`);
+        version = existing.current_version;
+      } else version = set((shown = newTokenSecret()));
     } else if (input.secret !== undefined) {
       version = set(input.secret);
     } else if (existing?.has_value && input.secretName !== undefined) {
@@ -153,6 +156,7 @@ export function enableWebhook(store: Store, uid: string): LifecycleResult {
           : `give it one with \`factory webhook set-secret ${w.uid}\``;
       throw conflict(`The webhook's secret "${w.secretName}" has no value yet; ${how}, then enable the webhook.`);
     }
+    if (w.authMode === 'url_token') refuseUnsafeUrlToken(store, w.secretName, `the url_token webhook "${w.name}"`);
     return { webhook: store.defs.updateWebhook(uid, { enabled: true, secretVersion: meta.current_version }) };
   });
 }
@@ -269,6 +273,12 @@ export interface SecretUpdate {
 export function updateSecret(store: Store, name: string, value: string, options: { graceSeconds?: number; now: Date }): SecretUpdate {
   const { graceSeconds, now } = options;
   return store.transaction(() => {
+    // A url_token webhook would take this value as the last segment of its URL, now (a graceful
+    // update) or at its next enable or apply: refused before anything is written.
+    if (!isUrlSafeToken(value)) {
+      const bound = store.defs.listWebhooks().some((w) => w.secretName === name && w.authMode === 'url_token' && !w.deletedAt);
+      if (bound) throw invalidRequest(notUrlSafe(name, 'a url_token webhook'), [{ pointer: '/value', message: 'must be at least 32 characters from A-Z a-z 0-9 - . _ ~' }]);
+    }
     const secret = store.secrets.update(name, value);
     if (graceSeconds === undefined) return { secret };
     const until = graceSeconds > 0 ? iso(new Date(now.getTime() + graceSeconds * 1000)) : null;
@@ -288,6 +298,16 @@ export function updateSecret(store: Store, name: string, value: string, options:
     }
     return { secret, grace: { seconds: graceSeconds, until, webhooks } };
   });
+}
+
+/** The sentence of a secret value that cannot be a url_token (docs/plan-apply.md, `secret.not_url_safe`). */
+function notUrlSafe(name: string, user: string): string {
+  return `The team secret "${name}" cannot be a url_token, which ${user} uses: it must be at least 32 characters from A-Z a-z 0-9 - . _ ~ (RFC 3986 unreserved).`;
+}
+
+/** A url_token webhook binds only a value that can be the last segment of its URL as it is (409 otherwise). */
+function refuseUnsafeUrlToken(store: Store, name: string, user: string): void {
+  if (!isUrlSafeToken(store.secrets.reveal(name) ?? '')) throw conflict(notUrlSafe(name, user));
 }
 
 /** A webhook of `factory` may bind only a secret that factory may use (409 otherwise). */

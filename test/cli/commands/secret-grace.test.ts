@@ -141,11 +141,11 @@ describe('secret update --grace', () => {
   });
 
   it('--grace 0 moves the webhooks at once, with no previous value', async () => {
-    const u = await cli(['secret', 'update', 'tools-token', '--grace', '0'], 'the-fourth-value');
+    const u = await cli(['secret', 'update', 'tools-token', '--grace', '0'], 'the-fourth-value-of-the-tools-webhooks');
     assert.equal(u.code, 0, u.err);
     assert.match(u.out, /moved to version 4 at once, the previous value no longer verifies: tools\/ci, tools\/hook\n$/);
     assert.equal(await token(NEW_TOKEN, 'tok-gone'), 401);
-    assert.equal(await token('the-fourth-value', 'tok-fourth'), 202);
+    assert.equal(await token('the-fourth-value-of-the-tools-webhooks', 'tok-fourth'), 202);
     assert.equal(await versionOf(ci, 'tok-fourth'), 4);
   });
 

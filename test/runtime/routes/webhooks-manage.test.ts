@@ -211,4 +211,38 @@ describe('delivery log (7.7)', () => {
     await send('old-1');
     assert.equal((await logOf(rt, hook.uid, 1))[0].outcome_label, 'Accepted');
   });
+  it('a url_token secret takes only a value that can be the last segment of the URL, on every path that binds one', async () => {
+    const hook = await createHook(rt, 'life', { name: 'utok', auth_mode: 'url_token' });
+    const secretName = hook.body.webhook.secret_name as string;
+    const base = hook.url.replace(/\/\{token\}$/, '');
+    // A new value of its secret, with or without a grace: refused before anything is written.
+    for (const body of [{ value: 'x y/z' }, { value: 'a'.repeat(31) }, { value: 'é'.repeat(40), grace_seconds: 60 }, { value: 'x y/z', grace_seconds: 0 }]) {
+      const res = await rt.fetch(`/api/v1/secrets/${secretName}`, { method: 'PUT', json: body });
+      const problem = (await res.json()) as { code: string; detail: string };
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(problem.code, 'invalid_request');
+      assert.match(problem.detail, /cannot be a url_token, which a url_token webhook uses/);
+    }
+    assert.equal(rt.store.secrets.get(secretName)!.current_version, 1, 'no version was written');
+    assert.equal((await deliver(`${base}/${hook.secret}`, '{"u":1}')).status, 202);
+    const good = 'Az09-._~'.repeat(5);
+    assert.equal((await rt.fetch(`/api/v1/secrets/${secretName}`, { method: 'PUT', json: { value: good, grace_seconds: 0 } })).status, 200);
+    assert.equal((await deliver(`${base}/${good}`, '{"u":2}')).status, 202);
+
+    // Binding an existing secret whose value is not one: 409, and no webhook.
+    rt.store.secrets.create('plain-words', 'not a token at all');
+    const made = await post('/api/v1/factories/life/webhooks', { name: 'utok2', auth_mode: 'url_token', secret_name: 'plain-words' });
+    assert.equal(made.status, 409);
+    assert.match(((await made.json()) as { detail: string }).detail, /"plain-words" cannot be a url_token, which the url_token webhook "utok2" uses/);
+    const listed = (await (await rt.fetch('/api/v1/webhooks?factory=life')).json()) as { webhooks: { name: string }[] };
+    assert.ok(!listed.webhooks.some((w) => w.name === 'utok2'));
+
+    // A value that got in another way (written by an older release): enable refuses to bind it.
+    assert.equal((await post(`/api/v1/webhooks/${hook.uid}/disable`)).status, 200);
+    rt.store.secrets.update(secretName, 'short');
+    const enable = await post(`/api/v1/webhooks/${hook.uid}/enable`);
+    assert.equal(enable.status, 409);
+    assert.equal(((await (await rt.fetch(`/api/v1/webhooks/${hook.uid}`)).json()) as { enabled: boolean }).enabled, false);
+    assert.equal((await deliver(`${base}/short`, '{"u":3}')).status, 404);
+  });
 });
