@@ -36,13 +36,24 @@ export interface CreateAppOptions extends Omit<AppDeps, 'services'> {
  * Middleware order: access log (sees the final status) → problem+json (the one error mapper)
  * → routes → allowedMethods (405 with Allow on a known path).
  */
+/** Error codes of a connection the client closed or reset while its request was read or answered. */
+const CLIENT_GONE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ECANCELED']);
+
 export function createApp(options: CreateAppOptions): Koa {
   const deps: AppDeps = { ...options, services: options.services ?? {} };
   const app = new Koa({ proxy: deps.config.trustProxy });
   app.context.deps = deps;
   // Errors are logged by problemMiddleware; this only catches what escapes it (e.g. socket errors).
+  // A client that breaks its own request (a body shorter than its Content-Length, a connection cut)
+  // is logged in one line, without a stack: nothing here went wrong.
   app.silent = true;
-  app.on('error', (err: unknown) => deps.log.warn({ err }, 'koa error'));
+  app.on('error', (err: unknown) => {
+    const e = (err ?? {}) as { code?: unknown; status?: unknown; message?: unknown };
+    const code = typeof e.code === 'string' ? e.code : undefined;
+    const byClient = (code !== undefined && (code.startsWith('HPE_') || CLIENT_GONE.has(code))) || (typeof e.status === 'number' && e.status < 500);
+    if (byClient) deps.log.info({ code, reason: String(e.message) }, 'client broke its request');
+    else deps.log.warn({ err }, 'koa error');
+  });
 
   app.use(accessLog(deps.log));
   app.use(problemMiddleware(deps.log));

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
+import { connect } from 'node:net';
+import { eventually } from '../helpers/eventually.ts';
 import { startTestRuntime } from './helpers.ts';
 
 test('healthz, readyz, 404 and 405 problems; the admin key is bootstrapped once', async () => {
@@ -123,4 +125,22 @@ test('a port in use is one clear sentence', async () => {
   } finally {
     await rt.stop();
   }
+});
+
+test('a client that breaks its own request is logged in one line without a stack, and the runtime goes on', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  // A body shorter than its Content-Length, then the sender's half of the connection closed.
+  const socket = connect(rt.port, '127.0.0.1');
+  await once(socket, 'connect');
+  socket.write(`POST /api/v1/agent/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${rt.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"prompt":`);
+  socket.end();
+  socket.resume();
+  await once(socket, 'close');
+  const line = (await eventually(() => rt.logs.records().find((l) => l.msg === 'client broke its request'), 'the line about the broken request'))!;
+  assert.equal(line.level, 30);
+  assert.match(String(line.code), /^HPE_/);
+  assert.ok(!rt.logs.text.includes('"stack"'), rt.logs.text);
+  assert.ok(!rt.logs.records().some((l) => l.msg === 'koa error'));
+  assert.equal((await rt.fetch('/healthz', { key: null })).status, 200);
 });
