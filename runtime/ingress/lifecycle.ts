@@ -50,6 +50,9 @@ const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 /** The suggested team secret name for an API-created webhook. */
 export const defaultSecretName = (factory: string, name: string) => `${factory}-${name}-secret`;
 
+/** The longest description a webhook may have, created by definitions or through the API. */
+const MAX_DESCRIPTION = 2000;
+
 /** Validates a create request body (snake_case, as the API takes it). Throws 400 listing every problem. */
 export function parseCreateWebhook(body: unknown): CreateWebhookInput {
   const errors: FieldError[] = [];
@@ -82,6 +85,8 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
   if (deliveryIdHeader !== undefined && !HEADER_NAME.test(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: 'must be an HTTP header name' });
   else if (deliveryIdHeader !== undefined && isCredentialHeader(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: credentialHeaderMessage(deliveryIdHeader) });
   const description = str('description');
+  // As a definitions file's description (schemas/webhook.schema.json).
+  if (description !== undefined && description.length > MAX_DESCRIPTION) errors.push({ pointer: '/description', message: `must be at most ${MAX_DESCRIPTION} characters` });
   if (errors.length) throw invalidRequest('The webhook cannot be created as asked.', errors);
   return { name: name!, authMode, signatureScheme: scheme, secretName, secret: secret || undefined, deliveryIdHeader, description };
 }

@@ -245,4 +245,11 @@ describe('delivery log (7.7)', () => {
     assert.equal(((await (await rt.fetch(`/api/v1/webhooks/${hook.uid}`)).json()) as { enabled: boolean }).enabled, false);
     assert.equal((await deliver(`${base}/short`, '{"u":3}')).status, 404);
   });
+  it('a description is at most 2,000 characters, as in a definitions file', async () => {
+    const long = await post('/api/v1/factories/life/webhooks', { name: 'wordy', description: 'x'.repeat(2001) });
+    assert.equal(long.status, 400);
+    assert.deepEqual(((await long.json()) as { errors: unknown[] }).errors, [{ pointer: '/description', message: 'must be at most 2000 characters' }]);
+    const hook = await createHook(rt, 'life', { name: 'wordy', description: 'x'.repeat(2000) });
+    assert.equal(hook.body.webhook.description.length, 2000);
+  });
 });
