@@ -232,7 +232,7 @@ export function parseListRuns(query: Query, limits: { runListDefault: number; ru
   for (const [name, key] of [['created_after', 'createdAfter'], ['created_before', 'createdBefore'], ['updated_after', 'updatedAfter']] as const) {
     const v = one(name);
     if (v === undefined) continue;
-    const ms = RFC3339.test(v) ? Date.parse(v) : NaN;
+    const ms = RFC3339.test(v) && isCalendarTime(v) ? Date.parse(v) : NaN;
     if (Number.isNaN(ms)) errors.push({ pointer: name, message: `${name} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"` });
     else out[key] = new Date(ms).toISOString();
   }
@@ -280,4 +280,18 @@ export function parseAfter(v: string | string[] | undefined): number | FieldErro
   if (v === undefined) return 0;
   if (Array.isArray(v) || !/^\d{1,15}$/.test(v)) return { pointer: 'after', message: `after must be a non-negative integer seq, got "${String(v)}"` };
   return Number(v);
+}
+
+/**
+ * Whether the date and time an RFC 3339 timestamp spells exist (Date.parse rolls 2026-02-30 over
+ * into March): a month of 1 to 12, a day its month has, hours to 23, minutes to 59, seconds to 60
+ * (a leap second), and an offset of at most 23:59.
+ */
+function isCalendarTime(v: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/.exec(v);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  const offsetOk = m[7] === undefined || (Number(m[7]) <= 23 && Number(m[8]) <= 59);
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 60 && offsetOk;
 }

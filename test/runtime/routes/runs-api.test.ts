@@ -53,12 +53,16 @@ test('bad input is a 4xx problem naming the cause, and nothing is written', asyn
 
 test('list query values are checked', async (t) => {
   const rt = await pausedRuntime(t);
-  for (const q of ['limit=0', 'limit=101', 'limit=x', 'state=DONE', 'source=EMAIL', 'created_after=yesterday', 'cursor=garbage', 'environment_id=Bad_Name', 'sort_by=title', 'sort_order=up', 'updated_after=soon', 'artifact_type=VIDEO', 'colour=red']) {
+  for (const q of ['limit=0', 'limit=101', 'limit=x', 'state=DONE', 'source=EMAIL', 'created_after=yesterday', 'cursor=garbage', 'environment_id=Bad_Name', 'sort_by=title', 'sort_order=up', 'updated_after=soon', 'artifact_type=VIDEO', 'colour=red', 'created_after=2026-02-30T00:00:00Z', 'created_before=2026-11-31T00:00:00Z', 'updated_after=2026-01-01T24:00:00Z', 'created_after=2026-13-01T00:00:00Z', 'created_after=2026-01-01T00:00:00%2B24:00']) {
     const p = await problem(await rt.fetch(`/api/v1/agent/runs?${q}`), 400, 'invalid_request');
     assert.equal(p.errors?.[0].pointer, q.split('=')[0], q);
   }
   const ok = await rt.fetch('/api/v1/agent/runs?state=QUEUED&state=FAILED,ERROR&limit=100&source=API&created_after=2020-01-01T00:00:00Z');
   assert.equal(ok.status, 200);
+  // Days that exist, a leap day among them, and offsets.
+  for (const q of ['created_after=2024-02-29T23:59:59.5Z', 'created_before=2026-12-31T00:00:00%2B14:00', 'updated_after=2026-04-30T12:00:00-05:30']) {
+    assert.equal((await rt.fetch(`/api/v1/agent/runs?${q}`)).status, 200, q);
+  }
 });
 
 test('45 runs come back in three pages of limit=20, newest first, without gaps, while more are created', async (t) => {
