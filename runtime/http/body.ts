@@ -11,6 +11,8 @@ export interface ReadJsonOptions {
    * `limit` then caps both the bytes received and the bytes they decompress to.
    */
   gzip?: boolean;
+  /** Answered for an empty body instead of refusing it (`noBody`). */
+  emptyAs?: unknown;
 }
 
 /**
@@ -32,7 +34,10 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
   } catch {
     throw new FactoryError('invalid_json', 'The request body is not valid UTF-8.');
   }
-  if (text.trim() === '') throw new FactoryError('invalid_json', 'The request body is empty; expected a JSON document.');
+  if (text.trim() === '') {
+    if ('emptyAs' in options) return options.emptyAs;
+    throw new FactoryError('invalid_json', 'The request body is empty; expected a JSON document.');
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -42,8 +47,58 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
   if (jsonTextDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
     throw new FactoryError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
   }
+  const odd = unrepresentable(value);
+  if (odd) throw new FactoryError('invalid_json', `The request body has ${odd}, which would not be stored as sent.`);
   return value;
 }
+
+/**
+ * What JSON.parse accepts but could not be kept as sent, with where it is: a number too large for a
+ * double (1e400 parses to Infinity, which JSON writes as null), or a string or key with an unpaired
+ * UTF-16 surrogate (`"\ud800"`, which UTF-8 cannot hold and would be written as U+FFFD).
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function unrepresentable(root: unknown): string | undefined {
+  const stack: [unknown, string][] = [[root, '']];
+  while (stack.length > 0) {
+    const [value, at] = stack.pop()!;
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return `a number too large to represent at ${at || '/'}`;
+    } else if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) return `a string with an unpaired UTF-16 surrogate escape at ${at || '/'}`;
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push([v, `${at}/${i}`]));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        const key = k.replace(/~/g, '~0').replace(/\//g, '~1');
+        if (LONE_SURROGATE.test(k)) return `a key with an unpaired UTF-16 surrogate escape in ${at || '/'}`;
+        stack.push([v, `${at}/${key}`]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * For routes that take no body (enable, disable, delete, cancel, retry, pause, resume, revoke):
+ * none, an empty one or `{}` is fine; anything else is refused (400) before the route changes anything.
+ */
+export async function noBody(ctx: Context, next: () => Promise<unknown>): Promise<void> {
+  const length = ctx.get('Content-Length');
+  if ((length === '' || length === '0') && ctx.get('Transfer-Encoding') === '') {
+    await next();
+    return;
+  }
+  const value = await readJsonBody(ctx, { limit: NO_BODY_LIMIT, emptyAs: {} });
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || Object.keys(value).length > 0) {
+    throw new FactoryError('invalid_request', 'This request takes no body; send none, or an empty JSON object.');
+  }
+  await next();
+}
+
+/** The most a body-less route reads of a body it was sent anyway. */
+const NO_BODY_LIMIT = 1024;
 
 /**
  * True for a gzip body where one is accepted. Any other encoding is refused before the body is

@@ -1,5 +1,5 @@
 import { invalidRequest } from '../../core/errors.ts';
-import { readJsonBody } from '../http/body.ts';
+import { noBody, readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/auth.ts';
 import type { KeyKind, Scope } from '../store/keys.ts';
 import type { RouteModule } from './index.ts';
@@ -39,7 +39,7 @@ export const keyRoutes: RouteModule = (router, { config, store }) => {
     ctx.body = { keys: store.keys.list() };
   });
 
-  router.post('/api/v1/keys/:id/revoke', admin, (ctx) => {
+  router.post('/api/v1/keys/:id/revoke', admin, noBody, (ctx) => {
     ctx.body = store.keys.revoke(ctx.params.id);
   });
 };

@@ -3,7 +3,7 @@ import { conflict, invalidRequest, notFound } from '../../core/errors.ts';
 import { replayDelivery } from '../automations/replay.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
 import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
-import { readJsonBody } from '../http/body.ts';
+import { noBody, readJsonBody } from '../http/body.ts';
 import type { NewRun } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { creatorOf, findRun, RUNS_PATH, runView } from './runs.ts';
@@ -39,7 +39,7 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
     };
   });
 
-  router.post(`${RUNS_PATH}/:id/retry`, requireScope('runs'), (ctx) => {
+  router.post(`${RUNS_PATH}/:id/retry`, requireScope('runs'), noBody, (ctx) => {
     const run = findRun(deps, String(ctx.params.id));
     if (run.state !== 'FAILED' && run.state !== 'ERROR') {
       throw conflict(`The run "${run.run_id}" is ${run.state}; only a FAILED or ERROR run can be retried.`);

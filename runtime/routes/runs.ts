@@ -6,7 +6,7 @@ import { newStandardWebhooksSecret } from '../../core/ids.ts';
 import { notifyAllowed } from '../../core/notify.ts';
 import type { AppDeps } from '../app.ts';
 import { principalOf, requireScope, type Principal } from '../http/auth.ts';
-import { readJsonBody } from '../http/body.ts';
+import { noBody, readJsonBody } from '../http/body.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
 import { GroupCommit } from '../store/group-commit.ts';
 import { CANCEL_CHANNEL } from '../store/leases.ts';
@@ -155,7 +155,7 @@ export const runRoutes: RouteModule = (router, deps) => {
     ctx.body = { ...runView(run, config.baseUrl), ...(run.webhook ? { notifications: store.runs.notifications(run.run_id) } : {}) };
   });
 
-  router.post(`${RUNS_PATH}/:id/cancel`, runs, (ctx) => {
+  router.post(`${RUNS_PATH}/:id/cancel`, runs, noBody, (ctx) => {
     const run = findRun(deps, String(ctx.params.id));
     if (isFinal(run.state)) {
       throw new FactoryError('operation_not_supported', `The run "${run.run_id}" already finished (${run.state}); only a QUEUED or INPROGRESS run can be cancelled.`);

@@ -9,6 +9,7 @@ import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
 import type { Store } from '../store/index.ts';
 import type { SchedulePause } from '../store/schedules.ts';
 import type { RouteModule } from './index.ts';
+import { noBody } from '../http/body.ts';
 
 /**
  * The schedule triggers of the automations, in the Oz Agent API's shape (docs/api.md#schedules),
@@ -38,7 +39,7 @@ export const scheduleRoutes: RouteModule = (router, { store, clock, log }) => {
   });
 
   // Paused, a schedule does not fire; pausing a paused one changes nothing.
-  router.post('/api/v1/agent/schedules/:id/pause', requireScope('manage'), (ctx: Context) => {
+  router.post('/api/v1/agent/schedules/:id/pause', requireScope('manage'), noBody, (ctx: Context) => {
     const item = findItem(ctx);
     if (store.schedules.pause(item.id, iso(clock.now()), principalOf(ctx).name)) {
       // The id is a known schedule's (findItem found it), so a name from the definitions, never a token:
@@ -50,7 +51,7 @@ export const scheduleRoutes: RouteModule = (router, { store, clock, log }) => {
 
   // Resumed, it is armed again from now: the fires it missed while paused are skipped. Resuming
   // one that is not paused changes nothing (its armed time stays).
-  router.post('/api/v1/agent/schedules/:id/resume', requireScope('manage'), (ctx: Context) => {
+  router.post('/api/v1/agent/schedules/:id/resume', requireScope('manage'), noBody, (ctx: Context) => {
     const item = findItem(ctx);
     if (store.schedules.resume(item.id)) log.info({ schedule: item.id, key: principalOf(ctx).name }, `schedule ${item.id} resumed by ${principalOf(ctx).name}`);
     ctx.body = findItem(ctx);

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { invalidRequest, notFound } from '../../core/errors.ts';
 import { apiBodyProblems, type ApiBody } from '../../core/schemas.ts';
 import { updateSecret } from '../ingress/lifecycle.ts';
-import { readJsonBody } from '../http/body.ts';
+import { noBody, readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/auth.ts';
 import type { RouteModule } from './index.ts';
 
@@ -90,7 +90,7 @@ export const secretRoutes: RouteModule = (router, { config, store, clock }) => {
     ctx.body = store.secrets.revoke(ctx.params.name, (await factoriesOf(ctx, false))!);
   });
 
-  router.delete('/api/v1/secrets/:name', admin, (ctx) => {
+  router.delete('/api/v1/secrets/:name', admin, noBody, (ctx) => {
     store.secrets.delete(ctx.params.name);
     ctx.status = 204;
   });

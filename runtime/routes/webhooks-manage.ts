@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { invalidRequest, notFound } from '../../core/errors.ts';
 import { webhookView } from '../definitions/views.ts';
 import { canManageFactory, principalOf, requireScope, type RequireScopeOptions } from '../http/auth.ts';
-import { readJsonBody } from '../http/body.ts';
+import { noBody, readJsonBody } from '../http/body.ts';
 import {
   createWebhook,
   deleteWebhook,
@@ -64,13 +64,13 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     ctx.body = view(result);
   });
 
-  router.post('/api/v1/webhooks/:uid/enable', requireScope('manage', webhookFactory), (ctx) => {
+  router.post('/api/v1/webhooks/:uid/enable', requireScope('manage', webhookFactory), noBody, (ctx) => {
     ctx.body = view(enableWebhook(store, uidOf(ctx)));
   });
-  router.post('/api/v1/webhooks/:uid/disable', requireScope('manage', webhookFactory), (ctx) => {
+  router.post('/api/v1/webhooks/:uid/disable', requireScope('manage', webhookFactory), noBody, (ctx) => {
     ctx.body = view(disableWebhook(store, uidOf(ctx)));
   });
-  router.delete('/api/v1/webhooks/:uid', requireScope('manage', webhookFactory), (ctx) => {
+  router.delete('/api/v1/webhooks/:uid', requireScope('manage', webhookFactory), noBody, (ctx) => {
     ctx.body = view(deleteWebhook(store, uidOf(ctx)));
   });
   router.post('/api/v1/webhooks/:uid/rotate', requireScope('manage', webhookFactory), async (ctx) => {
