@@ -61,6 +61,16 @@ export function splitFrontMatter(text: string, kind: MarkdownKind = 'automation'
   return { yaml, body: t.slice(bodyStart), bodyLine: countLines(t, bodyStart) };
 }
 
+/**
+ * The front matter as the YAML parser reads it: without the `\r` that a file with CRLF line ends
+ * leaves before the closing fence (the split is gray-matter's, which keeps it). The YAML parser
+ * takes a lone `\r` at the very end for content, so the last key of such a file read `value\r`,
+ * or did not parse at all. Removing the last character moves no position.
+ */
+export function yamlOf(fm: FrontMatter): string {
+  return fm.yaml.endsWith('\r') ? fm.yaml.slice(0, -1) : fm.yaml;
+}
+
 /** Whether a line after the first (which ends at `firstEnd`) is `---` alone, give or take trailing white space. */
 function hasClosingFence(t: string, firstEnd: number): boolean {
   for (let start = firstEnd + 1; start > 0; ) {

@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { compile, type CompileResult, type SourceFile } from './compile.ts';
 import { classifyPath, isMarkdownKind } from './paths.ts';
-import { splitFrontMatter } from './front-matter.ts';
+import { splitFrontMatter, yamlOf } from './front-matter.ts';
 import { parseYaml, positionOf } from './yaml.ts';
 import { loadRepo } from './loader.ts';
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
@@ -34,7 +34,7 @@ export function locate(files: SourceFile[], file: string, pointer: string): { li
     const fm = splitFrontMatter(source.text, c.kind);
     if (fm.problem) return { line: fm.problem.line, column: 1 };
     if (pointer === '/prompt') return { line: fm.bodyLine, column: 1 };
-    return positionOf(parseYaml(fm.yaml), pointer);
+    return positionOf(parseYaml(yamlOf(fm)), pointer);
   }
   return positionOf(parseYaml(source.text), pointer);
 }

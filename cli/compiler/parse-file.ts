@@ -1,5 +1,5 @@
 import type { Diagnostic } from './diagnostics.ts';
-import { splitFrontMatter, type FrontMatter } from './front-matter.ts';
+import { splitFrontMatter, yamlOf, type FrontMatter } from './front-matter.ts';
 import { isMarkdownKind, type DefinitionKind } from './paths.ts';
 import type { Locate } from './schema-diagnostics.ts';
 import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
@@ -44,7 +44,7 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
       error(line, 1, code, message);
       return unread(() => ({ line, column: 1 }));
     }
-    yamlText = frontMatter.yaml;
+    yamlText = yamlOf(frontMatter);
   }
 
   // Plain YAML is read without positions; the first diagnostic of such a file parses it again with

@@ -159,6 +159,26 @@ test('build is deterministic and a changed prompt changes the digest', async () 
   assert.notEqual(compile(changed).snapshot!.digest, compile(files).snapshot!.digest);
 });
 
+test('a checkout with CRLF line ends builds the same definitions as one with LF', async () => {
+  const files = await loadRepo(resolve(import.meta.dirname, '../../../examples/factory'));
+  const crlf = files.map((f) => ({ ...f, text: f.text.replace(/\r?\n/g, '\r\n') }));
+  assert.ok(crlf.some((f) => f.path.endsWith('.md') && f.text.includes('\r\n---\r\n')), 'automations with CRLF front matter');
+  const lf = compile(files);
+  const got = compile(crlf);
+  assert.deepEqual(got.diagnostics.filter((d) => d.severity === 'error'), []);
+  // The same snapshot but for the sources' own hashes (their bytes differ) and the digest over them.
+  const definitions = (snapshot: object) => {
+    const { digest: _digest, sources, ...rest } = JSON.parse(writeSnapshot(snapshot as never)) as Record<string, unknown>;
+    return { rest, files: Object.keys(sources as object) };
+  };
+  assert.deepEqual(definitions(got.snapshot!), definitions(lf.snapshot!));
+  // The last value before the closing fence, where the \r used to stay: its position.
+  const file = 'automations/alerts.md';
+  const pointer = '/triggers/0/filter/payload/labels/severity/1';
+  assert.deepEqual(locate(crlf, file, pointer), locate(files, file, pointer));
+  assert.deepEqual(locate(crlf, file, pointer), { line: 13, column: 32 });
+});
+
 test('locate maps pointers to positions, /prompt to the body, a missing key to its parent', () => {
   const files: SourceFile[] = [
     { path: 'webhooks/a.yaml', text: '# c\nsecretName: s\nauthMode: token\n' },
