@@ -28,6 +28,7 @@ export interface CliIO {
 }
 
 let stdoutOpen = true;
+let stdoutFailed = false;
 let stderrOpen = true;
 let guarded = false;
 
@@ -41,7 +42,16 @@ function guardOutput(): void {
   guarded = true;
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     stdoutOpen = false;
-    if (err.code !== 'EPIPE' && stderrOpen) process.stderr.write(`error: cannot write to standard output: ${err.message}.\n`);
+    if (err.code === 'EPIPE') return;
+    // Output that could not be written (a full disk, `> /dev/full`) is a failure, however the
+    // command itself ended: `factory build > snapshot.json && deploy` must stop here.
+    stdoutFailed = true;
+    const reason = (err.code && FS_REASONS[err.code]) || err.message;
+    if (stderrOpen) process.stderr.write(`error: cannot write to standard output: ${reason}.\n`);
+  });
+  // The write may fail after the command returned its code (output is flushed asynchronously).
+  process.on('exit', () => {
+    if (stdoutFailed && !process.exitCode) process.exitCode = 1;
   });
   process.stderr.on('error', () => {
     stderrOpen = false;
@@ -78,6 +88,7 @@ const FS_REASONS: Record<string, string> = {
   EROFS: 'the file system is read-only',
   EMFILE: 'too many open files',
   ENAMETOOLONG: 'the name is too long',
+  EIO: 'an input/output error',
   ELOOP: 'too many symbolic links',
   EBUSY: 'the file is busy',
 };

@@ -1,10 +1,11 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, createWriteStream, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { startCli } from '../helpers/cli.ts';
+import { BIN, ROOT, startCli, terminalEnv } from '../helpers/cli.ts';
 
 /**
  * cli/io.ts processIO: a reader that goes away (`factory ... | head -1`) ends the output quietly
@@ -80,4 +81,18 @@ test('no command under cli/ reads process.env, process.cwd() or stdin, writes to
   assert.ok(uses(join(root, 'cli', 'io.ts')).length > 0, 'the scan finds processIO\'s own reads, so it can find others');
   const outside = files.filter((f) => !['io.ts', 'main.ts'].includes(relative(join(root, 'cli'), f))).flatMap(uses);
   assert.deepEqual(outside.map(({ at, line }) => `${at}: ${line}`), []);
+});
+
+test('output that cannot be written (a full disk) fails the command in one sentence, exit 1', { skip: existsSync('/dev/full') ? false : 'needs /dev/full (Linux)' }, async () => {
+  const full = openSync('/dev/full', 'w');
+  try {
+    const child = spawn(process.execPath, [BIN, 'build', 'examples/factory'], { cwd: ROOT, env: terminalEnv(), stdio: ['ignore', full, 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d) => (stderr += d));
+    const [code] = (await once(child, 'close')) as [number];
+    assert.equal(stderr, 'error: cannot write to standard output: no space left on the device.\n');
+    assert.equal(code, 1);
+  } finally {
+    closeSync(full);
+  }
 });

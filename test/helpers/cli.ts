@@ -12,8 +12,8 @@ import { Readable } from 'node:stream';
  * output.
  */
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const BIN = resolve(ROOT, 'bin', 'factory.js');
+export const ROOT = resolve(import.meta.dirname, '../..');
+export const BIN = resolve(ROOT, 'bin', 'factory.js');
 
 /** The environment of a fresh terminal for a child CLI: no FACTORY_* variables, no CI annotations, no colour. */
 export function terminalEnv(extra: Record<string, string> = {}): Record<string, string> {
