@@ -185,7 +185,13 @@ function checkServer(raw: string, from: string): string {
   try {
     const u = new URL(server);
     if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-  } catch {
+    // A user name or password in the URL would be printed with every message that names the
+    // runtime; the API key is the one credential, and it has its own variable.
+    if (u.username || u.password) {
+      throw new CliError(`${from} must not carry a user name or password; give the API key with FACTORY_API_KEY or --api-key.`, 2);
+    }
+  } catch (err) {
+    if (err instanceof CliError) throw err;
     throw new CliError(`${from} must be an http(s) URL, got "${server}".`, 2);
   }
   return server;
@@ -209,6 +215,10 @@ export function clientFromFlags(flags: ClientFlags, io: CliIO, where: { dir?: st
 export function createClient(options: { server: string; apiKey: string; origin?: ClientOrigin }): Client {
   const server = options.server.replace(/\/+$/, '');
   const origin = options.origin;
+  // Checked here, where it would otherwise fail inside fetch and read as an unreachable runtime.
+  if (!/^[\x21-\x7e]*$/.test(options.apiKey)) {
+    throw new CliError(`the API key${origin ? ` (from ${origin.key})` : ''} has characters an HTTP header cannot carry; a factory API key is printable ASCII without spaces.`);
+  }
   const send = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ClientResponse<T>> => {
     const h: Record<string, string> = { Accept: 'application/json', Authorization: `Bearer ${options.apiKey}`, ...headers };
     if (body !== undefined) h['Content-Type'] = 'application/json';
@@ -240,9 +250,22 @@ export function createClient(options: { server: string; apiKey: string; origin?:
   return {
     server,
     send,
-    request: async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-      (await send<T>(method, path, body, headers)).body,
+    request: async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => {
+      const res = await send<T>(method, path, body, headers);
+      // Every JSON route of the runtime answers a JSON object; anything else is another server.
+      if (res.status !== 204 && (res.body === null || typeof res.body !== 'object' || Array.isArray(res.body))) {
+        throw new CliError(`the server at ${server} did not answer as a factory runtime (${method} ${path.split('?')[0]} gave ${res.status} with ${describeBody(res)}); check --server or FACTORY_SERVER.`);
+      }
+      return res.body;
+    },
   };
+}
+
+/** What a response that is not a JSON object held, in a few words. */
+function describeBody(res: { headers: Headers; text: string }): string {
+  const type = res.headers.get('content-type')?.split(';')[0].trim();
+  if (!res.text) return 'an empty body';
+  return type ? `a body of type ${type}` : 'a body without a content type';
 }
 
 /** Where the server came from, in words: `(from FACTORY_SERVER)`, `(from /x/.factory/runtime.json)`, `(the default)`. */

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -207,4 +210,35 @@ test('request: JSON on success, FactoryError from problem+json, CliError when un
     createClient({ server: rt.url, apiKey: 'k' }).request('GET', '/healthz'),
     (e: unknown) => e instanceof CliError && e.message === `cannot reach the runtime at ${rt.url}: is \`factory serve\` running?`,
   );
+});
+
+test('what is not a runtime or not a key is said as such, never as an unreachable runtime, and no password is printed', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-notrt-'));
+  // A real server that answers 200 to everything, as a web page or as a JSON value that is no object.
+  let answer = { type: 'text/html', body: '<html>hello</html>' };
+  const server = createServer((_req, res) => res.writeHead(200, { 'Content-Type': answer.type }).end(answer.body));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const page = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
+    assert.equal(await runCli(['webhook', 'list'], page), 1);
+    assert.equal(page.err, `error: the server at ${url} did not answer as a factory runtime (GET /api/v1/webhooks gave 200 with a body of type text/html); check --server or FACTORY_SERVER.\n`);
+    answer = { type: 'application/json', body: '[1,2]' };
+    const list = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
+    assert.equal(await runCli(['run', 'list'], list), 1);
+    assert.match(list.err, /^error: the server at .* did not answer as a factory runtime \(GET \/api\/v1\/agent\/runs gave 200 with a body of type application\/json\)/);
+
+    const withPassword = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: `http://admin:hunter2@127.0.0.1:9` }, { cwd: root });
+    assert.equal(await runCli(['webhook', 'list'], withPassword), 2);
+    assert.equal(withPassword.err, 'error: FACTORY_SERVER must not carry a user name or password; give the API key with FACTORY_API_KEY or --api-key.\n');
+    assert.ok(!withPassword.err.includes('hunter2'));
+
+    const oddKey = bufferIO({ FACTORY_API_KEY: 'ключ', FACTORY_SERVER: url }, { cwd: root });
+    assert.equal(await runCli(['webhook', 'list'], oddKey), 1);
+    assert.equal(oddKey.err, 'error: the API key (from FACTORY_API_KEY) has characters an HTTP header cannot carry; a factory API key is printable ASCII without spaces.\n');
+  } finally {
+    server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
 });
