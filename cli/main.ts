@@ -84,7 +84,10 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     }
     if (err instanceof FactoryError) {
       io.stderr(`error: ${err.message}\n`);
-      for (const e of err.errors ?? []) io.stderr(`  ${e.file ? e.file + ': ' : ''}${e.pointer ? e.pointer + ': ' : ''}${e.message}\n`);
+      // The details the sentence does not already say (a server's detail often quotes its only error).
+      for (const e of err.errors ?? []) {
+        if (!err.message.includes(e.message)) io.stderr(`  ${e.file ? e.file + ': ' : ''}${e.pointer ? e.pointer + ': ' : ''}${e.message}\n`);
+      }
       return 1;
     }
     const debug = argv.includes('--debug');

@@ -71,7 +71,7 @@ async function parseFilterFile(file: string, text: string): Promise<unknown> {
     try {
       return JSON.parse(text) as unknown;
     } catch (err) {
-      throw new CliError(`the filter file ${file} is not valid JSON: ${(err as Error).message}`);
+      throw new CliError(`the filter file ${file} is not valid JSON: ${jsonReason(err)}`);
     }
   }
   // The YAML parser is loaded here, not when the CLI starts.
@@ -90,6 +90,15 @@ function parsePayload(file: string, text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new CliError(`the payload file ${file} is not valid JSON: ${(err as Error).message}`);
+    throw new CliError(`the payload file ${file} is not valid JSON: ${jsonReason(err)}`);
   }
+}
+
+/**
+ * JSON.parse's reason on one line, without the excerpt of the file V8 quotes into it (which may
+ * span lines): `Unexpected token 'o'`, `Unexpected end of JSON input`.
+ */
+function jsonReason(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/,? "[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '').replace(/\s+/g, ' ').trim();
 }

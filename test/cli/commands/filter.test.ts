@@ -26,6 +26,8 @@ describe('factory filter test', () => {
     await writeFile(join(dir, 'not-object.yaml'), '- action\n');
     await writeFile(join(dir, 'alias.yaml'), 'a: &x [1]\nb: *x\n');
     await writeFile(join(dir, 'bad.json'), '{"a": ');
+    // V8 quotes the text it could not parse into its message, line breaks and all.
+    await writeFile(join(dir, 'words.json'), 'not json\nbut two lines of words\n');
     await writeFile(join(dir, 'not-utf8.json'), Buffer.from([0x7b, 0xff, 0x7d]));
     await writeFile(join(dir, 'proto.yaml'), '__proto__: {exists: true}\n');
     await writeFile(join(dir, 'proto-payload.json'), '{"__proto__": 1}');
@@ -106,7 +108,8 @@ describe('factory filter test', () => {
       [['labeled.yaml', 'missing.json'], /^error: cannot read the payload file missing\.json: no such file or directory\n$/],
       [['labeled.yaml', 'bad.json'], /^error: the payload file bad\.json is not valid JSON: /],
       [['labeled.yaml', 'not-utf8.json'], /^error: the payload file not-utf8\.json is not valid UTF-8\n$/],
-      [['bad.json', 'pr.json'], /^error: the filter file bad\.json is not valid JSON: /],
+      [['bad.json', 'pr.json'], /^error: the filter file bad\.json is not valid JSON: Unexpected end of JSON input\n$/],
+      [['labeled.yaml', 'words.json'], /^error: the payload file words\.json is not valid JSON: Unexpected token 'o'\n$/],
       [['alias.yaml', 'pr.json'], /^error: alias\.yaml:1:4: anchors \(&x\) are not allowed \(and 1 more YAML problem\)\n$/],
       [['.', 'pr.json'], /^error: cannot read the filter file \.: it is a directory\n$/],
     ];
