@@ -61,7 +61,11 @@ export function registerApply(program: Command, io: CliIO): void {
       'after',
       '\nExamples:\n  $ factory apply examples/factory\n  $ factory apply --plan plan.json --revision "$GITHUB_SHA"\n\nApplying the same definitions again changes nothing and says so.\n',
     );
-  addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { plan?: string; revision?: string; json?: boolean }) => {
+  addClientOptions(cmd).action(async (dir: string, opts: ClientFlags & { plan?: string; revision?: string; json?: boolean }, command: Command) => {
+    // A saved plan holds its snapshot: a repo named beside it would be silently ignored.
+    if (opts.plan && command.args.length > 0) {
+      throw new CliError(`give a factory repo or --plan <file>, not both: the plan ${opts.plan} already holds what it applies.`, 2);
+    }
     const format = diagnosticFormat(io, undefined);
     const client = clientFromFlags(opts, io, { dir });
     let snapshot: Snapshot;

@@ -200,6 +200,10 @@ test('apply --plan applies what was planned, and refuses a plan made before anot
   const dir = writeRepo('f-planned', { 'environments/box.yaml': ENV_YAML });
   const planned = await cli(['plan', dir, '--out', 'planned.json']);
   assert.equal(planned.code, 0, planned.stderr);
+  // A repo beside the plan would be ignored: refused as a usage error, nothing applied.
+  const both = await cli(['apply', dir, '--plan', 'planned.json']);
+  assert.equal(both.code, 2);
+  assert.equal(both.stderr, 'error: give a factory repo or --plan <file>, not both: the plan planned.json already holds what it applies.\n');
   const ok = await cli(['apply', '--plan', 'planned.json', '--revision', 'abc123']);
   assert.equal(ok.code, 0, ok.stderr);
   assert.match(ok.stdout, /^Applied factory f-planned at revision abc123: 2 created/m);
