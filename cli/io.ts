@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { fsReason } from '../core/fs-reason.ts';
 
 /**
  * What a command may touch of the outside world. The entry point passes the process's own;
@@ -46,7 +47,7 @@ function guardOutput(): void {
     // Output that could not be written (a full disk, `> /dev/full`) is a failure, however the
     // command itself ended: `factory build > snapshot.json && deploy` must stop here.
     stdoutFailed = true;
-    const reason = (err.code && FS_REASONS[err.code]) || err.message;
+    const reason = fsReason(err);
     if (stderrOpen) process.stderr.write(`error: cannot write to standard output: ${reason}.\n`);
   });
   // The write may fail after the command returned its code (output is flushed asynchronously).
@@ -77,25 +78,4 @@ export function useColour(io: CliIO): boolean {
   return io.stdoutIsTTY && io.env.NO_COLOR === undefined;
 }
 
-const FS_REASONS: Record<string, string> = {
-  ENOENT: 'no such file or directory',
-  ENOTDIR: 'a part of the path is not a directory',
-  EISDIR: 'it is a directory',
-  EACCES: 'permission denied',
-  EPERM: 'operation not permitted',
-  EEXIST: 'it already exists',
-  ENOSPC: 'no space left on the device',
-  EROFS: 'the file system is read-only',
-  EMFILE: 'too many open files',
-  ENAMETOOLONG: 'the name is too long',
-  EIO: 'an input/output error',
-  ELOOP: 'too many symbolic links',
-  EBUSY: 'the file is busy',
-};
-
-/** A file system error in words for a one-sentence CLI message ("permission denied", not EACCES). */
-export function fsReason(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code && FS_REASONS[code]) return FS_REASONS[code];
-  return err instanceof Error ? err.message : String(err);
-}
+export { fsReason } from '../core/fs-reason.ts';

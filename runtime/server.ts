@@ -1,9 +1,10 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import { CliError } from '../core/errors.ts';
+import { fsReason } from '../core/fs-reason.ts';
 import { appListener, createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -47,7 +48,15 @@ const FORCE_CLOSE_MS = 10_000;
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger({ level: config.logLevel });
   const clock = options.clock ?? systemClock;
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  // The work dir is made when the first run starts; one that cannot be would fail every run.
+  for (const [dir, what] of [[config.dataDir, 'data dir'], [config.workDir, 'work dir']]) {
+    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new CliError(`cannot use ${dir} as the ${what}: it is not a directory.`);
+  }
+  try {
+    mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new CliError(`cannot use ${config.dataDir} as the data dir: ${fsReason(err)}.`);
+  }
   const masterKey = config.masterKey ?? loadOrCreateMasterKey(config.dataDir).key;
   const store = openStore({
     path: join(config.dataDir, 'factory.db'),

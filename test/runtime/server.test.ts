@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { connect } from 'node:net';
@@ -143,4 +144,14 @@ test('a client that breaks its own request is logged in one line without a stack
   assert.ok(!rt.logs.text.includes('"stack"'), rt.logs.text);
   assert.ok(!rt.logs.records().some((l) => l.msg === 'koa error'));
   assert.equal((await rt.fetch('/healthz', { key: null })).status, 200);
+});
+
+test('a data dir or work dir that is a file, or under one, is one clear sentence before anything starts', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-dirs-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'a-file');
+  writeFileSync(file, 'not a directory\n');
+  await assert.rejects(startTestRuntime({ dataDir: file }), { message: `cannot use ${file} as the data dir: it is not a directory.` });
+  await assert.rejects(startTestRuntime({ dataDir: join(file, 'data') }), { message: `cannot use ${join(file, 'data')} as the data dir: a part of the path is not a directory.` });
+  await assert.rejects(startTestRuntime({ dataDir: join(dir, 'data'), flags: { workDir: file } }), { message: `cannot use ${file} as the work dir: it is not a directory.` });
 });
