@@ -74,7 +74,10 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      // Help asked for (--help, help <command>) is a success; help shown because a command was
+      // missing (`factory`, `factory run` alone) is a usage error, as Commander itself judges it.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+      if (err.code === 'commander.help') return err.exitCode === 0 ? 0 : 2;
       return err.exitCode === 0 ? 0 : 2;
     }
     if (err instanceof CliError) {

@@ -89,3 +89,11 @@ test('commands run at once in one process each see only their own working direct
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('help asked for is exit 0; help shown because a command is missing is a usage error, exit 2', async () => {
+  for (const [args, code] of [[['--help'], 0], [['help'], 0], [['help', 'run'], 0], [['run', '--help'], 0], [[], 2], [['run'], 2], [['webhook'], 2], [['help', 'bogus'], 2]] as const) {
+    const io = bufferIO();
+    assert.equal(await runCli([...args], io), code, `factory ${args.join(' ')}`);
+    assert.match(io.out + io.err, /Usage: factory/, `factory ${args.join(' ')} shows the usage`);
+  }
+});
