@@ -14,6 +14,7 @@ import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
 import type { RunState } from '../../core/run-state.ts';
 import type { RouteModule } from './index.ts';
+import { queryParams } from '../http/query.ts';
 
 /**
  * Automations (docs/automations.md) in the management API, scope `manage` for the factory:
@@ -36,7 +37,7 @@ export const automationRoutes: RouteModule = (router, { config, store, clock, se
     ingress.onAccepted.push(hook);
   }
 
-  router.get('/api/v1/automations', requireScope('manage'), (ctx) => {
+  router.get('/api/v1/automations', requireScope('manage'), queryParams(['factory']), (ctx) => {
     const principal = principalOf(ctx);
     const factory = typeof ctx.query.factory === 'string' && ctx.query.factory !== '' ? ctx.query.factory : undefined;
     const automations = store.defs.listAutomations(factory).filter((a) => canManageFactory(principal, a.factory));

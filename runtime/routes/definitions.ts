@@ -10,6 +10,7 @@ import { readJsonBody } from '../http/body.ts';
 import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
 import { unknownWebhookDetail } from './webhooks-manage.ts';
+import { queryParams } from '../http/query.ts';
 
 /**
  * Plan and apply (docs/plan-apply.md) and the read side of webhooks (`webhook list|show`,
@@ -69,7 +70,7 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
     };
   });
 
-  router.get('/api/v1/webhooks', requireScope('manage'), (ctx) => {
+  router.get('/api/v1/webhooks', requireScope('manage'), queryParams(['factory', 'include_deleted'], ['include_deleted']), (ctx) => {
     const principal = principalOf(ctx);
     const factory = typeof ctx.query.factory === 'string' ? ctx.query.factory : undefined;
     const includeDeleted = ctx.query.include_deleted === 'true';

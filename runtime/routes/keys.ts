@@ -3,6 +3,7 @@ import { noBody, readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/auth.ts';
 import type { KeyKind, Scope } from '../store/keys.ts';
 import type { RouteModule } from './index.ts';
+import { queryParams } from '../http/query.ts';
 
 /**
  * API keys (docs/runtime.md), admin scope:
@@ -35,7 +36,7 @@ export const keyRoutes: RouteModule = (router, { config, store }) => {
     ctx.body = { ...key, key: raw };
   });
 
-  router.get('/api/v1/keys', admin, (ctx) => {
+  router.get('/api/v1/keys', admin, queryParams([]), (ctx) => {
     ctx.body = { keys: store.keys.list() };
   });
 

@@ -13,6 +13,7 @@ import { CANCEL_CHANNEL } from '../store/leases.ts';
 import type { NewRunItem, RunRecord } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
+import { queryParams } from '../http/query.ts';
 
 export const RUNS_PATH = '/api/v1/agent/runs';
 /** Where oz-agent-sdk 1.0.0-alpha.8 creates runs (`client.agent.run`); the same as POST RUNS_PATH. */
@@ -176,7 +177,7 @@ export const runRoutes: RouteModule = (router, deps) => {
     ctx.body = { run_id: run.run_id };
   });
 
-  router.get(`${RUNS_PATH}/:id/transcript`, runs, (ctx) => {
+  router.get(`${RUNS_PATH}/:id/transcript`, runs, queryParams(['after']), (ctx) => {
     ctx.body = transcriptBody(deps, ctx, findRun(deps, String(ctx.params.id)));
   });
 };

@@ -10,6 +10,7 @@ import type { Store } from '../store/index.ts';
 import type { SchedulePause } from '../store/schedules.ts';
 import type { RouteModule } from './index.ts';
 import { noBody } from '../http/body.ts';
+import { queryParams } from '../http/query.ts';
 
 /**
  * The schedule triggers of the automations, in the Oz Agent API's shape (docs/api.md#schedules),
@@ -24,7 +25,7 @@ import { noBody } from '../http/body.ts';
  * (docs/definitions.md#pausing-a-schedule).
  */
 export const scheduleRoutes: RouteModule = (router, { store, clock, log }) => {
-  router.get('/api/v1/agent/schedules', requireScope('manage'), (ctx) => {
+  router.get('/api/v1/agent/schedules', requireScope('manage'), queryParams([]), (ctx) => {
     const principal = principalOf(ctx);
     const automations = store.defs.listAutomations().filter((a) => canManageFactory(principal, a.factory));
     const pauses = store.schedules.paused();

@@ -5,6 +5,7 @@ import { updateSecret } from '../ingress/lifecycle.ts';
 import { noBody, readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/auth.ts';
 import type { RouteModule } from './index.ts';
+import { queryParams } from '../http/query.ts';
 
 /**
  * Team secrets (docs/runtime.md), admin scope. Values go in, never out: every response is metadata
@@ -50,7 +51,7 @@ export const secretRoutes: RouteModule = (router, { config, store, clock }) => {
     ctx.body = meta;
   });
 
-  router.get('/api/v1/secrets', admin, (ctx) => {
+  router.get('/api/v1/secrets', admin, queryParams([]), (ctx) => {
     ctx.body = { secrets: store.secrets.list() };
   });
 

@@ -19,6 +19,7 @@ import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
 import { deliveryRuns } from './automations.ts';
 import type { RouteModule } from './index.ts';
+import { queryParams } from '../http/query.ts';
 
 /**
  * The webhook lifecycle (docs/ingress.md#webhook-lifecycle) and the delivery log
@@ -84,7 +85,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     ctx.body = view(setWebhookSecret(store, uid, secretField(body, true), writerOf(ctx)));
   });
 
-  router.get('/api/v1/webhooks/:uid/deliveries', requireScope('manage', webhookFactory), (ctx) => {
+  router.get('/api/v1/webhooks/:uid/deliveries', requireScope('manage', webhookFactory), queryParams(['limit', 'cursor']), (ctx) => {
     const uid = uidOf(ctx);
     const limit = intParam(ctx.query.limit, 'limit', 20, 1, 100);
     const cursor = ctx.query.cursor === undefined ? undefined : intParam(ctx.query.cursor, 'cursor', 0, 1, Number.MAX_SAFE_INTEGER);
