@@ -67,7 +67,16 @@ async function listFiles(root: string, rel: string, depth: number, plainDir: boo
     // A directory named like a definitions file is reported by readText; other directories are
     // only entered as deep as definitions sit (automations/<name>/, agents/<a>/skills/<s>/).
     if (e.isDirectory() && !/\.(ya?ml|md)$/.test(e.name)) {
-      if (depth < dirDepth(rel.split('/')[0])) out.push(...(await listFiles(root, path, depth + 1, plainDir)));
+      const top = rel.split('/')[0];
+      if (depth < dirDepth(top)) {
+        const inside = await listFiles(root, path, depth + 1, plainDir);
+        out.push(...inside);
+        // An automation folder without its automation.md (Automation.md, a typo) defines nothing: said, not skipped.
+        if (top === 'automations' && depth === 0 && !inside.some(([p]) => p === `${path}/automation.md`)) out.push([`${path}/`, false]);
+      } else if (classifyPath(`${path}/`).kind === 'unexpected') {
+        // A folder where only files belong (webhooks/sub/) is named in a warning, never entered.
+        out.push([`${path}/`, false]);
+      }
     } else out.push([path, plainDir && e.isFile()]);
   }
   return out;

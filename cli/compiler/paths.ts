@@ -53,6 +53,10 @@ export function classifyPath(path: string): PathClass {
       return { kind: 'unexpected', hint: 'automations/ holds <name>.md files and <name>/automation.md folders' };
     }
     if (parts.length === 3 && b === 'automation.md') return { kind: 'automation', name: a };
+    // The loader lists a folder itself (`automations/<name>/`) only when it holds no automation.md.
+    if (parts.length === 3 && b === '') {
+      return { kind: 'unexpected', hint: `this folder holds no automation.md (lowercase), so it defines no automation; an apply would delete automation '${a}' if it exists` };
+    }
     // Other files in an automation's folder are the author's own (notes, examples).
     return { kind: 'ignored' };
   }

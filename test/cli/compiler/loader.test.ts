@@ -4,7 +4,7 @@ import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CliError } from '../../../core/errors.ts';
-import { loadRepo } from '../../../cli/compiler/index.ts';
+import { compile, loadRepo } from '../../../cli/compiler/index.ts';
 
 async function repo(files: Record<string, string | Buffer>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'factory-loader-'));
@@ -55,4 +55,25 @@ test('each bad input is one clear CliError', async (t) => {
   await rejects(dirs.big, /webhooks\/big\.yaml is \d+ bytes; definitions files may be at most 1048576 bytes/);
   await rejects(dirs.dirAsFile, /cannot read webhooks\/a\.yaml: it is a directory/);
   await rejects(dirs.dangling, /cannot read webhooks\/a\.yaml: it is a symbolic link/);
+});
+
+test('an automation folder without its automation.md, and a folder too deep to be read, are named, never silently skipped', async (t) => {
+  const dir = await repo({
+    'factory.yaml': 'name: x\n',
+    'automations/typo/Automation.md': '---\n---\n',
+    'automations/fine/automation.md': '---\n---\n',
+    'automations/fine/examples/payload.json': '{}',
+    'environments/sub/deeper/e.yaml': 'agent: {command: [a]}\n',
+  });
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const files = await loadRepo(dir);
+  assert.deepEqual(files.map((f) => f.path), ['automations/fine/automation.md', 'automations/typo/', 'environments/sub/deeper/', 'factory.yaml']);
+  const { diagnostics } = compile(files);
+  assert.deepEqual(
+    diagnostics.filter((d) => d.code === 'file.unexpected').map((d) => [d.file, d.severity, d.message]),
+    [
+      ['automations/typo/', 'warning', "not read: this folder holds no automation.md (lowercase), so it defines no automation; an apply would delete automation 'typo' if it exists"],
+      ['environments/sub/deeper/', 'warning', 'not read: environments/ holds <name>.yaml files, not subdirectories'],
+    ],
+  );
 });
