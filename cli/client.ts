@@ -177,6 +177,7 @@ export function resolveClientFlags(flags: ClientFlags, io: CliIO, where: { dir?:
     throw new CliError(`no API key: set FACTORY_API_KEY or pass --api-key, or run next to a runtime's data dir (looked for admin.key in ${places(searched, io.cwd)}).`);
   }
   origin.key = keyFile!;
+  if (text.trim() === '') throw new CliError(`no API key: ${keyFile} is empty; set FACTORY_API_KEY or pass --api-key, or restore the key the runtime wrote there.`);
   return { server: server.url, apiKey: text.trim(), origin };
 }
 

@@ -47,6 +47,15 @@ function applyDefaults(cmd: Command, io: CliIO): void {
     writeErr: (s) => io.stderr(s),
     outputError: (s, write) => write(`${oneLine(s)}; run \`${path} --help\` for usage.\n`),
   });
+  // A repeatable option (`--scope a --scope b`) starts from an empty list; Commander would print that
+  // start as "(default: [])" in the help, so the list is filled in just before the action instead.
+  const lists = cmd.options.filter((o) => Array.isArray(o.defaultValue) && o.defaultValue.length === 0);
+  for (const o of lists) o.defaultValue = undefined;
+  if (lists.length) {
+    cmd.hook('preAction', () => {
+      for (const o of lists) if (cmd.getOptionValue(o.attributeName()) === undefined) cmd.setOptionValue(o.attributeName(), []);
+    });
+  }
   for (const sub of cmd.commands) applyDefaults(sub, io);
 }
 

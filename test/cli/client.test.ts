@@ -242,3 +242,17 @@ test('what is not a runtime or not a key is said as such, never as an unreachabl
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('an empty admin.key is said as such, not sent as an empty key', () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-emptykey-'));
+  try {
+    const dir = dataDir(root, { runtime: { url: 'http://127.0.0.1:9', pid: process.pid } });
+    writeFileSync(join(dir, 'admin.key'), '\n');
+    assert.throws(
+      () => resolveClientFlags({}, io({}, root)),
+      (e: unknown) => e instanceof CliError && e.message === `no API key: ${join(dir, 'admin.key')} is empty; set FACTORY_API_KEY or pass --api-key, or restore the key the runtime wrote there.`,
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

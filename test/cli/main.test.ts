@@ -34,6 +34,7 @@ test('every command and group has a description without spec references, and its
     assert.match(io.out, /^Usage: factory/, `${where} --help prints usage`);
     assert.match(io.out, /\nExamples?:\n(?:.*\n)*? {2}\$ .*factory /, `${where} --help shows an example`);
     assert.doesNotMatch(io.out, CONTRACT_CITED, `${where} --help names no section of the product contract`);
+    assert.doesNotMatch(io.out, /\(default: \[\]\)/, `${where} --help shows no empty list as a default`);
   }
 });
 
