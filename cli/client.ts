@@ -11,6 +11,14 @@ export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 
 /** Plan and apply take gzip bodies; every other route takes uncompressed ones only. */
 const DEFINITIONS_ROUTE = /^\/api\/v1\/factories\/[^/]+\/(plan|apply)$/;
+
+/**
+ * The runtime's cap on a request body (docs/api.md; plan and apply have their own, for gzip). A
+ * body over it is refused here in words: the runtime answers 413 and closes the connection while
+ * the client is still sending, which fetch reports as a connection error. Kept equal to the
+ * runtime's limit by test/cli/client.test.ts.
+ */
+export const API_BODY_BYTES = 1_048_576;
 const gzipAsync = promisify(gzip);
 
 /** The options every online command shares (docs/runtime.md): where the runtime is and which key to use. */
@@ -224,6 +232,9 @@ export function createClient(options: { server: string; apiKey: string; origin?:
     const h: Record<string, string> = { Accept: 'application/json', Authorization: `Bearer ${options.apiKey}`, ...headers };
     if (body !== undefined) h['Content-Type'] = 'application/json';
     let payload: string | Buffer | undefined = body === undefined ? undefined : JSON.stringify(body);
+    if (payload !== undefined && !DEFINITIONS_ROUTE.test(path) && Buffer.byteLength(payload) > API_BODY_BYTES) {
+      throw new CliError(`the request is ${Buffer.byteLength(payload)} bytes of JSON, more than the ${API_BODY_BYTES} bytes the runtime takes (docs/api.md).`);
+    }
     if (payload !== undefined && DEFINITIONS_ROUTE.test(path)) {
       // A snapshot of thousands of automations is megabytes of repetitive JSON (docs/plan-apply.md#large-factories).
       payload = await gzipAsync(payload);

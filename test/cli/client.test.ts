@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CliError, FactoryError } from '../../core/errors.ts';
-import { createClient, dataDirCandidates, resolveClientFlags } from '../../cli/client.ts';
+import { API_BODY_BYTES, createClient, dataDirCandidates, resolveClientFlags } from '../../cli/client.ts';
+import { DEFAULT_LIMITS } from '../../runtime/config.ts';
 import { runCli } from '../../cli/main.ts';
 import { bufferIO } from './helpers.ts';
 import type { CliIO } from '../../cli/io.ts';
@@ -254,5 +255,20 @@ test('an empty admin.key is said as such, not sent as an empty key', () => {
     );
   } finally {
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a request body over the runtime\'s cap is refused before sending, in words, not as an unreachable runtime', async () => {
+  assert.equal(API_BODY_BYTES, DEFAULT_LIMITS.apiBodyBytes, 'the CLI knows the runtime\'s cap');
+  const rt = await startTestRuntime();
+  try {
+    const client = createClient({ server: rt.url, apiKey: rt.adminKey });
+    const value = 'x'.repeat(API_BODY_BYTES);
+    await assert.rejects(client.request('POST', '/api/v1/secrets', { name: 'big', value }), (e: unknown) => e instanceof CliError && /^the request is \d+ bytes of JSON, more than the 1048576 bytes the runtime takes/.test(e.message));
+    assert.equal(rt.store.secrets.get('big'), undefined);
+    // Just under the cap, the request reaches the runtime, which judges it by its own rules.
+    await assert.rejects(client.send('POST', '/api/v1/secrets', { name: 'big', value: 'x'.repeat(API_BODY_BYTES - 100) }), (e: unknown) => e instanceof FactoryError && e.message === 'The secret value is too long.');
+  } finally {
+    await rt.stop();
   }
 });
