@@ -103,8 +103,18 @@ async function runToEnd(rt: ChildRuntime, environment: string): Promise<Record<s
   });
 }
 
+/** The whole transcript, every page of it, as one text. */
 async function transcriptOf(rt: ChildRuntime, runId: string): Promise<string> {
-  return JSON.stringify(await (await rt.fetch(`/api/v1/agent/runs/${runId}/transcript?limit=1000`)).json());
+  const pages: unknown[] = [];
+  for (let after = 0; ; ) {
+    const res = await rt.fetch(`/api/v1/agent/runs/${runId}/transcript?after=${after}`);
+    assert.equal(res.status, 200, `transcript of ${runId}`);
+    const page = (await res.json()) as { has_more: boolean; next_after: number };
+    pages.push(page);
+    if (!page.has_more) break;
+    after = page.next_after;
+  }
+  return JSON.stringify(pages);
 }
 
 /** The loot webhook's delivery log, every entry with its payload, as one text. */
