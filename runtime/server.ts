@@ -142,6 +142,8 @@ export async function startServer(config: Config, options: StartServerOptions = 
         });
         clearTimeout(force);
         await stopServices();
+        // The checkpoint thread's connection closes first, so the runtime's own close is the last one.
+        await store.checkpointer?.stopAndWait();
         store.close();
         removeRuntimeFile(runtimeFile);
         log.info('factory runtime stopped');

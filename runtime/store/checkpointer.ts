@@ -71,6 +71,10 @@ const frameBytes = (pageSize: number) => pageSize + 24;
  */
 export class Checkpointer {
   private readonly worker: Worker;
+  /** Settles when the thread has ended, its connection closed. */
+  private readonly exited: Promise<void>;
+  /** Whether the thread has ended (tests). */
+  threadEnded = false;
   private readonly busyMs: number;
   private readonly idleMs: number;
   private readonly restartFrames: number;
@@ -110,8 +114,12 @@ export class Checkpointer {
     this.worker.unref();
     this.worker.on('message', (m: CheckpointRow | { error: string }) => this.answered(m));
     this.worker.on('error', (err) => this.fallback(err.message));
-    this.worker.on('exit', (code) => {
-      if (!this.stopped) this.fallback(`the checkpoint thread exited with code ${code}`);
+    this.exited = new Promise<void>((resolve) => {
+      this.worker.on('exit', (code) => {
+        this.threadEnded = true;
+        resolve();
+        if (!this.stopped) this.fallback(`the checkpoint thread exited with code ${code}`);
+      });
     });
     this.schedule(this.busyMs);
   }
@@ -135,6 +143,18 @@ export class Checkpointer {
     this.settle();
     this.worker.postMessage('stop');
     this.giveBack();
+  }
+
+  /**
+   * `stop`, then waits (at most `waitMs`) for the thread to close its connection and end. Closing
+   * the main connection after that makes it the last one, whose close checkpoints and removes the
+   * WAL, so nothing touches the database's files once the runtime has closed.
+   */
+  async stopAndWait(waitMs = 5_000): Promise<void> {
+    this.stop();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
   }
 
   /** SQLite's defaults again on the main connection: it checkpoints in its commits, and keeps the WAL file's size. */

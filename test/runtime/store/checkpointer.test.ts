@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
@@ -152,4 +152,20 @@ test('a thread that cannot open the database hands the checkpoints back at once,
   assert.equal(reasons.length, 1);
   assert.match(reasons[0], /unable to open database file|directory does not exist/i);
   assert.equal(autocheckpoint(db), 1000);
+});
+
+test('stopAndWait ends the thread before the runtime closes, so its own close is the last and leaves no WAL behind', async (t) => {
+  const { store, path } = open(t, { busyMs: 5 });
+  writeBatch(store, 200);
+  await store.checkpointer!.idle();
+  assert.ok(existsSync(`${path}-wal`));
+  await store.checkpointer!.stopAndWait();
+  assert.equal(store.checkpointer!.threadEnded, true, 'the thread has ended, its connection closed');
+  store.close();
+  // The last connection's close checkpoints and removes the WAL and its index, at once: nothing
+  // is left to change the directory after the runtime has closed (a test's clean-up, a backup).
+  assert.deepEqual([existsSync(`${path}-wal`), existsSync(`${path}-shm`)], [false, false]);
+  const reopened = new Database(path, { readonly: true });
+  t.after(() => reopened.close());
+  assert.equal((reopened.prepare('SELECT COUNT(*) AS n FROM deliveries').get() as { n: number }).n, 200);
 });
