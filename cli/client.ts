@@ -232,10 +232,11 @@ export function createClient(options: { server: string; apiKey: string; origin?:
     const h: Record<string, string> = { Accept: 'application/json', Authorization: `Bearer ${options.apiKey}`, ...headers };
     if (body !== undefined) h['Content-Type'] = 'application/json';
     let payload: string | Buffer | undefined = body === undefined ? undefined : JSON.stringify(body);
-    if (payload !== undefined && !DEFINITIONS_ROUTE.test(path) && Buffer.byteLength(payload) > API_BODY_BYTES) {
+    const definitions = DEFINITIONS_ROUTE.test(path);
+    if (payload !== undefined && !definitions && Buffer.byteLength(payload) > API_BODY_BYTES) {
       throw new CliError(`the request is ${Buffer.byteLength(payload)} bytes of JSON, more than the ${API_BODY_BYTES} bytes the runtime takes (docs/api.md).`);
     }
-    if (payload !== undefined && DEFINITIONS_ROUTE.test(path)) {
+    if (payload !== undefined && definitions) {
       // A snapshot of thousands of automations is megabytes of repetitive JSON (docs/plan-apply.md#large-factories).
       payload = await gzipAsync(payload);
       h['Content-Encoding'] = 'gzip';

@@ -86,7 +86,6 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
       // Help asked for (--help, help <command>) is a success; help shown because a command was
       // missing (`factory`, `factory run` alone) is a usage error, as Commander itself judges it.
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
-      if (err.code === 'commander.help') return err.exitCode === 0 ? 0 : 2;
       return err.exitCode === 0 ? 0 : 2;
     }
     if (err instanceof CliError) {

@@ -31,14 +31,14 @@ export interface CreateAppOptions extends Omit<AppDeps, 'services'> {
   services?: Services;
 }
 
+/** Error codes of a connection the client closed or reset while its request was read or answered. */
+const CLIENT_GONE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ECANCELED']);
+
 /**
  * Builds the Koa app without listening, so tests can drive it on port 0.
  * Middleware order: access log (sees the final status) → problem+json (the one error mapper)
  * → routes → allowedMethods (405 with Allow on a known path).
  */
-/** Error codes of a connection the client closed or reset while its request was read or answered. */
-const CLIENT_GONE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ECANCELED']);
-
 export function createApp(options: CreateAppOptions): Koa {
   const deps: AppDeps = { ...options, services: options.services ?? {} };
   const app = new Koa({ proxy: deps.config.trustProxy });

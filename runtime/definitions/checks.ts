@@ -27,6 +27,9 @@ export interface CheckError {
   conflict?: boolean;
 }
 
+/** What a url_token secret must be, in the words every refusal uses (docs/plan-apply.md, `secret.not_url_safe`). */
+export const URL_TOKEN_RULE = 'at least 32 characters from A-Z a-z 0-9 - . _ ~';
+
 /** True when a url_token secret may be the last URL path segment as it is (docs/plan-apply.md). */
 export function isUrlSafeToken(value: string): boolean {
   return URL_SAFE_TOKEN.test(value);
@@ -159,7 +162,7 @@ export function checkAgainstRuntime(
     if (secret?.version === null && w.authMode !== 'signature') {
       errors.push({ file, pointer: '/secretName', code: 'secret.pending', message: `team secret '${w.secretName}' has no value yet (pending); a ${w.authMode} webhook needs one: factory secret update ${w.secretName}` });
     } else if (secret && secret.version !== null && w.authMode === 'url_token' && secret.urlSafe === false) {
-      errors.push({ file, pointer: '/secretName', code: 'secret.not_url_safe', message: `team secret '${w.secretName}' cannot be a url_token: it must be at least 32 characters from A-Z a-z 0-9 - . _ ~ (RFC 3986 unreserved)` });
+      errors.push({ file, pointer: '/secretName', code: 'secret.not_url_safe', message: `team secret '${w.secretName}' cannot be a url_token: it must be ${URL_TOKEN_RULE} (RFC 3986 unreserved)` });
     }
     const existing = live.get(w.name);
     if (w.uid && existing && existing.uid !== w.uid) {

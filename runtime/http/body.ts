@@ -2,6 +2,7 @@ import { gunzip } from 'node:zlib';
 import type { Context } from 'koa';
 import { FactoryError } from '../../core/errors.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
+import { escapePointer } from '../../core/schemas.ts';
 
 export interface ReadJsonOptions {
   /** Hard cap in bytes (config.limits.apiBodyBytes for the management and run APIs). */
@@ -52,13 +53,14 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
   return value;
 }
 
+/** A UTF-16 surrogate without its other half. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
  * What JSON.parse accepts but could not be kept as sent, with where it is: a number too large for a
  * double (1e400 parses to Infinity, which JSON writes as null), or a string or key with an unpaired
  * UTF-16 surrogate (`"\ud800"`, which UTF-8 cannot hold and would be written as U+FFFD).
  */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 function unrepresentable(root: unknown): string | undefined {
   const stack: [unknown, string][] = [[root, '']];
   while (stack.length > 0) {
@@ -71,9 +73,8 @@ function unrepresentable(root: unknown): string | undefined {
       value.forEach((v, i) => stack.push([v, `${at}/${i}`]));
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
-        const key = k.replace(/~/g, '~0').replace(/\//g, '~1');
         if (LONE_SURROGATE.test(k)) return `a key with an unpaired UTF-16 surrogate escape in ${at || '/'}`;
-        stack.push([v, `${at}/${key}`]);
+        stack.push([v, `${at}/${escapePointer(k)}`]);
       }
     }
   }

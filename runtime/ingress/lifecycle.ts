@@ -2,8 +2,9 @@ import { conflict, FactoryError, invalidRequest, notFound, type FieldError } fro
 import { credentialHeaderMessage, isCredentialHeader } from '../../core/credential-headers.ts';
 import { newStandardWebhooksSecret, newTokenSecret, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../core/snapshot.ts';
-import { isUrlSafeToken } from '../definitions/checks.ts';
+import { isUrlSafeToken, URL_TOKEN_RULE } from '../definitions/checks.ts';
 import type { WebhookRecord } from '../definitions/state.ts';
+import webhookSchema from '../../schemas/webhook.schema.json' with { type: 'json' };
 import type { Store } from '../store/index.ts';
 import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/secrets.ts';
 import { iso } from '../clock.ts';
@@ -50,8 +51,8 @@ const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 /** The suggested team secret name for an API-created webhook. */
 export const defaultSecretName = (factory: string, name: string) => `${factory}-${name}-secret`;
 
-/** The longest description a webhook may have, created by definitions or through the API. */
-const MAX_DESCRIPTION = 2000;
+/** The longest description a webhook may have: the definitions file's cap, for one created through the API too. */
+const MAX_DESCRIPTION: number = webhookSchema.properties.description.maxLength;
 
 /** Validates a create request body (snake_case, as the API takes it). Throws 400 listing every problem. */
 export function parseCreateWebhook(body: unknown): CreateWebhookInput {
@@ -85,7 +86,6 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
   if (deliveryIdHeader !== undefined && !HEADER_NAME.test(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: 'must be an HTTP header name' });
   else if (deliveryIdHeader !== undefined && isCredentialHeader(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: credentialHeaderMessage(deliveryIdHeader) });
   const description = str('description');
-  // As a definitions file's description (schemas/webhook.schema.json).
   if (description !== undefined && description.length > MAX_DESCRIPTION) errors.push({ pointer: '/description', message: `must be at most ${MAX_DESCRIPTION} characters` });
   if (errors.length) throw invalidRequest('The webhook cannot be created as asked.', errors);
   return { name: name!, authMode, signatureScheme: scheme, secretName, secret: secret || undefined, deliveryIdHeader, description };
@@ -282,7 +282,7 @@ export function updateSecret(store: Store, name: string, value: string, options:
     // update) or at its next enable or apply: refused before anything is written.
     if (!isUrlSafeToken(value)) {
       const bound = store.defs.listWebhooks().some((w) => w.secretName === name && w.authMode === 'url_token' && !w.deletedAt);
-      if (bound) throw invalidRequest(notUrlSafe(name, 'a url_token webhook'), [{ pointer: '/value', message: 'must be at least 32 characters from A-Z a-z 0-9 - . _ ~' }]);
+      if (bound) throw invalidRequest(notUrlSafe(name, 'a url_token webhook'), [{ pointer: '/value', message: `must be ${URL_TOKEN_RULE}` }]);
     }
     const secret = store.secrets.update(name, value);
     if (graceSeconds === undefined) return { secret };
@@ -307,7 +307,7 @@ export function updateSecret(store: Store, name: string, value: string, options:
 
 /** The sentence of a secret value that cannot be a url_token (docs/plan-apply.md, `secret.not_url_safe`). */
 function notUrlSafe(name: string, user: string): string {
-  return `The team secret "${name}" cannot be a url_token, which ${user} uses: it must be at least 32 characters from A-Z a-z 0-9 - . _ ~ (RFC 3986 unreserved).`;
+  return `The team secret "${name}" cannot be a url_token, which ${user} uses: it must be ${URL_TOKEN_RULE} (RFC 3986 unreserved).`;
 }
 
 /** A url_token webhook binds only a value that can be the last segment of its URL as it is (409 otherwise). */

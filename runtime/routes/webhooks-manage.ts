@@ -172,7 +172,8 @@ function secretField(body: unknown, required: boolean): string | undefined {
 
 function intParam(v: unknown, name: string, fallback: number, min: number, max: number): number {
   if (v === undefined) return fallback;
-  const s = Array.isArray(v) ? v[0] : v;
+  // One value: queryParams refuses a repeated parameter before this runs.
+  const s = v;
   const n = typeof s === 'string' && /^\d{1,16}$/.test(s) ? Number(s) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) {
     throw invalidRequest(`${name} must be an integer from ${min} to ${max}.`, [{ pointer: `/${name}`, message: `got ${JSON.stringify(s)}` }]);

@@ -529,6 +529,8 @@ export class RunStore {
     const at = this.ctx.clock.now();
     const now = iso(at);
     const ids: string[] = [];
+    // The runs of one delivery share its payload: hashed once, however many automations matched.
+    const digests = new Map<Buffer, string>();
     for (const input of inputs) {
       const run_id = newSortableId('run', at.getTime());
       this.stmts.insert.run({
@@ -554,7 +556,8 @@ export class RunStore {
       });
       for (const a of input.attachments ?? []) {
         const entrySeq = a.inEntry && input.deliverySeq != null ? input.deliverySeq : null;
-        const sha256 = createHash('sha256').update(a.bytes).digest('hex');
+        let sha256 = digests.get(a.bytes);
+        if (sha256 === undefined) digests.set(a.bytes, (sha256 = createHash('sha256').update(a.bytes).digest('hex')));
         this.stmts.insertAttachment.run(run_id, a.name, entrySeq === null ? a.bytes : NO_BYTES, a.bytes.length, sha256, entrySeq);
       }
       ids.push(run_id);
