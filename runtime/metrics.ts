@@ -1,9 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Metric, Registry } from 'prom-client';
 import { CliError } from '../core/errors.ts';
 import { RUN_STATES } from '../core/run-state.ts';
 import type { ExecutorPool } from './executor/pool.ts';
+import type { Buckets, IngressMetrics } from './ingress/metrics.ts';
+import { WEBHOOK_OUTCOMES } from './ingress/metrics.ts';
 import type { IngressState } from './ingress/state.ts';
 import type { Service, ServiceFactory } from './services.ts';
 import type { RunRecord } from './store/runs.ts';
@@ -16,11 +18,13 @@ import type { RunRecord } from './store/runs.ts';
  *
  * Counting costs the hot paths next to nothing: the ingress adds to plain numbers
  * (ingress/metrics.ts), run states and the queue are counted by the database at scrape time,
- * and a run's duration is observed once, when the executor sees it end.
+ * and a run's duration is observed once, when the executor sees it end. The Prometheus client
+ * is loaded when the service starts, so a runtime without metrics never loads it.
  */
 export interface MetricsService extends Service {
   /** The port /metrics is served on once started (the real one when 0 was asked for); undefined when off. */
   readonly port: number | undefined;
+  /** The registry once started; undefined before and when off. */
   readonly registry: Registry | undefined;
 }
 
@@ -33,13 +37,16 @@ declare module './services.ts' {
 /** Run durations from a second to a day: agent runs take minutes. */
 const RUN_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600, 86400];
 
+type PromClient = typeof import('prom-client');
+
 /** Builds the registry: the ingress's own metrics, runs, executor, process. */
-export function buildRegistry(deps: {
+export function buildRegistry(prom: PromClient, deps: {
   store: { runs: { countByState(): Record<string, number> } };
   maxConcurrentRuns: number;
   ingress: IngressState | undefined;
   executor: ExecutorPool | undefined;
 }): { registry: Registry; runEnded: (run: RunRecord) => void } {
+  const { collectDefaultMetrics, Gauge, Histogram, Registry } = prom;
   const own = new Registry();
   collectDefaultMetrics({ register: own });
   const { store, executor } = deps;
@@ -86,8 +93,84 @@ export function buildRegistry(deps: {
     const seconds = (Date.parse(run.finished_at) - Date.parse(run.started_at)) / 1000;
     if (Number.isFinite(seconds) && seconds >= 0) durations.observe({ state: run.state }, seconds);
   };
-  const registry = deps.ingress ? Registry.merge([own, deps.ingress.metrics.registry]) : own;
-  return { registry, runEnded };
+  if (deps.ingress) registerIngress(prom, own, deps.ingress.metrics);
+  return { registry: own, runEnded };
+}
+
+/** The ingress's counts (ingress/metrics.ts) as Prometheus metrics, read at each scrape. */
+function registerIngress(prom: PromClient, registry: Registry, metrics: IngressMetrics): void {
+  new prom.Counter({
+    name: 'factory_deliveries_total',
+    help: 'Requests to a webhook, by outcome: the delivery log outcomes, handshake (answered, no run) and rate_limited (429, not logged).',
+    labelNames: ['factory', 'webhook', 'outcome'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const e of metrics.webhooks()) {
+        for (const outcome of WEBHOOK_OUTCOMES) this.inc({ factory: e.factory, webhook: e.webhook, outcome }, e.counts[outcome]);
+      }
+    },
+  });
+  new prom.Counter({
+    name: 'factory_ingress_aborted_total',
+    help: 'Deliveries whose sender closed the connection before the body ended (also counted as rejected_invalid_json).',
+    labelNames: ['factory', 'webhook'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const e of metrics.webhooks()) this.inc({ factory: e.factory, webhook: e.webhook }, e.counts.aborted);
+    },
+  });
+  new prom.Counter({
+    name: 'factory_ingress_unrouted_total',
+    help: 'Ingress requests that reached no webhook: not_found (404: unknown, disabled or deleted) and method_not_allowed (405).',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ reason: 'not_found' }, metrics.not_found);
+      this.inc({ reason: 'method_not_allowed' }, metrics.method_not_allowed);
+    },
+  });
+  registry.registerMetric(
+    histogram('factory_ingress_duration_seconds', 'Time from a webhook request arriving to its answer, including the group commit.', [
+      [{}, metrics.latency],
+    ]),
+  );
+  registry.registerMetric(
+    histogram(
+      'factory_group_commit_batch_size',
+      'Writes committed together in one transaction, by writer: deliveries (the delivery log) or runs (run API creates).',
+      [
+        [{ writer: 'deliveries' }, metrics.batchSize.deliveries],
+        [{ writer: 'runs' }, metrics.batchSize.runs],
+      ],
+    ),
+  );
+}
+
+/**
+ * A histogram whose counts live in plain `Buckets` (one series per label set), as a metric the
+ * registry can print: it asks `get()` for the samples, in the shape the client's own histograms
+ * give: a cumulative `_bucket` per bound and `+Inf`, then `_sum` and `_count`.
+ */
+function histogram(name: string, help: string, series: [Record<string, string>, Buckets][]): Metric {
+  const get = async () => {
+    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
+    for (const [labels, b] of series) {
+      let cumulative = 0;
+      b.bounds.forEach((le, i) => {
+        cumulative += b.counts[i];
+        values.push({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: cumulative });
+      });
+      values.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: b.count });
+      values.push({ metricName: `${name}_sum`, labels, value: b.sum });
+      values.push({ metricName: `${name}_count`, labels, value: b.count });
+    }
+    return { name, help, type: 'histogram', aggregator: 'sum', values };
+  };
+  // The registry reads a metric through `name` and `get()` alone; its types only name its own classes.
+  return { name, help, type: 'histogram', aggregator: 'sum', get, reset() {} } as unknown as Metric;
 }
 
 export const metricsService: ServiceFactory = {
@@ -95,21 +178,26 @@ export const metricsService: ServiceFactory = {
   create({ config, store, log, services }): MetricsService {
     if (config.metricsPort === undefined) return { port: undefined, registry: undefined };
     const executor = services.executor as ExecutorPool | undefined;
-    const { registry, runEnded } = buildRegistry({
-      store,
-      maxConcurrentRuns: config.maxConcurrentRuns,
-      ingress: services.ingress,
-      executor,
-    });
     let server: Server | undefined;
     let port: number | undefined;
+    let registry: Registry | undefined;
+    let runEnded: ((run: RunRecord) => void) | undefined;
     return {
-      registry,
+      get registry() {
+        return registry;
+      },
       get port() {
         return port;
       },
       async start() {
-        executor?.onRunEnd.push(runEnded);
+        const built = buildRegistry(await import('prom-client'), {
+          store,
+          maxConcurrentRuns: config.maxConcurrentRuns,
+          ingress: services.ingress,
+          executor,
+        });
+        ({ registry, runEnded } = built);
+        executor?.onRunEnd.push(built.runEnded);
         server = createServer((req, res) => {
           const path = (req.url ?? '/').split('?')[0];
           if (path !== '/metrics') {
@@ -120,8 +208,8 @@ export const metricsService: ServiceFactory = {
             res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }).end('GET /metrics\n');
             return;
           }
-          registry.metrics().then(
-            (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+          built.registry.metrics().then(
+            (text) => res.writeHead(200, { 'Content-Type': built.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
             (err: unknown) => {
               log.warn({ err }, 'collecting metrics failed');
               res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Collecting the metrics failed; see the runtime log.\n');
@@ -142,7 +230,7 @@ export const metricsService: ServiceFactory = {
         log.info({ host: config.host, port }, 'metrics served at /metrics');
       },
       async stop() {
-        if (executor) executor.onRunEnd.splice(executor.onRunEnd.indexOf(runEnded) >>> 0, 1);
+        if (executor && runEnded) executor.onRunEnd.splice(executor.onRunEnd.indexOf(runEnded) >>> 0, 1);
         if (!server) return;
         server.closeAllConnections();
         await new Promise<void>((resolve) => server!.close(() => resolve()));

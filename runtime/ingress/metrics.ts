@@ -1,10 +1,9 @@
-import { Counter, Histogram, Registry } from 'prom-client';
-
 /**
  * The ingress's counters, served by `GET /metrics` (docs/runtime.md#metrics). The hot path only
  * adds 1 to a plain number on an object cached per webhook (no labels built, no hashing per
- * request); the counts become Prometheus samples when a scrape asks for them. 404, 405 and 429
- * are not logged (docs/ingress.md) and are counted here all the same.
+ * request); the counts become Prometheus samples when a scrape asks for them (runtime/metrics.ts,
+ * which loads the Prometheus client only when metrics are on). 404, 405 and 429 are not logged
+ * (docs/ingress.md) and are counted here all the same.
  */
 
 /** What a request to a webhook ended as: the delivery log's outcomes, plus answers that are not logged. */
@@ -22,7 +21,8 @@ export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 /** One webhook's counts, by outcome; `aborted` requests are also in rejected_invalid_json. */
 export type WebhookCounts = Record<WebhookOutcome | 'aborted', number>;
 
-interface Entry {
+/** One webhook's names and counts. */
+export interface WebhookEntry {
   factory: string;
   webhook: string;
   counts: WebhookCounts;
@@ -33,69 +33,40 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 /** Group-commit batch sizes: from a lone delivery up to GroupCommit.MAX_BATCH. */
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
+/**
+ * A histogram as plain numbers: how many observations fell in each bucket (a value `v` falls in
+ * the first bucket whose upper bound is at least `v`, or in the last, unbounded one), their sum
+ * and their count. The cumulative `le` series are made from it at scrape time.
+ */
+export class Buckets {
+  /** Per bucket, not cumulative; one more than `bounds`: the last counts values above every bound. */
+  readonly counts: Float64Array;
+  sum = 0;
+  count = 0;
+
+  constructor(readonly bounds: readonly number[]) {
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  observe(value: number): void {
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]) i++;
+    this.counts[i]++;
+    this.sum += value;
+    this.count++;
+  }
+}
+
 export class IngressMetrics {
-  /** The ingress's own registry; the metrics service merges it with the rest. */
-  readonly registry = new Registry();
   /** Requests to an address where no webhook is (404), and non-POST requests (405). */
   not_found = 0;
   method_not_allowed = 0;
   /** Seconds from the request's arrival to the answer written, every ingress request. */
-  readonly latency: Histogram;
+  readonly latency = new Buckets(LATENCY_BUCKETS);
   /** Writes per group commit (one transaction, one fsync), by writer: the delivery log, and the run API's creates. */
-  readonly batchSize: { deliveries: { observe(size: number): void }; runs: { observe(size: number): void } };
-  private readonly byWebhook = new Map<string, Entry>();
-
-  constructor() {
-    const entries = this.byWebhook;
-    const self = this;
-    new Counter({
-      name: 'factory_deliveries_total',
-      help: 'Requests to a webhook, by outcome: the delivery log outcomes, handshake (answered, no run) and rate_limited (429, not logged).',
-      labelNames: ['factory', 'webhook', 'outcome'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const e of entries.values()) {
-          for (const outcome of WEBHOOK_OUTCOMES) this.inc({ factory: e.factory, webhook: e.webhook, outcome }, e.counts[outcome]);
-        }
-      },
-    });
-    new Counter({
-      name: 'factory_ingress_aborted_total',
-      help: 'Deliveries whose sender closed the connection before the body ended (also counted as rejected_invalid_json).',
-      labelNames: ['factory', 'webhook'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const e of entries.values()) this.inc({ factory: e.factory, webhook: e.webhook }, e.counts.aborted);
-      },
-    });
-    new Counter({
-      name: 'factory_ingress_unrouted_total',
-      help: 'Ingress requests that reached no webhook: not_found (404: unknown, disabled or deleted) and method_not_allowed (405).',
-      labelNames: ['reason'],
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        this.inc({ reason: 'not_found' }, self.not_found);
-        this.inc({ reason: 'method_not_allowed' }, self.method_not_allowed);
-      },
-    });
-    this.latency = new Histogram({
-      name: 'factory_ingress_duration_seconds',
-      help: 'Time from a webhook request arriving to its answer, including the group commit.',
-      buckets: LATENCY_BUCKETS,
-      registers: [this.registry],
-    });
-    const batches = new Histogram({
-      name: 'factory_group_commit_batch_size',
-      help: 'Writes committed together in one transaction, by writer: deliveries (the delivery log) or runs (run API creates).',
-      labelNames: ['writer'],
-      buckets: BATCH_BUCKETS,
-      registers: [this.registry],
-    });
-    this.batchSize = { deliveries: batches.labels('deliveries'), runs: batches.labels('runs') };
-  }
+  readonly batchSize = { deliveries: new Buckets(BATCH_BUCKETS), runs: new Buckets(BATCH_BUCKETS) };
+  private readonly byWebhook = new Map<string, WebhookEntry>();
 
   /** The counts of one webhook, created at its first request and reused after (one Map lookup). */
   webhook(w: { uid: string; factory: string; name: string }): WebhookCounts {
@@ -107,5 +78,10 @@ export class IngressMetrics {
       this.byWebhook.set(w.uid, e);
     }
     return e.counts;
+  }
+
+  /** Every webhook that has had a request, for a scrape. */
+  webhooks(): Iterable<WebhookEntry> {
+    return this.byWebhook.values();
   }
 }

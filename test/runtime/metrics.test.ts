@@ -78,6 +78,14 @@ describe('metrics on their own port', () => {
     assert.equal(delta('factory_deliveries_total', { ...hook, outcome: 'rejected_auth' }), 1);
     assert.equal(delta('factory_ingress_unrouted_total', { reason: 'not_found' }), 1);
     assert.equal(delta('factory_ingress_duration_seconds_count'), 4);
+    // The buckets are cumulative, end with +Inf at the count, and the sum is the seconds observed.
+    const les = [...text.matchAll(/^factory_ingress_duration_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)];
+    assert.equal(les.length, 14);
+    assert.equal(les.at(-1)![1], '+Inf');
+    assert.equal(Number(les.at(-1)![2]), sample(text, 'factory_ingress_duration_seconds_count'));
+    for (let i = 1; i < les.length; i++) assert.ok(Number(les[i][2]) >= Number(les[i - 1][2]), les[i][0]);
+    assert.ok(delta('factory_ingress_duration_seconds_sum') > 0);
+    assert.match(text, /^# TYPE factory_ingress_duration_seconds histogram$/m);
     // Three logged requests (accepted, duplicate, rejected): at least one batch, at most three.
     const batches = delta('factory_group_commit_batch_size_count', { writer: 'deliveries' });
     assert.ok(batches >= 1 && batches <= 3, String(batches));
