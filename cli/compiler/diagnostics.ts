@@ -27,6 +27,7 @@ export const DIAGNOSTIC_CODES = [
   'yaml.alias',
   'yaml.tag',
   'yaml.merge_key',
+  'yaml.complex_key',
   'yaml.not_a_mapping',
   'factory.unknown_key',
   'factory.missing_key',

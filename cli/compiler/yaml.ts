@@ -55,6 +55,11 @@ export function parseYaml(text: string): ParsedYaml {
       if (isScalar(pair.key) && pair.key.type === 'PLAIN' && pair.key.value === '<<') {
         problems.push({ code: 'yaml.merge_key', message: 'merge keys (<<) are not allowed; write the keys out', offset: start(pair.key) });
       }
+      // A list or a map as a key (`? [a]`) has no place in a definition, and converting it to a
+      // plain object would stringify it.
+      if (isMap(pair.key) || isSeq(pair.key)) {
+        problems.push({ code: 'yaml.complex_key', message: 'a key must be plain text, not a list or a map', offset: start(pair.key) });
+      }
     },
     Alias(_, node) {
       once({ code: 'yaml.alias', message: `aliases (*${node.source}) are not allowed; write the value out`, offset: start(node) });

@@ -60,7 +60,7 @@ test('every error kind of the broken tree is reported at the offending node', as
   for (const d of diagnostics) assert.ok((DIAGNOSTIC_CODES as readonly string[]).includes(d.code), d.code);
 });
 
-test('anchors, aliases, tags, merge keys, duplicate keys, extra documents and bad fences each have a code', async () => {
+test('anchors, aliases, tags, merge keys, complex keys, duplicate keys, extra documents and bad fences each have a code', async () => {
   const { diagnostics } = await compileDir(fixture('yaml-features'));
   assert.deepEqual(diagnostics.map(brief), [
     'automations/alias.md:2:14 error yaml.anchor',
@@ -70,6 +70,7 @@ test('anchors, aliases, tags, merge keys, duplicate keys, extra documents and ba
     'automations/plain.md:1:1 error automation.no_front_matter',
     'webhooks/anchor.yaml:1:13 error yaml.anchor',
     'webhooks/anchor.yaml:2:14 error yaml.alias',
+    'webhooks/complexkey.yaml:2:3 error yaml.complex_key',
     'webhooks/dupkey.yaml:2:1 error yaml.duplicate_key',
     'webhooks/merge.yaml:2:1 error yaml.merge_key',
     'webhooks/multi.yaml:2:1 error yaml.multiple_documents',
