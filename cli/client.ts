@@ -220,6 +220,20 @@ export function clientFromFlags(flags: ClientFlags, io: CliIO, where: { dir?: st
   return createClient(resolveClientFlags(flags, io, where));
 }
 
+/**
+ * The last JSON answer a client of this process accepted. A command that then fails on it with a
+ * TypeError (an array or a field missing) was talking to a server that is not a runtime of this
+ * version, and `runCli` says so instead of printing the bare JavaScript error.
+ */
+let lastAnswer: { server: string; method: string; path: string } | undefined;
+
+/** The last accepted answer since the previous call, which forgets it. */
+export function takeLastAnswer(): typeof lastAnswer {
+  const answer = lastAnswer;
+  lastAnswer = undefined;
+  return answer;
+}
+
 /** An HTTP client for the management and run APIs. */
 export function createClient(options: { server: string; apiKey: string; origin?: ClientOrigin }): Client {
   const server = options.server.replace(/\/+$/, '');
@@ -269,6 +283,7 @@ export function createClient(options: { server: string; apiKey: string; origin?:
       if (res.status !== 204 && (res.body === null || typeof res.body !== 'object' || Array.isArray(res.body))) {
         throw new CliError(`the server at ${server} did not answer as a factory runtime (${method} ${path.split('?')[0]} gave ${res.status} with ${describeBody(res)}); check --server or FACTORY_SERVER.`);
       }
+      lastAnswer = { server, method, path: path.split('?')[0] };
       return res.body;
     },
   };

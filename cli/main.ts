@@ -3,6 +3,7 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { CliError, FactoryError } from '../core/errors.ts';
 import { processIO, type CliIO } from './io.ts';
+import { takeLastAnswer } from './client.ts';
 import { COMMANDS } from './commands/index.ts';
 
 /** Builds the whole command tree. Each command module adds itself through `COMMANDS`. */
@@ -78,6 +79,7 @@ function oneLine(message: string): string {
  */
 export async function runCli(argv: string[], io: CliIO = processIO()): Promise<number> {
   const program = buildProgram(io);
+  takeLastAnswer();
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
@@ -103,7 +105,13 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     }
     const debug = argv.includes('--debug');
     const message = err instanceof Error ? err.message : String(err);
-    io.stderr(`error: ${message}\n`);
+    const answer = takeLastAnswer();
+    if (err instanceof TypeError && answer) {
+      // A JSON object of the wrong shape: another server, or a runtime of another version.
+      io.stderr(
+        `error: the server at ${answer.server} answered ${answer.method} ${answer.path} with JSON this CLI cannot read (${message}); check --server or FACTORY_SERVER, and that the runtime runs the same version as this CLI.\n`,
+      );
+    } else io.stderr(`error: ${message}\n`);
     if (debug && err instanceof Error && err.stack) io.stderr(err.stack + '\n');
     return 1;
   }

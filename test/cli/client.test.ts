@@ -229,6 +229,20 @@ test('what is not a runtime or not a key is said as such, never as an unreachabl
     const list = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
     assert.equal(await runCli(['run', 'list'], list), 1);
     assert.match(list.err, /^error: the server at .* did not answer as a factory runtime \(GET \/api\/v1\/agent\/runs gave 200 with a body of type application\/json\)/);
+    // A JSON object of the wrong shape (another server, or a runtime of another version).
+    answer = { type: 'application/json', body: '{"x":1}' };
+    for (const argv of [['webhook', 'list'], ['run', 'list'], ['key', 'list']]) {
+      const shaped = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
+      assert.equal(await runCli(argv, shaped), 1, argv.join(' '));
+      assert.match(
+        shaped.err,
+        /^error: the server at \S+ answered GET \/api\/v1\/\S+ with JSON this CLI cannot read \(.+\); check --server or FACTORY_SERVER, and that the runtime runs the same version as this CLI\.\n$/,
+      );
+    }
+    // Only an answer of this command counts: a TypeError after none is printed as it is.
+    const afterNone = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: 'http://127.0.0.1:9' }, { cwd: root });
+    assert.equal(await runCli(['webhook', 'list'], afterNone), 1);
+    assert.match(afterNone.err, /^error: cannot reach the runtime/);
 
     const withPassword = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: `http://admin:hunter2@127.0.0.1:9` }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], withPassword), 2);
