@@ -6,7 +6,8 @@ import { isCredentialHeader } from '../../core/credential-headers.ts';
  * 1. the header named by the webhook's `deliveryIdHeader`, unless it may carry a credential
  *    (core/credential-headers.ts);
  * 2. the signature scheme's own delivery headers, in the scheme's order (signature mode only);
- * 3. `X-Service-Delivery-Id`;
+ * 3. `X-Service-Delivery-Id`, in token and URL-token modes only: no signature covers it, so in
+ *    signature mode it would let anyone holding one signed request replay it as new deliveries;
  * 4. `sha256:` + hex of the raw body.
  * An empty header value counts as absent. Identities are per webhook; the caller scopes them.
  */
@@ -20,6 +21,8 @@ export interface IdentitySources {
   deliveryIdHeader?: string | null;
   /** Lowercase header names from the scheme (SCHEMES[scheme].deliveryIdHeaders). */
   schemeHeaders?: readonly string[];
+  /** Signature mode: `X-Service-Delivery-Id` is not a source. */
+  signed?: boolean;
 }
 
 export type HeaderGetter = (lowercaseName: string) => string | undefined;
@@ -34,7 +37,7 @@ export function identityHeaderNames(sources: IdentitySources): readonly string[]
   // here, so its value (a bearer token, a signature) never becomes a logged, listed delivery id.
   if (sources.deliveryIdHeader && !isCredentialHeader(sources.deliveryIdHeader)) names.push(sources.deliveryIdHeader.toLowerCase());
   for (const h of sources.schemeHeaders ?? []) names.push(h.toLowerCase());
-  names.push(SERVICE_DELIVERY_ID_HEADER);
+  if (!sources.signed) names.push(SERVICE_DELIVERY_ID_HEADER);
   return names;
 }
 

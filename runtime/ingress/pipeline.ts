@@ -277,7 +277,11 @@ const identityNames = new WeakMap<IngressWebhook, readonly string[]>();
 function identityNamesOf(webhook: IngressWebhook, scheme: (typeof SCHEMES)[keyof typeof SCHEMES] | undefined): readonly string[] {
   let names = identityNames.get(webhook);
   if (!names) {
-    names = identityHeaderNames({ deliveryIdHeader: webhook.deliveryIdHeader, schemeHeaders: scheme ? scheme.deliveryIdHeaders : [] });
+    names = identityHeaderNames({
+      deliveryIdHeader: webhook.deliveryIdHeader,
+      schemeHeaders: scheme ? scheme.deliveryIdHeaders : [],
+      signed: webhook.authMode === 'signature',
+    });
     identityNames.set(webhook, names);
   }
   return names;

@@ -22,19 +22,20 @@ export function standardWebhooksKey(secret: string): Buffer | undefined {
   return key === undefined || key.length === 0 ? undefined : key;
 }
 
-/** The `webhook-*` set when its signature header is present, else the `svix-*` set. */
+/**
+ * The `webhook-*` set when any of its three headers is present, else the `svix-*` set. Chosen so
+ * that the delivery's identity (`webhook-id`, then `svix-id`: `deliveryIdHeaders` below) is always
+ * the id of the set that was verified: a `webhook-id` added beside a signed `svix-*` set makes the
+ * request use the `webhook-*` set, which then has no valid signature, instead of giving a
+ * replayed message a fresh, unsigned identity.
+ */
 function headerSet(headers: Headers): { id?: string; timestamp?: string; signature?: string } {
-  for (const prefix of ['webhook', 'svix']) {
-    const signature = headerValue(headers, `${prefix}-signature`);
-    if (signature !== undefined) {
-      return {
-        id: headerValue(headers, `${prefix}-id`),
-        timestamp: headerValue(headers, `${prefix}-timestamp`),
-        signature,
-      };
-    }
-  }
-  return {};
+  const prefix = ['id', 'timestamp', 'signature'].some((h) => headerValue(headers, `webhook-${h}`) !== undefined) ? 'webhook' : 'svix';
+  return {
+    id: headerValue(headers, `${prefix}-id`),
+    timestamp: headerValue(headers, `${prefix}-timestamp`),
+    signature: headerValue(headers, `${prefix}-signature`),
+  };
 }
 
 export const standardWebhooks: SignatureSchemeImpl = {
@@ -44,8 +45,9 @@ export const standardWebhooks: SignatureSchemeImpl = {
     if (key === undefined) return fail('invalid_secret');
     const { id, timestamp, signature } = headerSet(headers);
     if (signature === undefined) return fail('missing_signature');
-    // The id is part of the signed content; without it there is nothing to check against.
-    if (id === undefined) return fail('malformed_signature');
+    // The id is part of the signed content and is the delivery's identity; an empty one would
+    // let the identity fall through to an unsigned header.
+    if (id === undefined || id === '') return fail('malformed_signature');
     if (timestamp === undefined) return fail('missing_timestamp');
     const seconds = parseInteger(timestamp);
     if (seconds === undefined) return fail('malformed_timestamp');

@@ -21,6 +21,9 @@ it('identity: header order, empty values skipped, long values hashed', () => {
   const get = (n: string) => headers[n];
   assert.equal(headerIdentity(get, { deliveryIdHeader: 'X-Mine', schemeHeaders: ['x-github-delivery'] }), 'gh');
   assert.equal(headerIdentity(get, { deliveryIdHeader: 'X-Mine' }), 'svc');
+  // Signature mode: no signature covers X-Service-Delivery-Id, so it is not a source there.
+  assert.equal(headerIdentity(get, { deliveryIdHeader: 'X-Mine', signed: true }), undefined);
+  assert.equal(headerIdentity(get, { schemeHeaders: ['x-github-delivery'], signed: true }), 'gh');
   assert.equal(headerIdentity(() => undefined, {}), undefined);
   const long = 'x'.repeat(MAX_IDENTITY_LENGTH + 1);
   assert.match(headerIdentity(() => long, {})!, /^sha256:[0-9a-f]{64}$/);

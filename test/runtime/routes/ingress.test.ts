@@ -183,12 +183,12 @@ describe('identity and duplicates (7.4)', () => {
   const signed = async (body: string, extra: Record<string, string>) =>
     deliver(hook.url, body, { 'X-Hub-Signature-256': await sign(secret, body), ...extra });
 
-  it('takes the first of deliveryIdHeader, the scheme header, X-Service-Delivery-Id, the body hash', async () => {
+  it('takes the first of deliveryIdHeader, the scheme header, the body hash (X-Service-Delivery-Id is not signed, so not read)', async () => {
     const all = { 'X-My-Id': 'mine-1', 'X-GitHub-Delivery': 'gh-1', 'X-Service-Delivery-Id': 'svc-1' };
     const cases: [Record<string, string>, string, string][] = [
       [all, '{"i":1}', 'mine-1'],
       [{ 'X-GitHub-Delivery': 'gh-2', 'X-Service-Delivery-Id': 'svc-2' }, '{"i":2}', 'gh-2'],
-      [{ 'X-Service-Delivery-Id': 'svc-3' }, '{"i":3}', 'svc-3'],
+      [{ 'X-Service-Delivery-Id': 'svc-3' }, '{"i":3}', 'sha256:' + createHash('sha256').update('{"i":3}').digest('hex')],
       [{}, '{"i":4}', 'sha256:' + createHash('sha256').update('{"i":4}').digest('hex')],
     ];
     for (const [headers, body, id] of cases) {
@@ -196,6 +196,12 @@ describe('identity and duplicates (7.4)', () => {
       assert.equal(res.status, 202);
       assert.deepEqual(await res.json(), { delivery_id: id });
     }
+    // A captured signed request replayed under a new X-Service-Delivery-Id is the same delivery.
+    const replayed = await signed('{"i":3}', { 'X-Service-Delivery-Id': 'svc-3-again' });
+    assert.equal(replayed.status, 202);
+    const id3 = cases[2][2];
+    assert.deepEqual(await replayed.json(), { delivery_id: id3 });
+    assert.deepEqual((await logOf(rt, hook.uid)).filter((e) => e.delivery_id === id3).map((e) => e.outcome).sort(), ['accepted', 'duplicate']);
   });
 
   it('gives exactly one Accepted and 19 Duplicate for 20 identical concurrent deliveries', async () => {

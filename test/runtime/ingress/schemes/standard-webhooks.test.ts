@@ -98,4 +98,16 @@ describe('standard-webhooks: known answer, secrets and format', () => {
     const mixed = { ...without(vector.headers, 'webhook-id'), 'svix-id': vector.headers['webhook-id'] };
     assertFails(run(mixed), 'malformed_signature');
   });
+  test('a webhook-id beside a signed svix-* set selects the webhook-* set, so an unsigned id cannot become the identity', () => {
+    const svixSet = {
+      'svix-id': vector.headers['webhook-id'],
+      'svix-timestamp': vector.headers['webhook-timestamp'],
+      'svix-signature': vector.headers['webhook-signature'],
+    };
+    assertFails(run({ ...svixSet, 'webhook-id': 'fresh-unsigned-id' }), 'missing_signature');
+    assertFails(run({ ...svixSet, 'webhook-timestamp': vector.headers['webhook-timestamp'] }), 'missing_signature');
+  });
+  test('an empty id is malformed, so the identity never falls through to another header', () => {
+    assertFails(run({ ...vector.headers, 'webhook-id': '' }), 'malformed_signature');
+  });
 });
