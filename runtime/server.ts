@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type Koa from 'koa';
 import { CliError } from '../core/errors.ts';
 import { fsReason } from '../core/fs-reason.ts';
+import { answerClientError } from './http/client-error.ts';
 import { appListener, createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -87,6 +88,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
       if (handler) handler(req, res);
       else void ready.then(() => handler!(req, res));
     });
+    server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, log));
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
         if (err.code === 'EADDRINUSE') reject(new CliError(`${config.host}:${config.port} is already in use; stop the other process or pass --port.`));
