@@ -10,23 +10,33 @@ import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.ts';
  * on that connection). Nothing is written when the client is gone or a response is already under
  * way on the socket.
  */
-export function answerClientError(err: NodeJS.ErrnoException & { reason?: string }, socket: Duplex, log: Logger): void {
+export function answerClientError(err: ParserError, socket: Duplex, log: Logger): void {
+  // As Node's own handler does: answer unless the client is gone or an answer has begun, then
+  // destroy the socket with the error, so a request a route is already reading sees it (and the
+  // app logs it as a client that broke its request: app.ts).
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
-    socket.destroy();
-    return;
+  if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+    if (!inFlight) log.info({ code: err.code, remoteAddress: (socket as { remoteAddress?: string }).remoteAddress }, 'malformed HTTP request refused');
+    const [code, detail] = refusal(err);
+    const problem = new FactoryError(code, detail);
+    const text = JSON.stringify(problemBody(problem, requestPath(err)));
+    socket.write(
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    );
   }
-  const [code, detail] = refusal(err);
-  log.info({ code: err.code, remoteAddress: (socket as { remoteAddress?: string }).remoteAddress }, 'malformed HTTP request refused');
-  const problem = new FactoryError(code, detail);
-  const { instance: _none, ...body } = problemBody(problem, '');
-  const text = JSON.stringify(body);
-  socket.end(
-    `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
-  );
+  socket.destroy(err);
 }
 
-function refusal(err: NodeJS.ErrnoException & { reason?: string }): [ErrorCode, string] {
+type ParserError = NodeJS.ErrnoException & { reason?: string; rawPacket?: Buffer };
+
+/** The path of the refused request when its request line was readable, for the problem's `instance` (redacted there). */
+function requestPath(err: ParserError): string {
+  const line = err.rawPacket?.subarray(0, 8192).toString('latin1').split('\r\n', 1)[0] ?? '';
+  const m = /^[A-Z]+ (\/[^\s?#]*)\S* HTTP\/1\.[01]$/.exec(line);
+  return m ? m[1] : '';
+}
+
+function refusal(err: ParserError): [ErrorCode, string] {
   if (err.code === 'HPE_HEADER_OVERFLOW') return ['headers_too_large', 'The request headers are over 16 KB in total.'];
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return ['request_timeout', 'The request did not arrive in time.'];
   // llhttp's reason is a short English phrase ("Invalid header value char"); without one, its code.

@@ -36,10 +36,10 @@ describe('requests the HTTP parser refuses', () => {
   after(() => rt.stop());
 
   const cases: [string, string, RegExp][] = [
-    ['two different Content-Lengths', 'POST /webhooks/w/wh_x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', /Content-Length/i],
-    ['Content-Length with Transfer-Encoding', 'POST /webhooks/w/wh_x HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', /Transfer-Encoding|Content-Length/i],
-    ['a space before a header colon', 'POST /webhooks/w/wh_x HTTP/1.1\r\nHost: a\r\nX-Hub-Signature-256 : sha256=00\r\nContent-Length: 2\r\n\r\n{}', /header/i],
-    ['a control character in a header value', 'POST /webhooks/w/wh_x HTTP/1.1\r\nHost: a\r\nX-GitHub-Delivery: a\x01b\r\nContent-Length: 2\r\n\r\n{}', /header/i],
+    ['two different Content-Lengths', 'POST /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}', /Content-Length/i],
+    ['Content-Length with Transfer-Encoding', 'POST /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', /Transfer-Encoding|Content-Length/i],
+    ['a space before a header colon', 'POST /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz HTTP/1.1\r\nHost: a\r\nX-Hub-Signature-256 : sha256=00\r\nContent-Length: 2\r\n\r\n{}', /header/i],
+    ['a control character in a header value', 'POST /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz HTTP/1.1\r\nHost: a\r\nX-GitHub-Delivery: a\x01b\r\nContent-Length: 2\r\n\r\n{}', /header/i],
   ];
   for (const [what, raw, why] of cases) {
     it(`${what}: 400 invalid_request problem+json, connection closed`, async () => {
@@ -51,6 +51,7 @@ describe('requests the HTTP parser refuses', () => {
       assert.equal(body.status, 400);
       assert.match(String(body.detail), /^The request is not valid HTTP\/1\.1: .+\.$/);
       assert.match(String(body.detail), why);
+      assert.equal(body.instance, '/webhooks/w/wh_abcdefghijklmnopqrstuvwxyz');
     });
   }
 
@@ -67,6 +68,9 @@ describe('requests the HTTP parser refuses', () => {
     assert.ok(lines.length >= 1);
     assert.equal(lines.at(-1)!.level, 30);
     assert.ok(!rt.logs.text.includes('secret-url-token'));
+    // The problem names the path with the URL token redacted.
+    const answer = await exchange(rt.port, 'POST /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz/secret-url-token HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}');
+    assert.ok(!answer.includes('secret-url-token'), answer);
     assert.equal((await fetch(`${rt.url}/healthz`)).status, 200);
   });
 });
