@@ -32,6 +32,13 @@ export interface GroupSpawn {
    * spawnError as a program started directly.
    */
   statusFd?: boolean;
+  /**
+   * Written to fd 4, a pipe, then closed: the command's variables as shell `export` lines, which
+   * the launcher (sandbox.ts) reads and applies once it runs as the run's user inside its
+   * isolation. The wrapper programs before it (bubblewrap, setpriv) are started with `env`, which
+   * is then a fixed, minimal set: never the run's own variables.
+   */
+  envScript?: string;
 }
 
 export interface GroupExit {
@@ -82,12 +89,16 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     }
 
     const [program, ...args] = opts.argv;
-    const child = spawn(program, args, {
-      cwd: opts.cwd,
-      env: opts.env,
-      detached: true,
-      stdio: opts.statusFd ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
-    });
+    const stdio: 'pipe'[] = ['pipe', 'pipe', 'pipe'];
+    if (opts.statusFd || opts.envScript !== undefined) stdio.push('pipe');
+    if (opts.envScript !== undefined) stdio.push('pipe');
+    const child = spawn(program, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio });
+    if (opts.envScript !== undefined) {
+      const pipe = child.stdio[4] as NodeJS.WritableStream | null;
+      // A command that never reads it (one that failed to start) closes it early: not our failure.
+      pipe?.on('error', () => {});
+      pipe?.end(opts.envScript);
+    }
     let status = '';
     if (opts.statusFd) {
       const pipe = child.stdio[3] as NodeJS.ReadableStream | null;

@@ -51,10 +51,15 @@ const ETC_ENTRIES = [
 ];
 
 /**
- * The launcher: `$1...` is the command's argv. It exits 127 (126) after writing ENOENT (EACCES)
- * on fd 3 when the program is missing (not executable), and otherwise closes fd 3 and execs it.
+ * The launcher: `$1...` is the command's argv. It first applies the command's variables, read
+ * from fd 4 (`envScript`) when that is open: only here, inside the isolation and as the run's
+ * user, do they take effect, never in bubblewrap or setpriv, which run before it on the host or as
+ * root (a run's `PATH` or `LD_PRELOAD` there would run its own code outside the sandbox). It exits
+ * 127 (126) after writing ENOENT (EACCES) on fd 3 when the program is missing (not executable),
+ * and otherwise closes fd 3 and execs it.
  */
 const LAUNCHER = [
+  'if { true <&4; } 2>/dev/null; then e=$(cat <&4) || exit 126; exec 4<&-; eval "$e"; fi',
   'p=$1',
   'case $p in',
   '*/*) [ -e "$p" ] || { echo ENOENT >&3; exit 127; }; { [ -f "$p" ] && [ -x "$p" ]; } || { echo EACCES >&3; exit 126; } ;;',
@@ -134,7 +139,7 @@ export function realPath(p: string): string | undefined {
 }
 
 /** What one command needs besides its argv. */
-export interface CommandOptions extends Omit<GroupSpawn, 'argv' | 'cwd' | 'env' | 'statusFd'> {
+export interface CommandOptions extends Omit<GroupSpawn, 'argv' | 'cwd' | 'env' | 'statusFd' | 'envScript'> {
   argv: string[];
   /** Host path of the working directory: inside the workspace, or a `sources` directory. */
   cwd: string;
@@ -193,6 +198,8 @@ export function bwrapArgs(iso: Isolation, layout: HostLayout, opts: { workspace?
   }
   if (iso.runAs) args.push('--perms', '0755', '--dir', '/etc/factory', '--ro-bind', SAFE_DIRECTORY_GITCONFIG, SAFE_DIRECTORY_IN_SANDBOX);
   if (opts.workspace !== undefined) args.push('--bind', opts.workspace, SANDBOX_WORKSPACE);
+  // The command's own variables come through the launcher (fd 4), not from bubblewrap's.
+  args.push('--clearenv', '--setenv', 'PATH', SANDBOX_PATH);
   args.push('--chdir', opts.cwd, '--');
 
   if (iso.runAs) args.push(layout.setpriv!, `--reuid=${iso.runAs.uid}`, `--regid=${iso.runAs.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
@@ -255,22 +262,55 @@ export class RunSandbox {
     return { GIT_CONFIG_SYSTEM: this.sandboxed ? SAFE_DIRECTORY_IN_SANDBOX : SAFE_DIRECTORY_GITCONFIG };
   }
 
-  /** Runs one command under the run's isolation; see runInGroup for groups, timeouts and cancel. */
+  /**
+   * Runs one command under the run's isolation; see runInGroup for groups, timeouts and cancel.
+   * A wrapped command's variables travel on fd 4 to the launcher (`envScript`); bubblewrap and
+   * setpriv themselves start with `wrapperEnv` alone.
+   */
   run(opts: CommandOptions): Promise<GroupExit> {
     const { argv, cwd, env, network, sources = [], ...rest } = opts;
     if (this.sandboxed) {
       const args = bwrapArgs(this.iso, hostLayout(), { workspace: this.workspace, cwd: this.inside(cwd), network, sources, argv });
-      // bubblewrap hands its own environment to the command: exactly `env`, nothing of the runtime's.
-      return runInGroup({ ...rest, argv: [this.iso.sandbox.bwrap, ...args], cwd: '/', env, statusFd: true });
+      return runInGroup({ ...rest, argv: [this.iso.sandbox.bwrap, ...args], cwd: '/', env: wrapperEnv(env), envScript: envScript(env), statusFd: true });
     }
     if (this.iso.runAs) {
       const { uid, gid } = this.iso.runAs;
       const setpriv = hostLayout().setpriv ?? 'setpriv';
       const wrapped = [setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--', '/bin/sh', '-c', LAUNCHER, 'factory-exec', ...argv];
-      return runInGroup({ ...rest, argv: wrapped, cwd, env, statusFd: true });
+      return runInGroup({ ...rest, argv: wrapped, cwd, env: wrapperEnv(env), envScript: envScript(env), statusFd: true });
     }
+    // Direct as the runtime's own user: the command is the run's, with the run's variables.
     return runInGroup({ ...rest, argv, cwd, env });
   }
+}
+
+/**
+ * The environment of the wrapper programs (bubblewrap on the host, setpriv as root): the fixed
+ * PATH they are found on (as the start-up probe finds them) and the run's id, the marker crash
+ * recovery looks for in /proc (process.ts killOrphanGroup). Nothing the run's definitions set.
+ */
+export function wrapperEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  return { PATH: SANDBOX_PATH, ...(env.FACTORY_RUN_ID !== undefined ? { FACTORY_RUN_ID: env.FACTORY_RUN_ID } : {}) };
+}
+
+/** A POSIX shell name a variable can be exported under. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * `env` as shell lines for the launcher to `eval`, so the command starts with exactly `env`: first
+ * `unset` of what the launcher found that `env` does not hold (the wrappers' PATH and run id,
+ * bubblewrap's PWD), then `export NAME='value'` with every value single-quoted (a quote inside
+ * written as '\''), so nothing in a value is ever read as shell. Names a shell cannot export are
+ * left out (an environment's names are checked at compile; only an inherited variable of the
+ * runtime's own could be such a name).
+ */
+export function envScript(env: Readonly<Record<string, string>>): string {
+  let script = '';
+  for (const name of ['PATH', 'FACTORY_RUN_ID', 'PWD']) if (!(name in env)) script += `unset ${name}\n`;
+  for (const [name, value] of Object.entries(env)) {
+    if (SHELL_NAME.test(name)) script += `export ${name}='${value.replace(/'/g, "'\\''")}'\n`;
+  }
+  return script;
 }
 
 /** Why commands cannot run as configured: the problem, and how to fix it, each a clause. */

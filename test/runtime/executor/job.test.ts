@@ -329,6 +329,48 @@ for (const executor of ['sandbox', 'direct'] as const) {
     }
   }, alone);
 
+  test("a run's PATH and LD_PRELOAD reach its command only, never the wrappers that start it (bubblewrap on the host, setpriv as root)", async (t) => {
+    const dir = scratch(t);
+    // A fake bwrap and setpriv first on the run's PATH: were it used to find the wrapper, the
+    // run's own code would run outside the sandbox (as root under a root runtime).
+    const fake = path.join(dir, 'fake-bin');
+    const marker = path.join(dir, 'wrapper-hijacked');
+    mkdirSync(fake);
+    for (const name of ['bwrap', 'setpriv']) {
+      writeFileSync(path.join(fake, name), `#!/bin/sh\necho "$0" >> '${marker}'\nexec /usr/bin/${name} "$@"\n`, { mode: 0o755 });
+    }
+    const env = { PATH: `${fake}:/usr/bin:/bin`, LD_PRELOAD: '/nonexistent/run-preload.so', RUN_SECRET: `s-${randomBytes(8).toString('hex')}` };
+    // Each wrapper's environment, read from /proc the moment its group starts (spawn returns once it has exec'd).
+    const wrapperEnvs: string[] = [];
+    const { result, output } = await run(
+      spec(dir, { env, agent: { command: ['/bin/sh', '-c', 'echo "PATH=$PATH"; echo "PRELOAD=$LD_PRELOAD"; echo "SECRET=$RUN_SECRET"'] } }),
+      {
+        onGroup: (event, pgid) => {
+          if (event === 'start') wrapperEnvs.push(readFileSync(`/proc/${pgid}/environ`, 'latin1'));
+        },
+      },
+    );
+    assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+    assert.ok(!existsSync(marker), `a wrapper was found on the run's PATH: ${existsSync(marker) ? readFileSync(marker, 'utf8') : ''}`);
+    // The command itself has the run's variables, exactly.
+    assert.match(output, new RegExp(`^PATH=${fake}:/usr/bin:/bin$`, 'm'));
+    assert.match(output, /^PRELOAD=\/nonexistent\/run-preload\.so$/m);
+    assert.match(output, new RegExp(`^SECRET=${env.RUN_SECRET}$`, 'm'));
+    assert.ok(wrapperEnvs.length > 0);
+    for (const environ of wrapperEnvs) {
+      if (executor === 'direct' && !ROOT) continue; // direct as the runtime's user: the command is the run's own
+      assert.deepEqual(environ.split('\0').filter(Boolean).sort(), [`FACTORY_RUN_ID=run_test`, `PATH=${SANDBOX_PATH}`]);
+    }
+  });
+
+  test('a value with quotes, newlines and shell syntax arrives in the command byte for byte', async (t) => {
+    const dir = scratch(t);
+    const tricky = `it's "quoted" $(touch /tmp/never) \`x\` \\ $HOME\nsecond line\n\n`;
+    const { result, output } = await run(spec(dir, { env: { TRICKY: tricky }, agent: { command: ['node', '-e', 'process.stdout.write(JSON.stringify(process.env.TRICKY))'] } }));
+    assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+    assert.equal(JSON.parse(output), tricky);
+  });
+
   test('the prompt arrives on stdin', async (t) => {
     const dir = scratch(t);
     const { output } = await run(spec(dir, { prompt: 'hello agent\n', agent: { command: ['cat'] } }));
