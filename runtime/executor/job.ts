@@ -15,7 +15,7 @@
  * thrown, and the pool records it as ERROR.
  */
 
-import { chmod, chown, mkdir } from 'node:fs/promises';
+import { chmod, lchown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentFormat, NetworkPolicy } from '../../core/snapshot.ts';
 import type { RunErrorCode } from '../../core/run-state.ts';
@@ -127,11 +127,8 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   const home = sandbox.homeDir;
   if (home) await mkdir(home, { recursive: true, mode: 0o700 });
   // Commands run as runAs when the runtime is root: the workspace is theirs; the runtime, root,
-  // still reads and removes it.
-  const handOver = async (files: string[]) => {
-    if (runAs) for (const f of files) await chown(f, runAs.uid, runAs.gid);
-  };
-  await handOver(home ? [ws, home] : [ws]);
+  // still reads and removes it. Never a chown that follows a symlink (see writeInputs).
+  if (runAs) for (const dir of home ? [ws, home] : [ws]) await lchown(dir, runAs.uid, runAs.gid);
 
   // 1. Repos.
   const gitDirs: { rel: string; dir: string }[] = [];
@@ -171,7 +168,7 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
 
   // 2. Inputs.
   try {
-    await handOver(await writeInputs(ws, spec.prompt, spec.attachments));
+    await writeInputs(ws, spec.prompt, spec.attachments, runAs);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code) throw err;
     return { state: 'FAILED', statusMessage: (err as Error).message, errorCode: 'repo_failed', agentStarted: false };
@@ -222,7 +219,8 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   if (exit.cancelled) return { ...CANCELLED, agentStarted: started };
 
   // 5. Files changed, whatever the agent's outcome: they help to debug a failed run too.
-  if (started) await reportChanges(sandbox, gitDirs, gitEnv, caps, onEvent, onGroup);
+  if (started) await reportChanges(sandbox, gitDirs, gitEnv, caps, onEvent, { onGroup, signal });
+  if (signal.aborted) return { ...CANCELLED, agentStarted: started };
 
   if (exit.spawnError) {
     const code = exit.spawnError.code;
@@ -240,19 +238,32 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
   return { state: 'SUCCEEDED', agentStarted: true };
 }
 
-/** `file_change` events from `git status` in each cloned repo, each with a capped diff. */
+/**
+ * Longest one `git status` or `git diff` of the change report may take. The agent may have
+ * configured the repo (`core.fsmonitor`, filters, diff drivers) to run commands, so these git
+ * commands are bounded like every other command of a run, and end with it when it is cancelled.
+ */
+export const REPORT_COMMAND_TIMEOUT_MS = 120_000;
+
+/**
+ * `file_change` events from `git status` in each cloned repo, each with a capped diff. git is told
+ * to run none of the repo's own helpers it can be told to skip (fsmonitor, external diff,
+ * textconv); what is left (filters) is bounded by the timeout.
+ */
 async function reportChanges(
   sandbox: RunSandbox,
   repos: { rel: string; dir: string }[],
   env: Record<string, string>,
   caps: TranscriptCaps,
   onEvent: (e: TranscriptEventInput) => void,
-  onGroup: JobOptions['onGroup'],
+  { onGroup, signal }: { onGroup: JobOptions['onGroup']; signal: AbortSignal },
 ): Promise<void> {
+  const bounded = { env, network: false, onGroup, signal, timeoutMs: REPORT_COMMAND_TIMEOUT_MS };
   let count = 0;
   let diffBudget = caps.diffBytesTotal;
   for (const repo of repos) {
-    const status = await runCaptured(sandbox, { argv: ['git', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], cwd: repo.dir, env, network: false, onGroup }, 4 * 1024 * 1024);
+    if (signal.aborted) return;
+    const status = await runCaptured(sandbox, { argv: ['git', '-c', 'core.fsmonitor=false', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], cwd: repo.dir, ...bounded }, 4 * 1024 * 1024);
     if (status.code !== 0) continue;
     for (const change of parsePorcelainZ(status.output)) {
       if (count++ >= caps.maxFileChanges) {
@@ -263,10 +274,12 @@ async function reportChanges(
       let diffTruncated = false;
       const cap = Math.min(caps.diffBytesPerFile, diffBudget);
       if (cap > 0) {
+        const git = ['git', '-c', 'core.fsmonitor=false', 'diff', '--no-color', '--no-ext-diff', '--no-textconv'];
         const argv = change.untracked
-          ? ['git', 'diff', '--no-color', '--no-index', '--', '/dev/null', change.path]
-          : ['git', 'diff', '--no-color', '-M', 'HEAD', '--', ...(change.oldPath ? [change.oldPath] : []), change.path];
-        const d = await runCaptured(sandbox, { argv, cwd: repo.dir, env, network: false, onGroup }, cap);
+          ? [...git, '--no-index', '--', '/dev/null', change.path]
+          : [...git, '-M', 'HEAD', '--', ...(change.oldPath ? [change.oldPath] : []), change.path];
+        const d = await runCaptured(sandbox, { argv, cwd: repo.dir, ...bounded }, cap);
+        if (signal.aborted) return;
         diff = d.output;
         diffTruncated = d.truncated;
         diffBudget -= Buffer.byteLength(diff);

@@ -156,27 +156,39 @@ export function safeFileName(name: string): boolean {
   return name.length > 0 && name.length <= 255 && !/[/\\\0]/.test(name) && name !== '.' && name !== '..';
 }
 
-/** Writes a file without following a symlink at its name (a repo step could have left one). */
-async function writeNoFollow(file: string, data: Buffer | string): Promise<void> {
+/** The user and group a run's commands run as, when it is not the runtime's own. */
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * Writes a file without following a symlink at its name (a repo step could have left one), and
+ * hands it to `owner` through the open handle: a path-following chown as root could be sent to the
+ * data dir by a run process that swaps the file for a symlink in between (under `direct`, a
+ * process a repo step left behind can still be running).
+ */
+async function writeNoFollow(file: string, data: Buffer | string, owner?: Owner): Promise<void> {
   const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
   try {
+    if (owner) await fh.chown(owner.uid, owner.gid);
     await fh.writeFile(data);
   } finally {
     await fh.close();
   }
 }
 
-/** Writes attachments (exact bytes) and prompt.md into the workspace root; returns the paths written. */
-export async function writeInputs(workspaceDir: string, prompt: string, attachments: { name: string; bytes: Buffer }[]): Promise<string[]> {
+/** Writes attachments (exact bytes) and prompt.md into the workspace root, owned by `owner` when given; returns the paths written. */
+export async function writeInputs(workspaceDir: string, prompt: string, attachments: { name: string; bytes: Buffer }[], owner?: Owner): Promise<string[]> {
   const written: string[] = [];
   for (const a of attachments) {
     if (!safeFileName(a.name) || a.name === 'prompt.md') throw new Error(`attachment name "${a.name}" is not a plain file name`);
     const file = path.join(workspaceDir, a.name);
-    await writeNoFollow(file, a.bytes);
+    await writeNoFollow(file, a.bytes, owner);
     written.push(file);
   }
   const promptFile = path.join(workspaceDir, 'prompt.md');
-  await writeNoFollow(promptFile, prompt);
+  await writeNoFollow(promptFile, prompt, owner);
   written.push(promptFile);
   return written;
 }

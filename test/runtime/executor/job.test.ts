@@ -257,6 +257,41 @@ for (const executor of ['sandbox', 'direct'] as const) {
     await eventually(() => processesOfRun(s.runId).length === 0, 'no process of the run to be left');
   });
 
+  test("the change report runs none of the repo's fsmonitor, external diff or textconv the agent set, and ends on cancel", async (t) => {
+    const dir = scratch(t);
+    const repo = makeRepo(dir);
+    // Distinct sleeps, found by their command lines: each would hang the report for hours.
+    const fsmonitor = `sleep ${randomInt(10_000, 19_000)}`;
+    const filter = `sleep ${randomInt(20_000, 29_000)}`;
+    const agent = [
+      'cd app',
+      `git config core.fsmonitor "${fsmonitor}"`,
+      'git config diff.external /bin/false',
+      'echo "README.md diff=ext" > .git/info/attributes',
+      'git config diff.ext.textconv /bin/false',
+      'echo changed >> README.md',
+    ].join(' && ');
+    const quick = spec(dir, { runId: `run_report_${executor}`, repos: [{ url: repo, path: 'app' }], agent: { command: ['/bin/sh', '-c', agent] } });
+    const { result, events } = await run(quick);
+    assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+    const change = events.find((e) => e.type === 'file_change' && e.data.path === 'README.md');
+    assert.ok(change, JSON.stringify(events.filter((e) => e.type === 'file_change')));
+    assert.match(String(change.data.diff), /^\+changed$/m);
+    assert.equal(processesWith(fsmonitor).length, 0);
+
+    // A clean filter (which git status must run on a changed file) that never ends: cancel ends it.
+    const hang = `cd app && echo "README.md filter=hang" > .git/info/attributes && git config filter.hang.clean "${filter}" && echo again >> README.md`;
+    const dir2 = scratch(t);
+    const s = spec(dir2, { runId: `run_report_cancel_${executor}`, repos: [{ url: makeRepo(dir2), path: 'app' }], agent: { command: ['/bin/sh', '-c', hang] } });
+    const ac = new AbortController();
+    const job = run(s, { signal: ac.signal });
+    await eventually(() => processesWith(filter).length > 0, 'the report to hang in the clean filter', { tries: 600 });
+    ac.abort();
+    const ended = await job;
+    assert.equal(ended.result.state, 'CANCELLED');
+    await eventually(() => processesWith(filter).length === 0, 'the filter to be gone');
+  });
+
   test('cancel during setup stops it and never starts the agent', async (t) => {
     const dir = scratch(t);
     const s = spec(dir, { setup: [`touch "$FACTORY_WORKSPACE/setup-started"; sleep 300`] });

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parsePorcelainZ, repoDirName, repoTarget, safeFileName } from '../../../runtime/executor/workspace.ts';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parsePorcelainZ, repoDirName, repoTarget, safeFileName, writeInputs } from '../../../runtime/executor/workspace.ts';
 
 test('repo directory names come from the URL basename', () => {
   assert.equal(repoDirName('https://github.com/acme/app.git'), 'app');
@@ -30,4 +33,25 @@ test('git status -z entries become file changes', () => {
 test('attachment names are plain file names', () => {
   assert.equal(safeFileName('event-payload.json'), true);
   for (const bad of ['', '.', '..', 'a/b', '..\\x', 'a\0b']) assert.equal(safeFileName(bad), false, bad);
+});
+
+test('inputs are written without following a symlink, and handed to the run user through the open file', { skip: process.getuid?.() !== 0 ? 'needs root to give files to another user' : false }, async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'factory-inputs-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const ws = path.join(dir, 'ws');
+  const keep = path.join(dir, 'data');
+  mkdirSync(ws);
+  mkdirSync(keep);
+  writeFileSync(path.join(keep, 'admin.key'), 'fk_secret\n');
+  const written = await writeInputs(ws, 'do it\n', [{ name: 'event-payload.json', bytes: Buffer.from('{}') }], { uid: 65534, gid: 65534 });
+  for (const f of written) {
+    const st = lstatSync(f);
+    assert.ok(st.isFile());
+    assert.deepEqual([st.uid, st.gid], [65534, 65534], f);
+  }
+  // A symlink where an input goes (left by a repo step) is an error; what it points at stays root's.
+  symlinkSync(path.join(keep, 'admin.key'), path.join(ws, 'image-1.png'));
+  await assert.rejects(writeInputs(ws, 'x', [{ name: 'image-1.png', bytes: Buffer.from('png') }], { uid: 65534, gid: 65534 }), { code: 'ELOOP' });
+  assert.equal(statSync(path.join(keep, 'admin.key')).uid, 0);
+  assert.equal(readFileSync(path.join(keep, 'admin.key'), 'utf8'), 'fk_secret\n');
 });
