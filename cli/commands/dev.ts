@@ -104,13 +104,15 @@ export function registerDev(program: Command, io: CliIO): void {
     )
     .action(async (dir: string, flags: ConfigFlags) => {
       // The runtime (Koa, SQLite, the executor) is loaded when dev runs, never for `factory --help`.
-      const [{ parseConfig, withDirectExecutor }, { isolationOf, probeIsolation }, { startServer }, { createLogger }, { prettyDestination }] = await Promise.all([
+      const [{ parseConfig, withDirectExecutor }, { isolationOf, probeIsolation }, { startServer }, { createLogger }, { prettyDestination }, { closeInheritedDescriptors }] = await Promise.all([
         import('../../runtime/config.ts'),
         import('../../runtime/executor/sandbox.ts'),
         import('../../runtime/server.ts'),
         import('../../runtime/log.ts'),
         import('../../runtime/log-pretty.ts'),
+        import('../../runtime/executor/descriptors.ts'),
       ]);
+      closeInheritedDescriptors();
       // A dev runtime belongs to its factory repo: without --data-dir or FACTORY_DATA_DIR its data
       // lives in <dir>/.factory, where the CLI looks when run in the repo or pointed at it.
       const dataDir = flags.dataDir ?? (io.env.FACTORY_DATA_DIR ? undefined : join(dir, '.factory'));

@@ -57,7 +57,8 @@ export function registerServe(program: Command, io: CliIO): void {
     )
     .action(async (flags: ServeFlags) => {
       // The runtime (Koa, SQLite, the executor) is loaded when serve runs, never for `factory --help`.
-      const { parseConfig } = await import('../../runtime/config.ts');
+      const [{ parseConfig }, { closeInheritedDescriptors }] = await Promise.all([import('../../runtime/config.ts'), import('../../runtime/executor/descriptors.ts')]);
+      closeInheritedDescriptors();
       const config = parseConfig(flags, io.env, io.cwd);
       // The sandbox's probe (a bubblewrap process) runs while the runtime loads and opens its store;
       // the executor awaits its verdict before it starts (docs/runtime.md#executor).

@@ -44,11 +44,13 @@ export function registerWorker(program: Command, io: CliIO): void {
       const name = flags.name ?? hostname();
       if (!/^[^\x00-\x1f\x7f]{1,128}$/.test(name)) throw usageError('--name must be 1 to 128 characters without control characters.');
       const client = resolveClientFlags(flags, io);
-      const [{ parseConfig }, { assertIsolation, isolationOf }, { RemoteWorker }] = await Promise.all([
+      const [{ parseConfig }, { assertIsolation, isolationOf }, { RemoteWorker }, { closeInheritedDescriptors }] = await Promise.all([
         import('../../runtime/config.ts'),
         import('../../runtime/executor/sandbox.ts'),
         import('../../runtime/executor/remote-worker.ts'),
+        import('../../runtime/executor/descriptors.ts'),
       ]);
+      closeInheritedDescriptors();
       // The executor settings as serve parses them; the worker has no data dir and no database.
       const { FACTORY_DATABASE_URL: _db, FACTORY_DATA_DIR: _dir, ...env } = io.env;
       const config = parseConfig(
