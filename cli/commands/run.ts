@@ -3,6 +3,7 @@ import { exitWith, usageError } from '../../core/errors.ts';
 import { addClientOptions, clientFromFlags, collect, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
+import { visible } from '../terminal.ts';
 
 interface Run {
   run_id: string;
@@ -31,6 +32,10 @@ interface RunNotification {
 
 /** One line per notification: the state it reports, where it stands, and its attempts. */
 function notificationLines(list: RunNotification[]): string {
+  return visible(notificationText(list));
+}
+
+function notificationText(list: RunNotification[]): string {
   return list
     .map((n) => {
       const tries = n.attempts.map((a) => `${a.at} ${a.status_code ?? a.error ?? 'no answer'}`).join('; ');
@@ -72,6 +77,10 @@ function shellQuote(argv: unknown[]): string {
 
 /** One readable line (or block) per transcript event. */
 export function formatEvent(e: TranscriptEvent): string {
+  return visible(eventText(e));
+}
+
+function eventText(e: TranscriptEvent): string {
   const d = e.data;
   switch (e.type) {
     case 'command': {
@@ -106,7 +115,7 @@ async function waitForEnd(client: Client, runId: string, every: number): Promise
 }
 
 function summary(run: Run): string {
-  return `${run.run_id} ${run.state}${run.status_message ? `: ${run.status_message}` : ''}${run.session_link ? `\nsession: ${run.session_link}` : ''}\n`;
+  return visible(`${run.run_id} ${run.state}${run.status_message ? `: ${run.status_message}` : ''}${run.session_link ? `\nsession: ${run.session_link}` : ''}\n`);
 }
 
 /** `factory run create|get|list|cancel|transcript` (docs/api.md, README.md#commands): the agent run API. */

@@ -34,11 +34,11 @@ function childWith(file: string, args: string[], until: (out: string) => boolean
   let err = '';
   const exited = new Promise<void>((done) => child.on('exit', () => done()));
   return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
+    child.stdout!.on('data', (d) => {
       out += d;
       if (until(out)) resolve({ out, pid: child.pid!, stop: async () => void (child.kill('SIGTERM'), await exited) });
     });
-    child.stderr.on('data', (d) => (err += d));
+    child.stderr!.on('data', (d) => (err += d));
     child.on('exit', (code) => reject(new Error(`child exited with ${code} first: ${out}${err}`)));
   });
 }
