@@ -7,7 +7,7 @@
 
 import { loadAutomations, renderAutomations } from './automations.js';
 import { $, h } from './dom.js';
-import { loadRuns, stopTranscript } from './runs.js';
+import { dropRunsInFlight, loadRuns, stopTranscript } from './runs.js';
 import { app, KEY_STORAGE, state } from './state.js';
 import { loadWebhooks, renderWebhooks, suggestSecretName, syncMode } from './webhooks.js';
 
@@ -26,14 +26,28 @@ function showSignedIn(on) {
 function signOut(message) {
   sessionStorage.removeItem(KEY_STORAGE);
   stopTranscript();
+  // The deliveries list drops its own late answers: state.deliveries.webhook is reset below.
+  dropRunsInFlight();
   for (const id of ['webhooks-list', 'deliveries-list', 'automations-list', 'runs-list', 'factories-list', 'test-result', 'transcript-events', 'notifications-list', 'notifications-target', 'secret-once-body', 't-automation', 'factory-names']) {
     $(id).replaceChildren();
   }
   for (const id of ['webhooks-error', 'webhooks-notice', 'automations-error', 'runs-error', 'factories-error', 'deliveries-error', 'test-error', 'create-error']) $(id).textContent = '';
+  for (const id of ['transcript-state', 'transcript-error']) $(id).textContent = '';
+  $('deliveries-h').textContent = 'Deliveries';
+  $('transcript-h').textContent = 'Transcript';
+  $('transcript-link').href = '#';
+  // What was typed (a provider secret among it) belongs to this sign-in too.
+  $('create-form').reset();
+  $('test-form').reset();
+  $('runs-state').value = '';
+  $('c-secret-name').dataset.edited = '';
+  syncMode();
+  suggestSecretName();
   $('secret-once').hidden = true;
   $('deliveries').hidden = true;
   $('transcript').hidden = true;
-  Object.assign(state, { webhooks: [], automations: [], schedules: [], factory: null });
+  $('notifications').hidden = true;
+  Object.assign(state, { webhooks: [], webhooksForbidden: false, automations: [], schedules: [], factory: null, deliveries: { webhook: null, cursor: null } });
   showSignedIn(false);
   $('signin-error').textContent = message ?? '';
   $('signin-key').focus();
@@ -84,7 +98,9 @@ function renderFactories() {
     chip(null, 'All factories'),
     ...list.map((f) => chip(f.name, f.name, `· ${[...f.managed].join(', ')} · ${f.webhooks} webhook${f.webhooks === 1 ? '' : 's'}, ${f.automations} automation${f.automations === 1 ? '' : 's'}`)),
   );
-  if (!list.length) $('factories-list').append(h('p', { class: 'muted', text: 'No factory yet: apply a factory repo, or create a webhook below (that creates an API-managed factory).' }));
+  // A key without the manage scope (403 on the webhooks) sees no factory because it may list none, not because there is none.
+  if (!list.length && state.webhooksForbidden) $('factories-list').append(h('p', { class: 'muted', text: 'This key cannot list factories: that needs the manage scope. Its runs are below.' }));
+  else if (!list.length) $('factories-list').append(h('p', { class: 'muted', text: 'No factory yet: apply a factory repo, or create a webhook below (that creates an API-managed factory).' }));
   $('factory-names').replaceChildren(...list.map((f) => h('option', { value: f.name })));
 }
 

@@ -15,14 +15,26 @@ export function openDeliveries(w) {
   loadDeliveries(false);
 }
 
+/**
+ * Counts the list's loads: only the latest may draw, so a slow answer for a webhook the user has
+ * since left (or an older page of it) cannot replace or extend the list under another's heading.
+ */
+let deliveriesLoad = 0;
+
 async function loadDeliveries(more) {
   const w = state.deliveries.webhook;
   if (!w) return;
-  if (!more) state.deliveries.cursor = null;
+  const load = ++deliveriesLoad;
+  if (!more) {
+    state.deliveries.cursor = null;
+    // "Older deliveries" continues the list on screen only; while a new one loads there is none to continue.
+    $('deliveries-more').hidden = true;
+  }
   const q = new URLSearchParams({ limit: '20' });
   if (more && state.deliveries.cursor) q.set('cursor', state.deliveries.cursor);
   try {
     const page = await api('GET', `/api/v1/webhooks/${enc(w.uid)}/deliveries?${q}`);
+    if (load !== deliveriesLoad || state.deliveries.webhook !== w) return;
     showError($('deliveries-error'));
     const items = page.deliveries.map((d) => deliveryItem(w, d));
     if (more) $('deliveries-list').append(...items);
@@ -30,7 +42,7 @@ async function loadDeliveries(more) {
     state.deliveries.cursor = page.page_info.next_cursor;
     $('deliveries-more').hidden = !page.page_info.has_next_page;
   } catch (err) {
-    showError($('deliveries-error'), err);
+    if (load === deliveriesLoad && state.deliveries.webhook === w) showError($('deliveries-error'), err);
   }
 }
 
@@ -111,7 +123,7 @@ function deliveryItem(w, d) {
   return h(
     'article',
     { class: 'delivery' },
-    h('div', { class: 'line' }, badge(d.outcome_label, kind), h('code', { text: d.delivery_id }), h('span', { class: 'muted', text: fmtSize(d.size) }), fmtTime(d.received_at), d.sender ? h('span', { class: 'muted small', text: `from ${d.sender}` }) : null),
+    h('div', { class: 'line' }, badge(d.outcome_label, kind), h('code', { class: 'break-any', text: d.delivery_id }), h('span', { class: 'muted', text: fmtSize(d.size) }), fmtTime(d.received_at), d.sender ? h('span', { class: 'muted small', text: `from ${d.sender}` }) : null),
     d.reason ? h('p', { class: 'muted small', text: d.reason }) : null,
     runs,
     h('div', { class: 'actions' }, showPayload, test, replay),

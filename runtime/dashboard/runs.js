@@ -3,18 +3,44 @@
 
 import { $, api, badge, busy, dataTable, enc, fmtTime, h, showError } from './dom.js';
 import { state } from './state.js';
-import { renderEvent } from './transcript.js';
+import { renderEvent, visible } from './transcript.js';
 
 export const stateKind = (s) => ({ SUCCEEDED: 'ok', FAILED: 'bad', ERROR: 'bad', CANCELLED: 'neutral', QUEUED: 'neutral', INPROGRESS: 'busy' })[s] ?? '';
-export const runLink = (id) => h('a', { href: `/sessions/${enc(id)}`, class: 'mono', text: id, onclick: (e) => { e.preventDefault(); openTranscript(id); } });
+export const runLink = (id) =>
+  h('a', {
+    href: `/sessions/${enc(id)}`,
+    class: 'mono',
+    text: id,
+    onclick: (e) => {
+      // A click with Ctrl/Cmd/Shift/Alt or another button is the browser's: a new tab or window for the session page.
+      if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+      e.preventDefault();
+      openTranscript(id);
+    },
+  });
+
+/**
+ * Counts the list's loads: only the latest may draw, so a slow answer for a factory or state the
+ * user has since left (or an older page of it) cannot replace or extend the list in front of them.
+ */
+let runsLoad = 0;
+
+/** Sign-out: an answer still on its way belongs to the key just forgotten, so it must not draw. */
+export function dropRunsInFlight() {
+  runsLoad++;
+}
 
 export async function loadRuns(more) {
+  const load = ++runsLoad;
+  // "Older runs" continues the list on screen only; while a new one loads there is none to continue.
+  if (!more) $('runs-more').hidden = true;
   const q = new URLSearchParams({ limit: '20' });
   if (state.factory) q.set('factory', state.factory);
   if ($('runs-state').value) q.set('state', $('runs-state').value);
   if (more && state.runs.cursor) q.set('cursor', state.runs.cursor);
   try {
     const page = await api('GET', `/api/v1/agent/runs?${q}`);
+    if (load !== runsLoad) return;
     showError($('runs-error'));
     const rows = page.runs.map(runRow);
     const tbody = $('runs-list').querySelector('tbody');
@@ -24,6 +50,7 @@ export async function loadRuns(more) {
     state.runs.cursor = page.page_info.next_cursor;
     $('runs-more').hidden = !page.page_info.has_next_page;
   } catch (err) {
+    if (load !== runsLoad) return;
     $('runs-list').replaceChildren();
     $('runs-more').hidden = true;
     showError($('runs-error'), err);
@@ -99,7 +126,7 @@ async function pollTranscript(runId) {
       if (state.transcript.runId !== runId) return;
       $('transcript-events').append(...t.events.map(renderEvent));
       state.transcript.after = t.next_after;
-      $('transcript-state').textContent = `${t.state}${run.status_message ? ` — ${run.status_message}` : ''} · created ${run.created_at}`;
+      $('transcript-state').textContent = visible(`${t.state}${run.status_message ? ` — ${run.status_message}` : ''} · created ${run.created_at}`);
       if (t.has_more) continue;
       const pending = (run.notifications ?? []).some((n) => n.status === 'pending');
       if (!t.finished || pending) state.transcript.timer = setTimeout(() => pollTranscript(runId), 2000);

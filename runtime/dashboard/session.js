@@ -4,25 +4,24 @@
 
 import { $, api, enc } from './dom.js';
 import { KEY_STORAGE } from './state.js';
-import { renderEvent } from './transcript.js';
+import { renderEvent, visible } from './transcript.js';
 
-const id = decodeURIComponent(location.pathname.split('/').pop());
+const raw = location.pathname.split('/').pop();
+/** The run id from the address, or null when its %-escapes do not decode (decodeURIComponent throws). */
+const id = (() => {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+})();
 let after = 0;
 
+/** Reads the run and its transcript from where it stopped; true once the run has ended. */
 async function load() {
-  let run;
-  try {
-    run = await api('GET', `/api/v1/agent/runs/${enc(id)}`);
-  } catch (err) {
-    if (err.status === 401 || err.status === 403) {
-      sessionStorage.removeItem(KEY_STORAGE);
-      $('login').hidden = false;
-    }
-    $('err').textContent = err.message;
-    return;
-  }
-  $('title').textContent = run.title || run.run_id;
-  const summary = (state) => `${state}${run.status_message ? ` — ${run.status_message}` : ''} · created ${run.created_at}`;
+  const run = await api('GET', `/api/v1/agent/runs/${enc(id)}`);
+  $('title').textContent = visible(run.title || run.run_id);
+  const summary = (state) => visible(`${state}${run.status_message ? ` — ${run.status_message}` : ''} · created ${run.created_at}`);
   $('state').textContent = summary(run.state);
   for (;;) {
     const t = await api('GET', `/api/v1/agent/runs/${enc(id)}/transcript?after=${after}`);
@@ -30,9 +29,31 @@ async function load() {
     after = t.next_after;
     if (t.has_more) continue;
     if (t.finished) $('state').textContent = summary(t.state);
-    else setTimeout(load, 2000);
+    return t.finished;
+  }
+}
+
+/**
+ * Follows the run every 2 s until it ends. A failed poll is shown and tried again, each time a
+ * little later (up to 30 s), so a runtime restart or a dropped connection does not end the page's
+ * view; the next poll that succeeds clears the error. A key the runtime refuses asks for another.
+ */
+async function follow(retry = 2000) {
+  let finished;
+  try {
+    finished = await load();
+  } catch (err) {
+    $('err').textContent = String(err?.message ?? err);
+    if (err?.status === 401 || err?.status === 403) {
+      sessionStorage.removeItem(KEY_STORAGE);
+      $('login').hidden = false;
+    } else if (err?.status === 0 || err?.status === 429 || err?.status >= 500) {
+      setTimeout(() => follow(Math.min(retry * 2, 30_000)), retry);
+    }
     return;
   }
+  $('err').textContent = '';
+  if (!finished) setTimeout(follow, 2000);
 }
 
 $('login').addEventListener('submit', (e) => {
@@ -40,7 +61,8 @@ $('login').addEventListener('submit', (e) => {
   sessionStorage.setItem(KEY_STORAGE, $('key').value.trim());
   $('login').hidden = true;
   $('err').textContent = '';
-  load().catch((err) => ($('err').textContent = String(err?.message ?? err)));
+  follow();
 });
-if (sessionStorage.getItem(KEY_STORAGE)) load().catch((err) => ($('err').textContent = String(err?.message ?? err)));
+if (id === null) $('err').textContent = `This address does not name a run: “${raw}” is not a run id.`;
+else if (sessionStorage.getItem(KEY_STORAGE)) follow();
 else $('login').hidden = false;

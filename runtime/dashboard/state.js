@@ -6,6 +6,7 @@ export const KEY_STORAGE = 'factory.apiKey';
 
 export const state = {
   webhooks: [],
+  webhooksForbidden: false, // GET /api/v1/webhooks answered 403: the key has no manage scope
   automations: [],
   schedules: [], // GET /api/v1/agent/schedules: the automations' schedule triggers
   factory: null, // the selected factory, or null for all

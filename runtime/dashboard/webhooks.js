@@ -10,9 +10,11 @@ const SIGNATURE_SCHEMES = ['standard-webhooks', 'github', 'gitlab', 'bitbucket',
 export async function loadWebhooks() {
   try {
     state.webhooks = (await api('GET', '/api/v1/webhooks')).webhooks;
+    state.webhooksForbidden = false;
     showError($('webhooks-error'));
   } catch (err) {
     state.webhooks = [];
+    state.webhooksForbidden = err.status === 403;
     showError($('webhooks-error'), err);
   }
   renderWebhooks();

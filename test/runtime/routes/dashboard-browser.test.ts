@@ -140,3 +140,64 @@ test('in a real browser the session page asks for a key, then shows the transcri
     await rt.stop();
   }
 });
+
+test('in a real browser Sign out also empties the forms (a typed provider secret among them) and the headings and state of the deliveries and transcript', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo hi'] });
+    const created = await rt.fetch('/api/v1/factories/shop/webhooks', { method: 'POST', json: { name: 'orders', auth_mode: 'token' } });
+    assert.equal(created.status, 201);
+    const { webhook } = (await created.json()) as { webhook: { uid: string } };
+    const typed = 'provider-secret-typed-here';
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, rt.adminKey);
+      const webhooks = page.getByRole('region', { name: 'Webhooks', exact: true });
+      await webhooks.getByRole('row').filter({ hasText: 'orders' }).getByRole('button', { name: 'Deliveries', exact: true }).click();
+      await page.getByRole('heading', { name: `Deliveries of orders (${webhook.uid})`, exact: true }).waitFor();
+      const runs = page.getByRole('region', { name: 'Runs', exact: true });
+      await runs.getByLabel('State', { exact: true }).selectOption('SUCCEEDED');
+      await runs.getByRole('row').filter({ hasText: runId }).getByRole('button', { name: 'Transcript', exact: true }).click();
+      await page.getByText(/^SUCCEEDED · created /).waitFor();
+
+      await page.getByText('Create a webhook', { exact: true }).click();
+      await page.getByLabel('Factory', { exact: true }).fill('shop');
+      await page.getByLabel('Name', { exact: true }).fill('payments');
+      await page.getByLabel('Authentication mode', { exact: true }).selectOption('signature');
+      await page.getByLabel('Provider secret', { exact: true }).fill(typed);
+      await page.getByLabel('Description', { exact: true }).fill('typed before signing out');
+      await page.getByLabel('Delivery id', { exact: true }).fill('some-delivery');
+
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await page.getByRole('heading', { name: 'Sign in', exact: true }).waitFor();
+      const values = await page.evaluate<string[]>(`[...document.querySelectorAll('#app input, #app select')].filter((el) => el.value).map((el) => el.id + '=' + el.value)`);
+      assert.deepEqual(values, ['c-mode=token', 'c-scheme=standard-webhooks'], 'every field back to its default');
+      assert.equal(await page.locator('#c-secret').isDisabled(), true, 'the provider secret is for signature mode only');
+      for (const gone of [runId, webhook.uid, / · created /]) assert.equal(await page.getByText(gone).count(), 0, String(gone));
+      assert.deepEqual(await page.locator('#deliveries-h, #transcript-h').allTextContents(), ['Deliveries', 'Transcript']);
+      assert.equal(await page.locator('#transcript-link').getAttribute('href'), '#');
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser a runs-only key is told that it cannot list factories, not that there is none', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const res = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'runner', kind: 'personal', scopes: ['runs'] } });
+    assert.equal(res.status, 201);
+    const { key } = (await res.json()) as { key: string };
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, key);
+      // Runs load after the factory list is drawn.
+      await page.getByRole('region', { name: 'Runs', exact: true }).getByText('No runs.', { exact: true }).waitFor();
+      const factories = page.getByRole('region', { name: 'Factories', exact: true });
+      assert.match((await factories.textContent()) ?? '', /This key cannot list factories: that needs the manage scope\. Its runs are below\./);
+      assert.equal(await factories.getByText('No factory yet').count(), 0);
+    }, { tolerate: /status of 403 \(Forbidden\)/ });
+  } finally {
+    await rt.stop();
+  }
+});

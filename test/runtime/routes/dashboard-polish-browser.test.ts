@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
 import { startTestRuntime } from '../helpers.ts';
 import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
 import { succeededRun } from './runs-helpers.ts';
@@ -12,12 +13,16 @@ import { succeededRun } from './runs-helpers.ts';
 
 const SKIP = browserSkip();
 
+/** How wide the page's content is: wider than the viewport means it scrolls sideways. */
+const pageWidth = (page: Page) => page.evaluate<number>('document.documentElement.scrollWidth');
+
 test('in a real browser the sign-in form says where a key is, and a long URL wraps only after a slash', { skip: SKIP }, async () => {
   const rt = await startTestRuntime();
   try {
     const created = await rt.fetch('/api/v1/factories/a-factory-with-a-long-name/webhooks', { method: 'POST', json: { name: 'orders-from-the-shop', auth_mode: 'url_token' } });
     assert.equal(created.status, 201);
-    const { webhook } = (await created.json()) as { webhook: { url: string } };
+    const { webhook, url } = (await created.json()) as { webhook: { url: string }; url: string };
+    assert.equal((await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).status, 202);
 
     await withBrowserPage(`${rt.url}/`, async (page) => {
       await page.setViewportSize({ width: 420, height: 900 });
@@ -45,6 +50,14 @@ test('in a real browser the sign-in form says where a key is, and a long URL wra
       assert.ok(layout.lines >= 2, `at 420 px the URL takes several lines (${layout.lines})`);
       assert.deepEqual(layout.split, [], `no part is broken inside: ${JSON.stringify(layout.parts)}`);
       assert.ok(layout.parts.every((p, i) => i === layout.parts.length - 1 || /[/?&=]$/.test(p)), 'wrap points only after / ? & =');
+      assert.equal(await pageWidth(page), 420, 'the webhooks fit');
+
+      // A delivery without an id header is named by its body hash: 71 characters without a break.
+      await page.getByRole('button', { name: 'Deliveries', exact: true }).click();
+      const id = page.getByRole('region', { name: /^Deliveries of orders-from-the-shop/ }).getByRole('code');
+      await id.waitFor();
+      assert.match((await id.textContent()) ?? '', /^sha256:[0-9a-f]{64}$/);
+      assert.equal(await pageWidth(page), 420, 'the sha256: delivery id wraps instead of widening the page');
     });
   } finally {
     await rt.stop();
@@ -71,6 +84,54 @@ test('in a real browser the session page quotes the agent argv as a shell would 
       await back.click();
       await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
       assert.equal(new URL(page.url()).pathname, '/');
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser a run\'s output reads without its colour codes, other control characters as \\xNN, and a Ctrl+click on a run opens its session page in a new tab', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    // Red text, an OSC 8 hyperlink (ended by ESC \), a bell and a CRLF; the setup prints bold.
+    const runId = await succeededRun(rt, {
+      command: ['/bin/sh', '-c', "printf '\\033[31mRED\\033[0m \\033]8;;http://x\\033\\\\link\\033]8;;\\033\\\\ bell\\007 a\\r\\nb\\n'"],
+      setup: ["printf '\\033[1msetup\\033[0m\\n'"],
+    });
+    const output = 'RED \\x1b]8;;http://x\\x1b\\link\\x1b]8;;\\x1b\\ bell\\x07 a\nb\n';
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, rt.adminKey);
+      const link = page.getByRole('region', { name: 'Runs', exact: true }).getByRole('link', { name: runId, exact: true });
+      const [tab] = await Promise.all([page.context().waitForEvent('page'), link.click({ modifiers: ['Control'] })]);
+      await tab.waitForLoadState();
+      assert.equal(new URL(tab.url()).pathname, `/sessions/${runId}`);
+      await tab.close();
+      assert.equal(await page.locator('#transcript').isVisible(), false, 'the Ctrl+click left this page as it was');
+
+      await link.click();
+      const transcript = page.getByRole('region', { name: `Transcript of ${runId}`, exact: true });
+      const agent = transcript.getByText(/^RED /);
+      await agent.waitFor();
+      assert.equal(await agent.textContent(), output);
+      assert.equal(await transcript.getByText('setup\n', { exact: true }).count(), 1);
+
+      await page.goto(`${rt.url}/sessions/${runId}`);
+      await page.getByText(/^SUCCEEDED · created /).waitFor();
+      assert.equal(await page.getByText(/^RED /).textContent(), output);
+      assert.equal(await page.getByText('setup\n', { exact: true }).count(), 1);
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser a session address whose %-escapes do not decode says it is not a run id', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    await withBrowserPage(`${rt.url}/sessions/%E0%A4%A`, async (page) => {
+      await page.getByText('This address does not name a run: “%E0%A4%A” is not a run id.', { exact: true }).waitFor();
+      assert.equal(await page.getByPlaceholder('fk_…').isVisible(), false, 'no key is asked for a page that cannot show a run');
     });
   } finally {
     await rt.stop();

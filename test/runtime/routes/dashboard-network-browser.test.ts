@@ -1,0 +1,145 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Page, Response } from 'playwright-core';
+import { startTestRuntime, type TestRuntime } from '../helpers.ts';
+import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
+import { succeededRun } from './runs-helpers.ts';
+
+/**
+ * The dashboard and the session page on a slow or failing network (docs/dashboard.md), in a real
+ * browser (chromium.ts): an answer that comes after the user moved on is dropped, and the session
+ * page keeps following its run through failed polls. The page's requests are held or failed with
+ * Playwright's routing; the runtime itself answers normally.
+ */
+
+const SKIP = browserSkip();
+
+/** Holds the page's requests that `match` for 1.5 s, then lets them through. */
+async function slow(page: Page, match: (url: URL) => boolean): Promise<void> {
+  await page.route(match, async (route) => {
+    await sleep(1500);
+    await route.continue();
+  });
+}
+
+/** Waits until the answer to a request that `match` has reached the page, and the page has had time to draw it. */
+async function answered(page: Page, match: (url: URL) => boolean): Promise<void> {
+  const res: Response = await page.waitForResponse((r) => match(new URL(r.url())));
+  await res.finished();
+  await page.evaluate('new Promise((resolve) => setTimeout(resolve, 300))');
+}
+
+async function createWebhook(rt: TestRuntime, name: string): Promise<{ uid: string; secret: string }> {
+  const res = await rt.fetch('/api/v1/factories/shop/webhooks', { method: 'POST', json: { name, auth_mode: 'token', delivery_id_header: 'X-Request-Id' } });
+  assert.equal(res.status, 201);
+  const { webhook, secret } = (await res.json()) as { webhook: { uid: string }; secret: string };
+  return { uid: webhook.uid, secret };
+}
+
+async function deliver(rt: TestRuntime, hook: { uid: string; secret: string }, id: string): Promise<void> {
+  const res = await fetch(`${rt.url}/webhooks/w/${hook.uid}`, { method: 'POST', headers: { Authorization: `Bearer ${hook.secret}`, 'X-Request-Id': id, 'Content-Type': 'application/json' }, body: '{}' });
+  assert.equal(res.status, 202, id);
+}
+
+test('in a real browser a slow deliveries page of the webhook the user left, first or older, is not drawn under the next one', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const alpha = await createWebhook(rt, 'alpha');
+    const beta = await createWebhook(rt, 'beta');
+    // 21: a page of 20 and an older one.
+    for (let i = 1; i <= 21; i++) await deliver(rt, alpha, `a-${i}`);
+    await deliver(rt, beta, 'b-1');
+    const alphaList = (url: URL) => url.pathname === `/api/v1/webhooks/${alpha.uid}/deliveries`;
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, rt.adminKey);
+      const rows = page.getByRole('region', { name: 'Webhooks', exact: true }).getByRole('row');
+      const open = (name: string) => rows.filter({ hasText: name }).getByRole('button', { name: 'Deliveries', exact: true }).click();
+      const betaItems = page.getByRole('region', { name: `Deliveries of beta (${beta.uid})`, exact: true }).getByRole('article');
+
+      // Alpha's first page is slow; beta is chosen before it comes.
+      await slow(page, (url) => alphaList(url) && !url.searchParams.has('cursor'));
+      await open('alpha');
+      await sleep(100);
+      await open('beta');
+      await betaItems.first().waitFor();
+      await answered(page, alphaList);
+      assert.deepEqual(await betaItems.getByRole('code').allTextContents(), ['b-1']);
+      await page.unrouteAll({ behavior: 'wait' });
+
+      // Alpha's older page is slow; beta is chosen before it comes.
+      await open('alpha');
+      const alphaItems = page.getByRole('region', { name: `Deliveries of alpha (${alpha.uid})`, exact: true }).getByRole('article');
+      await alphaItems.nth(19).waitFor();
+      await slow(page, (url) => alphaList(url) && url.searchParams.has('cursor'));
+      await page.getByRole('button', { name: 'Older deliveries', exact: true }).click();
+      await sleep(100);
+      await open('beta');
+      await betaItems.first().waitFor();
+      await answered(page, (url) => alphaList(url) && url.searchParams.has('cursor'));
+      assert.deepEqual(await betaItems.getByRole('code').allTextContents(), ['b-1']);
+      assert.equal(await page.getByRole('button', { name: 'Older deliveries', exact: true }).isVisible(), false);
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser a slow runs page for a state filter the user left is not drawn under the next one', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo hi'] });
+    const succeeded = (url: URL) => url.pathname === '/api/v1/agent/runs' && url.searchParams.get('state') === 'SUCCEEDED';
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, rt.adminKey);
+      const runs = page.getByRole('region', { name: 'Runs', exact: true });
+      await runs.getByRole('row').filter({ hasText: runId }).waitFor();
+
+      await slow(page, succeeded);
+      const filter = runs.getByLabel('State', { exact: true });
+      await filter.selectOption('SUCCEEDED');
+      await sleep(100);
+      await filter.selectOption('FAILED');
+      await runs.getByText('No runs.', { exact: true }).waitFor();
+      await answered(page, succeeded);
+      assert.equal(await runs.getByText('No runs.', { exact: true }).isVisible(), true);
+      assert.equal(await runs.getByRole('table').count(), 0, `the SUCCEEDED run ${runId} is not listed under FAILED`);
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser the session page shows a failed poll, tries again and clears the error once a poll succeeds', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo agent says hi'] });
+
+    await withBrowserPage(
+      `${rt.url}/sessions/${runId}`,
+      async (page) => {
+        // The first transcript request gets no answer, the second a 503; later ones go through.
+        let tries = 0;
+        await page.route(`**/api/v1/agent/runs/${runId}/transcript?after=0`, async (route) => {
+          tries++;
+          if (tries === 1) await route.abort('failed');
+          else if (tries === 2) await route.fulfill({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ status: 503, detail: 'The runtime is starting.' }) });
+          else await route.continue();
+        });
+        await page.getByPlaceholder('fk_…').fill(rt.adminKey);
+        await page.getByRole('button', { name: 'Show transcript', exact: true }).click();
+        await page.getByText('The runtime did not answer; is it running?', { exact: true }).waitFor();
+        await page.getByText('The runtime is starting.', { exact: true }).waitFor();
+        await page.getByText(/^SUCCEEDED · created /).waitFor();
+        await page.getByText('agent says hi\n', { exact: true }).waitFor();
+        assert.equal(await page.locator('#err').textContent(), '');
+        assert.equal(tries, 3);
+      },
+      { tolerate: /Failed to load resource/ },
+    );
+  } finally {
+    await rt.stop();
+  }
+});
