@@ -5,6 +5,8 @@
  * over earlier lines, set the clipboard with OSC 52). Colour (SGR: `ESC [ ... m`) is dropped; every
  * other control character, C1 ones included, is shown as `\xNN`; tab and newline stay, and CRLF
  * becomes a newline. `--json` output needs none of this: JSON escapes control characters itself.
+ * The dashboard applies the same rule in its own module (runtime/dashboard/transcript.js); a test
+ * holds the two to the same answers.
  */
 
 // eslint-disable-next-line no-control-regex
