@@ -64,6 +64,8 @@ interface Job {
   abort: AbortController;
   lost: boolean;
   queue: TranscriptEventInput[];
+  /** Events the runtime has taken, in order: the next batch's `first_index`. */
+  sent: number;
   done: Promise<void>;
 }
 
@@ -192,7 +194,7 @@ export class RemoteWorker {
 
   private launch(claim: WorkerClaim): void {
     this.leaseMs = claim.lease_seconds * 1000;
-    const job: Job = { runId: claim.run.run_id, abort: new AbortController(), lost: false, queue: [], done: Promise.resolve() };
+    const job: Job = { runId: claim.run.run_id, abort: new AbortController(), lost: false, queue: [], sent: 0, done: Promise.resolve() };
     this.jobs.set(job.runId, job);
     job.done = this.execute(claim, job)
       .catch((err) => this.opts.say(`run ${job.runId}: ${(err as Error).message}`))
@@ -235,8 +237,10 @@ export class RemoteWorker {
           while (n < job.queue.length && n < BATCH_EVENTS && (n === 0 || bytes < BATCH_BYTES)) bytes += JSON.stringify(job.queue[n++]).length;
           const batch = job.queue.slice(0, n);
           try {
-            const answer = (await this.leaseCall(job, 'events', { events: batch })) as { cancel?: boolean };
+            // `first_index` lets the runtime skip what it took already when a lost answer makes this batch go again.
+            const answer = (await this.leaseCall(job, 'events', { events: batch, first_index: job.sent })) as { cancel?: boolean };
             job.queue.splice(0, n);
+            job.sent += n;
             if (answer?.cancel) job.abort.abort();
           } catch (err) {
             lose(err);

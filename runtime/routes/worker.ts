@@ -84,10 +84,13 @@ export function parseLease(body: unknown): { workerId: string } {
 }
 
 /** The body of an events batch (worker-events.schema.json). */
-export function parseEvents(body: unknown): { workerId: string; events: { type: string; data: Record<string, unknown> }[] } {
-  const b = objectBody(body, ['worker_id', 'events']);
+export function parseEvents(body: unknown): { workerId: string; events: { type: string; data: Record<string, unknown> }[]; firstIndex: number | undefined } {
+  const b = objectBody(body, ['worker_id', 'events', 'first_index']);
   const errors: FieldError[] = [];
   workerIdError(b, errors);
+  if (b.first_index !== undefined && !(Number.isSafeInteger(b.first_index) && (b.first_index as number) >= 0)) {
+    errors.push({ pointer: '/first_index', message: 'first_index must be a whole number of at least 0' });
+  }
   const events = b.events;
   if (!Array.isArray(events) || events.length > MAX_EVENT_BATCH) {
     errors.push({ pointer: '/events', message: `events must be a list of at most ${MAX_EVENT_BATCH} events` });
@@ -102,7 +105,7 @@ export function parseEvents(body: unknown): { workerId: string; events: { type: 
     });
   }
   refuse(errors);
-  return { workerId: b.worker_id as string, events: events as { type: string; data: Record<string, unknown> }[] };
+  return { workerId: b.worker_id as string, events: events as { type: string; data: Record<string, unknown> }[], firstIndex: b.first_index as number | undefined };
 }
 
 /** The body of a finish (worker-finish.schema.json). */
@@ -206,7 +209,7 @@ export const workerRoutes: RouteModule = (router, deps) => {
   router.post(`${WORKER_PATH}/runs/:id/events`, worker, async (ctx) => {
     const input = parseEvents(await read(ctx));
     const run = findRun(deps, String(ctx.params.id));
-    const held = store.leases.appendEvents(run.run_id, holderOf(ctx, input.workerId), leaseMs, input.events);
+    const held = store.leases.appendEvents(run.run_id, holderOf(ctx, input.workerId), leaseMs, input.events, input.firstIndex);
     if (held === LEASE_LOST) throw lost(run.run_id);
     ctx.body = { cancel: held.cancel };
   });

@@ -24,6 +24,24 @@ export const LEASE_LOST = 'lease_lost' as const;
 export const WORKER_LOST_MESSAGE = 'the executor of the run stopped renewing its lease (it crashed, or lost its connection to the runtime)';
 
 /**
+ * How long a holder may go on renewing its lease after a cancel was asked of it: time enough to
+ * stop the run's processes and finish. After that its lease runs out and the sweep ends the run
+ * CANCELLED, whatever the holder does (docs/runs.md#workers).
+ */
+export const CANCEL_GRACE_MS = 60_000;
+
+/**
+ * Most transcript bytes (each event's JSON plus 64 for its row) a lease holder's reports may store
+ * for one run. A run executed here stays under about 3 MB by the executor's own caps; the runtime
+ * cannot rely on a remote worker applying them, so it applies this one: past it, one marker event
+ * says so and further events are dropped (docs/runs.md#workers).
+ */
+export const REPORTED_BYTES_CAP = 8 * 1024 * 1024;
+const EVENT_ROW_BYTES = 64;
+
+const CANCELLED_INPUT: FinishInput = { statusMessage: 'the run was cancelled', errorCode: 'cancelled', retryable: false };
+
+/**
  * Leases on runs in progress (docs/runs.md#workers). A claim gives the claimer the run's lease for
  * `leaseMs`; heartbeats, events and the finish of the holder renew it; anything from a holder whose
  * lease expired or was taken is refused. Every check is one conditional UPDATE of the run's row,
@@ -42,15 +60,19 @@ export class LeaseStore {
     this.stmts = {
       take: db.prepare(`UPDATE runs SET lease_holder = @holder, lease_name = @name, lease_until_ms = @until, cancel_requested_at = NULL
         WHERE run_id = @run AND state = 'INPROGRESS'`),
+      // A cancel asked longer ago than the grace stops the renewals (ISO 8601 UTC compares as text).
       renew: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder AND lease_until_ms >= @now
-        RETURNING cancel_requested_at AS "cancelRequestedAt"`),
+          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff)
+        RETURNING cancel_requested_at AS "cancelRequestedAt", reported_events AS "reportedEvents", reported_bytes AS "reportedBytes"`),
       renewAll: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE lease_holder = @holder AND state = 'INPROGRESS' AND lease_until_ms >= @now
+          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff)
         RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
+      setReported: db.prepare(`UPDATE runs SET reported_events = @events, reported_bytes = @bytes WHERE run_id = @run`),
       expire: db.prepare(`UPDATE runs SET lease_holder = NULL
         WHERE state = 'INPROGRESS' AND lease_until_ms < @now
-        RETURNING run_id AS "runId"`),
+        RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
       requestCancel: db.prepare(`UPDATE runs SET cancel_requested_at = @at
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder IS NOT NULL AND lease_until_ms >= @now
         RETURNING run_id AS "runId"`),
@@ -77,51 +99,93 @@ export class LeaseStore {
     })();
   }
 
+  /** The renew statements' parameters at this moment. */
+  private renewParams(leaseMs: number) {
+    const now = this.nowMs();
+    return { now, until: now + leaseMs, cancelCutoff: new Date(now - CANCEL_GRACE_MS).toISOString() };
+  }
+
   /** Extends the holder's lease on one run: whether a cancel was asked, or LEASE_LOST. */
   renew(runId: string, holder: Pick<LeaseHolder, 'id'>, leaseMs: number): { cancel: boolean } | typeof LEASE_LOST {
-    const now = this.nowMs();
-    const row = this.stmts.renew.get({ run: runId, holder: holder.id, now, until: now + leaseMs }) as { cancelRequestedAt: string | null } | undefined;
+    const row = this.renewRow(runId, holder, leaseMs);
     return row ? { cancel: row.cancelRequestedAt !== null } : LEASE_LOST;
+  }
+
+  private renewRow(runId: string, holder: Pick<LeaseHolder, 'id'>, leaseMs: number) {
+    return this.stmts.renew.get({ run: runId, holder: holder.id, ...this.renewParams(leaseMs) }) as
+      | { cancelRequestedAt: string | null; reportedEvents: number; reportedBytes: number }
+      | undefined;
   }
 
   /** Extends every lease the holder still holds (a pool's heartbeat); the runs it holds. */
   renewAll(holder: Pick<LeaseHolder, 'id'>, leaseMs: number): HeldRun[] {
-    const now = this.nowMs();
-    const rows = this.stmts.renewAll.all({ holder: holder.id, now, until: now + leaseMs }) as { runId: string; cancelRequestedAt: string | null }[];
+    const rows = this.stmts.renewAll.all({ holder: holder.id, ...this.renewParams(leaseMs) }) as { runId: string; cancelRequestedAt: string | null }[];
     return rows.map((r) => ({ runId: r.runId, cancel: r.cancelRequestedAt !== null }));
   }
 
-  /** Appends transcript events of the holder, renewing its lease, all or nothing; LEASE_LOST writes none. */
-  appendEvents(runId: string, holder: Pick<LeaseHolder, 'id'>, leaseMs: number, events: readonly { type: string; data: Record<string, unknown> }[]): { cancel: boolean } | typeof LEASE_LOST {
+  /**
+   * Appends transcript events of the holder, renewing its lease, all or nothing; LEASE_LOST writes
+   * none. `firstIndex`, when given, is the index of the batch's first event among all the holder
+   * has sent for the run: events the runtime already took (a batch sent again because its answer
+   * was lost) are skipped. Past REPORTED_BYTES_CAP one marker is stored and the rest dropped.
+   */
+  appendEvents(
+    runId: string,
+    holder: Pick<LeaseHolder, 'id'>,
+    leaseMs: number,
+    events: readonly { type: string; data: Record<string, unknown> }[],
+    firstIndex?: number,
+  ): { cancel: boolean } | typeof LEASE_LOST {
     return this.ctx.db.transaction(() => {
-      const held = this.renew(runId, holder, leaseMs);
-      if (held === LEASE_LOST) return held;
-      for (const e of events) this.runs.appendEvent(runId, e.type, e.data);
-      return held;
+      const row = this.renewRow(runId, holder, leaseMs);
+      if (!row) return LEASE_LOST;
+      const skip = firstIndex === undefined ? 0 : Math.max(0, Number(row.reportedEvents) - firstIndex);
+      let bytes = Number(row.reportedBytes);
+      for (const e of events.slice(skip)) {
+        if (bytes > REPORTED_BYTES_CAP) break;
+        const size = JSON.stringify(e.data).length + EVENT_ROW_BYTES;
+        if (bytes + size <= REPORTED_BYTES_CAP) {
+          this.runs.appendEvent(runId, e.type, e.data);
+          bytes += size;
+        } else {
+          const text = `[transcript truncated: the executor reported more than ${REPORTED_BYTES_CAP} bytes of events for this run; the rest were dropped]\n`;
+          this.runs.appendEvent(runId, 'output', { stream: 'stderr', text, truncated: true });
+          bytes = REPORTED_BYTES_CAP + 1;
+        }
+      }
+      const taken = firstIndex === undefined ? Number(row.reportedEvents) + events.length : Math.max(Number(row.reportedEvents), firstIndex + events.length);
+      this.stmts.setReported.run({ run: runId, events: taken, bytes });
+      return { cancel: row.cancelRequestedAt !== null };
     })();
   }
 
   /**
    * Ends the holder's run; LEASE_LOST when it no longer holds it (the run was then ended by the
-   * sweeper, or cancelled). The run keeps its last holder's name after it ends.
+   * sweeper, or cancelled). A run whose cancel was asked ends CANCELLED whatever state the holder
+   * reports: the user's cancel stands. The run keeps its last holder's name after it ends.
    */
   finish(runId: string, holder: Pick<LeaseHolder, 'id'>, state: FinalState, input: FinishInput): RunRecord | typeof LEASE_LOST {
     return this.ctx.db.transaction(() => {
-      if (this.renew(runId, holder, 0) === LEASE_LOST) return LEASE_LOST;
-      return this.runs.finish(runId, state, input) ?? LEASE_LOST;
+      const held = this.renew(runId, holder, 0);
+      if (held === LEASE_LOST) return LEASE_LOST;
+      const [to, why] = held.cancel ? (['CANCELLED', CANCELLED_INPUT] as const) : ([state, input] as const);
+      return this.runs.finish(runId, to, why) ?? LEASE_LOST;
     })();
   }
 
   /**
-   * Ends every run in progress whose lease expired: ERROR worker_lost, retryable (docs/runs.md#workers).
+   * Ends every run in progress whose lease expired: ERROR worker_lost, retryable, or CANCELLED when a
+   * cancel was asked of it (docs/runs.md#workers).
    * Idempotent; replicas may sweep at the same time (the conditional UPDATE picks each run once).
    */
   sweep(): string[] {
     return this.ctx.db.transaction(() => {
-      const rows = this.stmts.expire.all({ now: this.nowMs() }) as { runId: string }[];
+      const rows = this.stmts.expire.all({ now: this.nowMs() }) as { runId: string; cancelRequestedAt: string | null }[];
       const ended: string[] = [];
-      for (const { runId } of rows) {
-        if (this.runs.finish(runId, 'ERROR', { statusMessage: WORKER_LOST_MESSAGE, errorCode: 'worker_lost', retryable: true })) ended.push(runId);
+      for (const { runId, cancelRequestedAt } of rows) {
+        // A run whose cancel was asked ends as asked, also when its holder never finished it.
+        const [to, why] = cancelRequestedAt !== null ? (['CANCELLED', CANCELLED_INPUT] as const) : (['ERROR', { statusMessage: WORKER_LOST_MESSAGE, errorCode: 'worker_lost', retryable: true }] as const);
+        if (this.runs.finish(runId, to, why)) ended.push(runId);
       }
       return ended;
     })();

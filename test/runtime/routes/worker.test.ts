@@ -150,6 +150,33 @@ test('a cancel reaches the holder in its heartbeat answer; the holder finishes t
   assert.equal(run.error_code, 'cancelled');
 });
 
+test('a holder that reports SUCCEEDED after a cancel does not override it: the run ends CANCELLED', async () => {
+  await drain();
+  const id = await newRun();
+  assert.equal((await claim('worker-0014')).status, 200);
+  assert.equal((await rt.fetch(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST' })).status, 200);
+  const fin = await post(runPath(id, 'finish'), { worker_id: 'worker-0014', state: 'SUCCEEDED', status_message: 'done' });
+  assert.equal(fin.status, 200);
+  assert.equal(((await fin.json()) as { state: string }).state, 'CANCELLED');
+  const run = await readRun(id);
+  assert.deepEqual([run.state, run.error_code], ['CANCELLED', 'cancelled']);
+});
+
+test('events sent again with the same first_index (a lost answer) are stored once', async () => {
+  await drain();
+  const id = await newRun();
+  assert.equal((await claim('worker-0015')).status, 200);
+  const batch = (first: number, texts: string[]) =>
+    post(runPath(id, 'events'), { worker_id: 'worker-0015', first_index: first, events: texts.map((text) => ({ type: 'output', data: { stream: 'stdout', text } })) });
+  assert.equal((await batch(0, ['a', 'b'])).status, 200);
+  assert.equal((await batch(0, ['a', 'b'])).status, 200);
+  assert.equal((await batch(2, ['c'])).status, 200);
+  await problem(await batch(-1, ['x']), 400, 'invalid_request');
+  const transcript = (await (await rt.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, unknown> }[] };
+  assert.deepEqual(transcript.events.filter((e) => e.type === 'output').map((e) => e.data.text), ['a', 'b', 'c']);
+  assert.equal((await post(runPath(id, 'finish'), { worker_id: 'worker-0015', state: 'SUCCEEDED' })).status, 200);
+});
+
 test('an expired lease: the holder is refused (409), the sweeper ends the run ERROR worker_lost, retryable; a later cancel has nothing to ask', async () => {
   await drain();
   const id = await newRun();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { LEASE_LOST } from '../../../runtime/store/leases.ts';
+import { CANCEL_GRACE_MS, LEASE_LOST, REPORTED_BYTES_CAP } from '../../../runtime/store/leases.ts';
 import type { NewRun } from '../../../runtime/store/runs.ts';
 import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 
@@ -75,4 +75,59 @@ forEachEngine('a cancel is asked of a live holder only, and the holder sees it',
   assert.equal(store.leases.requestCancel(run.run_id), false, 'no live holder: the caller ends the run itself');
   const queued = store.runs.create(input);
   assert.equal(store.leases.requestCancel(queued.run_id), false, 'a QUEUED run has no holder');
+});
+
+forEachEngine('a cancel stands: the holder finishes CANCELLED whatever it reports, and past the grace its renewals stop and the sweep ends it CANCELLED', (_t, db) => {
+  const { store, clock } = setup(db);
+  const obeyed = store.runs.create(input);
+  clock.advance(1);
+  const ignored = store.runs.create(input);
+  store.leases.claim(A, LEASE_MS);
+  store.leases.claim(B, LEASE_MS);
+  assert.equal(store.leases.requestCancel(obeyed.run_id), true);
+  assert.equal(store.leases.requestCancel(ignored.run_id), true);
+
+  // A holder that reports SUCCEEDED after the cancel: the run still ends CANCELLED.
+  const ended = store.leases.finish(obeyed.run_id, A, 'SUCCEEDED', { statusMessage: 'done' });
+  assert.notEqual(ended, LEASE_LOST);
+  const run = store.runs.get(obeyed.run_id)!;
+  assert.deepEqual([run.state, run.error_code, run.status_message], ['CANCELLED', 'cancelled', 'the run was cancelled']);
+
+  // A holder that ignores the cancel and keeps renewing: within the grace it may, then not.
+  for (let t = 0; t < CANCEL_GRACE_MS; t += LEASE_MS / 3) {
+    assert.deepEqual(store.leases.renew(ignored.run_id, B, LEASE_MS), { cancel: true });
+    clock.advance(LEASE_MS / 3);
+  }
+  clock.advance(1);
+  assert.equal(store.leases.renew(ignored.run_id, B, LEASE_MS), LEASE_LOST);
+  assert.deepEqual(store.leases.renewAll(B, LEASE_MS), []);
+  assert.equal(store.leases.appendEvents(ignored.run_id, B, LEASE_MS, [{ type: 'output', data: { text: 'x' } }]), LEASE_LOST);
+  assert.equal(store.leases.finish(ignored.run_id, B, 'SUCCEEDED', {}), LEASE_LOST);
+  clock.advance(LEASE_MS);
+  assert.deepEqual(store.leases.sweep(), [ignored.run_id]);
+  const swept = store.runs.get(ignored.run_id)!;
+  assert.deepEqual([swept.state, swept.error_code], ['CANCELLED', 'cancelled']);
+});
+
+forEachEngine('a batch sent again with the same first_index is stored once; a holder\'s transcript is capped with one marker', (_t, db) => {
+  const { store } = setup(db);
+  const run = store.runs.create(input);
+  store.leases.claim(A, LEASE_MS);
+  const texts = () => store.runs.events(run.run_id, 0, 100_000).filter((e) => e.type === 'output').map((e) => String(e.data.text));
+  const out = (text: string) => ({ type: 'output', data: { stream: 'stdout', text } });
+  store.leases.appendEvents(run.run_id, A, LEASE_MS, [out('one'), out('two')], 0);
+  // Its answer was lost: the same batch again, then one that overlaps it and goes on.
+  store.leases.appendEvents(run.run_id, A, LEASE_MS, [out('one'), out('two')], 0);
+  store.leases.appendEvents(run.run_id, A, LEASE_MS, [out('two'), out('three')], 1);
+  assert.deepEqual(texts(), ['one', 'two', 'three']);
+
+  // Past the cap: one marker, then nothing more, however much is sent.
+  const big = 'x'.repeat(400_000);
+  for (let i = 0; i < Math.ceil(REPORTED_BYTES_CAP / 400_000) + 5; i++) store.leases.appendEvents(run.run_id, A, LEASE_MS, [out(big)], 3 + i);
+  const all = texts();
+  const markers = all.filter((t) => t.startsWith('[transcript truncated'));
+  assert.equal(markers.length, 1);
+  assert.equal(all.at(-1), markers[0]);
+  const stored = all.filter((t) => t === big).length;
+  assert.ok(stored * 400_000 <= REPORTED_BYTES_CAP && (stored + 1) * 400_000 > REPORTED_BYTES_CAP - 1000, String(stored));
 });
