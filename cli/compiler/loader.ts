@@ -5,7 +5,7 @@ import { CliError } from '../../core/errors.ts';
 import { fsReason } from '../io.ts';
 import type { SourceFile } from './compile.ts';
 import { MAX_FILE_BYTES } from './parse-file.ts';
-import { DEFINITION_DIRS, classifyPath, dirDepth } from './paths.ts';
+import { DEFINITION_DIRS, classifyPath, dirDepth, expectedDefinitionFile } from './paths.ts';
 
 /**
  * Reads a factory repo from disk: factory.yaml and the files under the definitions directories
@@ -71,8 +71,10 @@ async function listFiles(root: string, rel: string, depth: number, plainDir: boo
       if (depth < dirDepth(top)) {
         const inside = await listFiles(root, path, depth + 1, plainDir);
         out.push(...inside);
-        // An automation folder without its automation.md (Automation.md, a typo) defines nothing: said, not skipped.
-        if (top === 'automations' && depth === 0 && !inside.some(([p]) => p === `${path}/automation.md`)) out.push([`${path}/`, false]);
+        // A definition folder without its file (Automation.md or Agent.md, a typo; an empty folder)
+        // defines nothing: said, not skipped.
+        const expected = expectedDefinitionFile(path);
+        if (expected && !inside.some(([p]) => p === `${path}/${expected}`)) out.push([`${path}/`, false]);
       } else if (classifyPath(`${path}/`).kind === 'unexpected') {
         // A folder where only files belong (webhooks/sub/) is named in a warning, never entered.
         out.push([`${path}/`, false]);

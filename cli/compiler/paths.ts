@@ -60,6 +60,9 @@ export function classifyPath(path: string): PathClass {
     // Other files in an automation's folder are the author's own (notes, examples).
     return { kind: 'ignored' };
   }
+  // The loader lists a definition folder itself (`agents/<name>/`) only when it lacks its file.
+  const missing = path.endsWith('/') ? expectedDefinitionFile(path.slice(0, -1)) : undefined;
+  if (missing) return { kind: 'unexpected', hint: `this folder holds no ${missing} (exactly so named), so it defines nothing` };
   if (dir === 'agents') {
     if (parts.length === 2) return { kind: 'unexpected', hint: 'agents/ holds <name>/agent.md folders' };
     if (parts.length === 3 && b === 'agent.md') return { kind: 'agent', name: a };
@@ -80,6 +83,21 @@ export function classifyPath(path: string): PathClass {
     return { kind: 'ignored' };
   }
   return { kind: 'ignored' };
+}
+
+/**
+ * The file a definition folder must hold (`agents/<name>/` → `agent.md`), or undefined when
+ * `folder` (a repo-relative path, no trailing slash) is not one. A folder without it (`Agent.md`,
+ * a typo, an empty folder) defines nothing, which the loader says instead of skipping it.
+ */
+export function expectedDefinitionFile(folder: string): string | undefined {
+  const parts = folder.split('/');
+  const [dir] = parts;
+  if (parts.length === 2) {
+    return { automations: 'automation.md', agents: 'agent.md', skills: 'SKILL.md', scorers: 'scorer.md', benchmarks: 'suite.yaml' }[dir];
+  }
+  if (parts.length === 4 && dir === 'agents' && parts[2] === 'skills') return 'SKILL.md';
+  return undefined;
 }
 
 export const isValidName = (name: string) => RESOURCE_NAME_PATTERN.test(name);

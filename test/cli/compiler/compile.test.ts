@@ -191,3 +191,13 @@ test('locate maps pointers to positions, /prompt to the body, a missing key to i
   assert.deepEqual(locate(files, 'automations/b.md', '/prompt'), { line: 9, column: 1 });
   assert.deepEqual(locate(files, 'missing.yaml', '/x'), { line: 1, column: 1 });
 });
+
+test('a BOM takes no column: a problem on line 1 of a YAML file is at column 1, and the snapshot is the same as without it', () => {
+  const withBom = compile([{ path: 'factory.yaml', text: '\ufeffschemaVersio: v1alpha1\nname: x\n' }]);
+  assert.deepEqual(withBom.diagnostics.filter((d) => d.code === 'factory.unknown_key').map((d) => [d.line, d.column]), [[1, 1]]);
+  const hook = 'secretName: gh\nauthMode: signature\nsignatureScheme: github\n';
+  const plain = compile([FACTORY, { path: 'webhooks/gh.yaml', text: hook }]);
+  const bom = compile([FACTORY, { path: 'webhooks/gh.yaml', text: '\ufeff' + hook }]);
+  assert.deepEqual(bom.diagnostics, plain.diagnostics);
+  assert.deepEqual(bom.snapshot?.webhooks, plain.snapshot?.webhooks);
+});

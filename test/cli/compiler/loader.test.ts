@@ -77,3 +77,31 @@ test('an automation folder without its automation.md, and a folder too deep to b
     ],
   );
 });
+
+test('a Warp definition folder without its file (a typo, an empty folder) is named, never silently skipped', async (t) => {
+  const dir = await repo({
+    'factory.yaml': 'name: x\n',
+    'agents/good/agent.md': '---\ndescription: d\n---\nbody\n',
+    'agents/good/skills/sk/SKILL.md': '---\nname: sk\ndescription: d\n---\nbody\n',
+    'agents/good/skills/typo/skill.md': '---\n---\n',
+    'agents/typo/Agent.md': '---\n---\n',
+    'skills/s1/skill.md': '---\n---\n',
+    'scorers/sc/Scorer.md': 'x\n',
+    'benchmarks/b/suite.yml': 'x: 1\n',
+  });
+  await mkdir(join(dir, 'agents', 'empty'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const { diagnostics } = compile(await loadRepo(dir));
+  assert.deepEqual(
+    diagnostics.filter((d) => d.code === 'file.unexpected').map((d) => [d.file, d.message]),
+    [
+      ['agents/empty/', 'not read: this folder holds no agent.md (exactly so named), so it defines nothing'],
+      ['agents/good/skills/typo/', 'not read: this folder holds no SKILL.md (exactly so named), so it defines nothing'],
+      ['agents/typo/', 'not read: this folder holds no agent.md (exactly so named), so it defines nothing'],
+      ['benchmarks/b/', 'not read: this folder holds no suite.yaml (exactly so named), so it defines nothing'],
+      ['scorers/sc/', 'not read: this folder holds no scorer.md (exactly so named), so it defines nothing'],
+      ['skills/s1/', 'not read: this folder holds no SKILL.md (exactly so named), so it defines nothing'],
+    ],
+  );
+  assert.ok(diagnostics.every((d) => d.file !== 'agents/good/' && d.file !== 'agents/good/skills/sk/'));
+});
