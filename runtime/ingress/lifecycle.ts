@@ -5,6 +5,7 @@ import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../co
 import { isUrlSafeToken, URL_TOKEN_RULE } from '../definitions/checks.ts';
 import type { WebhookRecord } from '../definitions/state.ts';
 import webhookSchema from '../../schemas/webhook.schema.json' with { type: 'json' };
+import { DEFINITIONS_LOCK } from '../store/definitions.ts';
 import type { Store } from '../store/index.ts';
 import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/secrets.ts';
 import { iso } from '../clock.ts';
@@ -98,6 +99,9 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
 export function createWebhook(store: Store, factory: string, input: CreateWebhookInput, maxPerFactory: number, writer: SecretWriter = UNLIMITED): LifecycleResult {
   if (!RESOURCE_NAME_PATTERN.test(factory)) throw invalidRequest(`"${factory}" is not a valid factory name.`);
   return store.transaction(() => {
+    // Checks, then writes: replicas on one PostgreSQL database take turns, as applies do
+    // (runtime/routes/definitions.ts), so a name or the webhook count cannot be taken twice.
+    store.lockUntilCommit(DEFINITIONS_LOCK);
     const f = store.defs.getFactory(factory) ?? store.defs.createFactory(factory, 'api');
     if (f.managedBy === 'definitions') {
       throw conflict(`The factory "${factory}" is managed by definitions: add webhooks/${input.name}.yaml to its repo and run factory apply.`);

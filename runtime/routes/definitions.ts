@@ -7,6 +7,7 @@ import type { PlanInput, SecretFacts, WebhookRecord } from '../definitions/state
 import { webhookView } from '../definitions/views.ts';
 import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
+import { DEFINITIONS_LOCK } from '../store/definitions.ts';
 import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
 import { unknownWebhookDetail } from './webhooks-manage.ts';
@@ -16,9 +17,11 @@ import { queryParams } from '../http/query.ts';
  * Plan and apply (docs/plan-apply.md) and the read side of webhooks (`webhook list|show`,
  * README.md#commands).
  *
- * Between reading the runtime's state and writing the apply there is no `await`: the checks, the
- * plan and the transaction run in one synchronous stretch, so no other request can change the
- * state in between (better-sqlite3 is synchronous and Node runs one stretch at a time).
+ * An apply reads the runtime's state, checks, plans and writes in one transaction that first takes
+ * the `definitions` lock (store.lockUntilCommit): no other request of this process can run in
+ * between (no `await` inside), and no other replica on the same PostgreSQL database can apply (or
+ * create a webhook) until it commits, so two applies against one base revision never both win
+ * (docs/plan-apply.md#concurrent-applies). The snapshot's own validation runs before, outside it.
  */
 export const definitionsRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
@@ -29,7 +32,8 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
 
   router.post('/api/v1/factories/:name/plan', requireScope('manage', factoryParam), async (ctx) => {
     const req = parseRequest(await readJsonBody(ctx, definitionsBody));
-    const { snapshot, input } = prepare(store, String(ctx.params.name), req.snapshot, config.limits.webhooksPerFactory, (f) => canManageFactory(principalOf(ctx), f));
+    const snapshot = validSnapshot(req.snapshot, String(ctx.params.name));
+    const input = checkedInput(store, snapshot, config.limits.webhooksPerFactory, (f) => canManageFactory(principalOf(ctx), f));
     const plan = computePlan(snapshot, input);
     ctx.body = {
       factory: snapshot.factory.name,
@@ -46,16 +50,21 @@ export const definitionsRoutes: RouteModule = (router, deps) => {
   router.post('/api/v1/factories/:name/apply', requireScope('manage', factoryParam), async (ctx) => {
     const req = parseRequest(await readJsonBody(ctx, definitionsBody));
     const name = String(ctx.params.name);
-    const { snapshot, input } = prepare(store, name, req.snapshot, config.limits.webhooksPerFactory, (f) => canManageFactory(principalOf(ctx), f));
-    const before = baseRevision(input);
-    if (req.baseRevision !== undefined && req.baseRevision !== before) {
-      throw new FactoryError('conflict', 'The runtime changed since this plan was made; nothing was applied. Plan again.', {
-        errors: [{ file: '', pointer: '/base_revision', code: 'plan.stale', message: `the plan was made against ${req.baseRevision}; the runtime is now at ${before}` }],
-      });
-    }
-    const plan = computePlan(snapshot, input);
-    if (plan.changed) store.defs.applySnapshot(plan.ops, { revision: req.revision ?? null, digest: snapshot.digest });
-    const after = plan.changed ? baseRevision(gather(store, snapshot)) : before;
+    const mayName = (f: string) => canManageFactory(principalOf(ctx), f);
+    const snapshot = validSnapshot(req.snapshot, name);
+    const { plan, before, after } = store.transaction(() => {
+      store.lockUntilCommit(DEFINITIONS_LOCK);
+      const input = checkedInput(store, snapshot, config.limits.webhooksPerFactory, mayName);
+      const before = baseRevision(input);
+      if (req.baseRevision !== undefined && req.baseRevision !== before) {
+        throw new FactoryError('conflict', 'The runtime changed since this plan was made; nothing was applied. Plan again.', {
+          errors: [{ file: '', pointer: '/base_revision', code: 'plan.stale', message: `the plan was made against ${req.baseRevision}; the runtime is now at ${before}` }],
+        });
+      }
+      const plan = computePlan(snapshot, input);
+      if (plan.changed) store.defs.applySnapshot(plan.ops, { revision: req.revision ?? null, digest: snapshot.digest });
+      return { plan, before, after: plan.changed ? baseRevision(gather(store, snapshot)) : before };
+    });
     ctx.body = {
       factory: name,
       applied: plan.changed,
@@ -110,16 +119,21 @@ function parseRequest(body: unknown): PlanRequest {
   return { snapshot: b.snapshot, baseRevision: b.base_revision as string | undefined, revision: b.revision as string | undefined };
 }
 
-/** Validates the snapshot and checks it against the runtime; throws a problem naming every file and key. */
-function prepare(store: Store, name: string, value: unknown, maxWebhooks: number, mayName: (factory: string) => boolean): { snapshot: Snapshot; input: PlanInput } {
+/** The snapshot, validated on its own; throws a problem naming every file and key. */
+function validSnapshot(value: unknown, name: string): Snapshot {
   const checked = checkSnapshot(value, name);
   if (!checked.ok) throw checkFailure('The snapshot is not valid; nothing was changed.', checked.errors);
-  const input = gather(store, checked.snapshot);
-  const errors = checkAgainstRuntime(checked.snapshot, input, { maxWebhooks, mayName });
+  return checked.snapshot;
+}
+
+/** The runtime's state for `snapshot`, checked against it; throws a problem naming every file and key. */
+function checkedInput(store: Store, snapshot: Snapshot, maxWebhooks: number, mayName: (factory: string) => boolean): PlanInput {
+  const input = gather(store, snapshot);
+  const errors = checkAgainstRuntime(snapshot, input, { maxWebhooks, mayName });
   if (errors.length) {
     throw checkFailure(`The snapshot failed ${errors.length} runtime check${errors.length > 1 ? 's' : ''}; nothing was changed.`, errors);
   }
-  return { snapshot: checked.snapshot, input };
+  return input;
 }
 
 function checkFailure(detail: string, errors: CheckError[]): FactoryError {

@@ -14,6 +14,12 @@ import type { AutomationRecord, EnvironmentRecord, FactoryRecord, ManagedBy, Web
  * performs all of one apply's writes in one transaction; the webhook lifecycle methods are the
  * primitives ingress and the webhook API use.
  */
+/**
+ * The lock (Store.lockUntilCommit) a check-then-write of definitions holds until it commits: an
+ * apply, and a webhook created through the API. Replicas on one PostgreSQL database take turns.
+ */
+export const DEFINITIONS_LOCK = 'definitions';
+
 export interface DefinitionsStore {
   getFactory(name: string): FactoryRecord | undefined;
   listFactories(): FactoryRecord[];
