@@ -41,7 +41,20 @@ interface Window {
 function decide(startMs: number, deliveries: number, failedAuth: number, now: number, limits: RateLimits): RateDecision {
   const budget = failedAuth >= limits.failedAuthPerMinute ? 'failed_auth' : deliveries > limits.deliveriesPerMinute ? 'deliveries' : undefined;
   if (budget === undefined) return { ok: true };
-  return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((startMs + RATE_WINDOW_MS - now) / 1000)), budget };
+  // A window may start a little after `now` (another replica's clock, or ours moved back): never
+  // more than a window to wait.
+  const wait = Math.min(RATE_WINDOW_MS, startMs + RATE_WINDOW_MS - now);
+  return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)), budget };
+}
+
+/**
+ * Whether a window that started at `start` is over at `now`: a whole window has passed, or the
+ * clock is more than a whole window before its start (it moved back that far). A start a little
+ * after `now` is the same window: replicas' clocks differ by milliseconds, and their statements
+ * reach the database in any order (docs/ingress.md#rate-limits).
+ */
+export function windowOver(start: number, now: number): boolean {
+  return now >= start + RATE_WINDOW_MS || now < start - RATE_WINDOW_MS;
 }
 
 /** How often stale windows are swept out of the map (clock time). */
@@ -89,8 +102,7 @@ export class RateLimiter implements Limiter {
   private window(webhookUid: string, sender: string, now: number): Window {
     const key = `${webhookUid} ${sender}`;
     let w = this.windows.get(key);
-    // now < start: the clock moved back (a fake clock in a test, or NTP); start over.
-    if (!w || now >= w.start + RATE_WINDOW_MS || now < w.start) {
+    if (!w || windowOver(w.start, now)) {
       w = { start: now, deliveries: 0, failedAuth: 0 };
       this.windows.set(key, w);
     }
@@ -101,7 +113,7 @@ export class RateLimiter implements Limiter {
     if (now - this.lastSweep < SWEEP_EVERY_MS && now >= this.lastSweep) return;
     this.lastSweep = now;
     for (const [key, w] of this.windows) {
-      if (now >= w.start + RATE_WINDOW_MS || now < w.start) this.windows.delete(key);
+      if (windowOver(w.start, now)) this.windows.delete(key);
     }
   }
 }

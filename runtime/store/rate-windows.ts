@@ -9,17 +9,18 @@ export interface WindowCounts {
 
 /**
  * Rate-limit windows shared by every replica on one database (docs/deploy.md#several-replicas).
- * Each call is one statement, atomic on its own: the row is reset when its window has passed (or the
- * clock went back), then counted, and the counts after that are returned, so two replicas counting
- * the same sender at once both see the other's request.
+ * Each call is one statement, atomic on its own: the row is reset when its window is over (by the
+ * rule of ingress/rate-limit.ts `windowOver`), then counted, and the counts after that are returned,
+ * so two replicas counting the same sender at once both see the other's request.
  */
 export class RateWindowStore {
   private readonly stmts;
 
   constructor(ctx: StoreContext) {
     const db = ctx.db;
-    // `stale`: this row's window is over (or lies in the future: the clock moved back).
-    const stale = '(@now >= rate_windows.start_ms + @windowMs OR @now < rate_windows.start_ms)';
+    // `stale`: this row's window is over, or starts more than a window after `now` (a clock moved
+    // back that far). A start a few milliseconds ahead is another replica's clock: the same window.
+    const stale = '(@now >= rate_windows.start_ms + @windowMs OR @now < rate_windows.start_ms - @windowMs)';
     this.stmts = {
       delivery: db.prepare(`INSERT INTO rate_windows (key, start_ms, deliveries, failed_auth) VALUES (@key, @now, 1, 0)
         ON CONFLICT (key) DO UPDATE SET

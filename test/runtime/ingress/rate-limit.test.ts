@@ -58,12 +58,14 @@ for (const [kind, make] of kinds) {
       assert.equal(rl.take('wh_a', 's').ok, true);
     });
 
-    it('starts a new window when the clock moves back', (t) => {
+    it('keeps the window when the clock moves back a little (replicas\' clocks differ), and starts a new one when it moves back more than a window', (t) => {
       const clock = new FakeClock();
       const rl = make(t, clock, { deliveriesPerMinute: 1, failedAuthPerMinute: 5 });
       assert.equal(rl.take('wh_a', 's').ok, true);
       assert.equal(rl.take('wh_a', 's').ok, false);
       clock.advance(-5_000);
+      assert.deepEqual(rl.take('wh_a', 's'), { ok: false, retryAfterSeconds: 60, budget: 'deliveries' });
+      clock.advance(-60_000);
       assert.equal(rl.take('wh_a', 's').ok, true);
     });
   });
@@ -101,6 +103,27 @@ describe('rate limits shared by two connections to one database', () => {
     a.take('wh_b', 'x');
     clock.advance(-200_000);
     assert.equal(store.rateWindows.sweep(clock.now().getTime() - 60_000, clock.now().getTime() + 60_000), 2, 'windows in the future (a clock moved back) go too');
+  });
+});
+
+describe('rate limits shared by replicas whose clocks differ a little', () => {
+  it('count every request of both: a window started a moment "later" by the other is the same window', (t) => {
+    const ahead = new FakeClock();
+    const behind = new FakeClock(new Date(ahead.now().getTime() - 3));
+    const dir = mkdtempSync(join(tmpdir(), 'factory-rate-skew-'));
+    const masterKey = randomBytes(32);
+    const stores = [openStore({ path: join(dir, 'factory.db'), clock: ahead, masterKey }), openStore({ path: join(dir, 'factory.db'), clock: behind, masterKey })];
+    t.after(() => {
+      for (const s of stores) s.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const limits = { deliveriesPerMinute: 60, failedAuthPerMinute: 20 };
+    const a = new SharedRateLimiter(ahead, limits, stores[0].rateWindows);
+    const b = new SharedRateLimiter(behind, limits, stores[1].rateWindows);
+    let granted = 0;
+    // The replica whose clock is ahead opens the window; the other's requests land "before" it.
+    for (let i = 0; i < 150; i++) if ((i % 3 ? b : a).take('wh_a', '7.7.7.7').ok) granted++;
+    assert.equal(granted, 60);
   });
 });
 
