@@ -58,13 +58,16 @@ const ETC_ENTRIES = [
  * 127 (126) after writing ENOENT (EACCES) on fd 3 when the program is missing (not executable),
  * and otherwise closes fd 3 and execs it.
  */
+// Its own variables have names no environment uses and are unset before the exec, so a run's
+// variable called `p` or `e` reaches the command as the run set it.
 const LAUNCHER = [
-  'if { true <&4; } 2>/dev/null; then e=$(cat <&4) || exit 126; exec 4<&-; eval "$e"; fi',
-  'p=$1',
-  'case $p in',
-  '*/*) [ -e "$p" ] || { echo ENOENT >&3; exit 127; }; { [ -f "$p" ] && [ -x "$p" ]; } || { echo EACCES >&3; exit 126; } ;;',
-  '*) command -v -- "$p" >/dev/null 2>&1 || { echo ENOENT >&3; exit 127; } ;;',
+  'if { true <&4; } 2>/dev/null; then _factory_env=$(cat <&4) || exit 126; exec 4<&-; eval "$_factory_env"; fi',
+  '_factory_prog=$1',
+  'case $_factory_prog in',
+  '*/*) [ -e "$_factory_prog" ] || { echo ENOENT >&3; exit 127; }; { [ -f "$_factory_prog" ] && [ -x "$_factory_prog" ]; } || { echo EACCES >&3; exit 126; } ;;',
+  '*) command -v -- "$_factory_prog" >/dev/null 2>&1 || { echo ENOENT >&3; exit 127; } ;;',
   'esac',
+  'unset _factory_env _factory_prog',
   'exec 3>&-',
   'exec "$@"',
 ].join('\n');

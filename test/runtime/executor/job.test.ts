@@ -410,9 +410,11 @@ for (const executor of ['sandbox', 'direct'] as const) {
   test('a value with quotes, newlines and shell syntax arrives in the command byte for byte', async (t) => {
     const dir = scratch(t);
     const tricky = `it's "quoted" $(touch /tmp/never) \`x\` \\ $HOME\nsecond line\n\n`;
-    const { result, output } = await run(spec(dir, { env: { TRICKY: tricky }, agent: { command: ['node', '-e', 'process.stdout.write(JSON.stringify(process.env.TRICKY))'] } }));
+    // Names the launcher could have used for its own variables arrive as the run set them too.
+    const env = { TRICKY: tricky, p: 'mine', e: 'also mine' };
+    const { result, output } = await run(spec(dir, { env, agent: { command: ['node', '-e', 'process.stdout.write(JSON.stringify([process.env.TRICKY, process.env.p, process.env.e]))'] } }));
     assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
-    assert.equal(JSON.parse(output), tricky);
+    assert.deepEqual(JSON.parse(output), [tricky, 'mine', 'also mine']);
   });
 
   test('the prompt arrives on stdin', async (t) => {
