@@ -244,6 +244,17 @@ export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult
  * commands are bounded like every other command of a run, and end with it when it is cancelled.
  */
 export const REPORT_COMMAND_TIMEOUT_MS = 120_000;
+/** Longest the whole change report may take; past it, the files left are listed without a diff. */
+export const REPORT_TOTAL_MS = 600_000;
+
+/**
+ * The longest a job can take by its own limits: every repo step (at most three commands a repo),
+ * every setup command and the agent each get the agent's timeout, then the change report. The
+ * runtime holds a remote worker's run to it (store/leases.ts), whatever the worker does.
+ */
+export function jobTimeLimitMs(job: Pick<JobSpec, 'repos' | 'setup' | 'agent'>): number {
+  return (3 * job.repos.length + job.setup.length + 1) * job.agent.timeoutMs + REPORT_TOTAL_MS;
+}
 
 /**
  * `file_change` events from `git status` in each cloned repo, each with a capped diff. git is told
@@ -258,12 +269,18 @@ async function reportChanges(
   onEvent: (e: TranscriptEventInput) => void,
   { onGroup, signal }: { onGroup: JobOptions['onGroup']; signal: AbortSignal },
 ): Promise<void> {
-  const bounded = { env, network: false, onGroup, signal, timeoutMs: REPORT_COMMAND_TIMEOUT_MS };
+  const until = performance.now() + REPORT_TOTAL_MS;
+  const left = () => Math.min(REPORT_COMMAND_TIMEOUT_MS, Math.floor(until - performance.now()));
+  const bounded = () => ({ env, network: false, onGroup, signal, timeoutMs: left() });
   let count = 0;
   let diffBudget = caps.diffBytesTotal;
   for (const repo of repos) {
     if (signal.aborted) return;
-    const status = await runCaptured(sandbox, { argv: ['git', '-c', 'core.fsmonitor=false', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], cwd: repo.dir, ...bounded }, 4 * 1024 * 1024);
+    if (left() <= 0) {
+      onEvent({ type: 'file_change', data: { repo: repo.rel, truncated: true, message: `the change report took more than ${REPORT_TOTAL_MS / 60_000} minutes` } });
+      return;
+    }
+    const status = await runCaptured(sandbox, { argv: ['git', '-c', 'core.fsmonitor=false', 'status', '--porcelain=v1', '-z', '--untracked-files=all'], cwd: repo.dir, ...bounded() }, 4 * 1024 * 1024);
     if (status.code !== 0) continue;
     for (const change of parsePorcelainZ(status.output)) {
       if (count++ >= caps.maxFileChanges) {
@@ -273,12 +290,12 @@ async function reportChanges(
       let diff = '';
       let diffTruncated = false;
       const cap = Math.min(caps.diffBytesPerFile, diffBudget);
-      if (cap > 0) {
+      if (cap > 0 && left() > 0) {
         const git = ['git', '-c', 'core.fsmonitor=false', 'diff', '--no-color', '--no-ext-diff', '--no-textconv'];
         const argv = change.untracked
           ? [...git, '--no-index', '--', '/dev/null', change.path]
           : [...git, '-M', 'HEAD', '--', ...(change.oldPath ? [change.oldPath] : []), change.path];
-        const d = await runCaptured(sandbox, { argv, cwd: repo.dir, ...bounded }, cap);
+        const d = await runCaptured(sandbox, { argv, cwd: repo.dir, ...bounded() }, cap);
         if (signal.aborted) return;
         diff = d.output;
         diffTruncated = d.truncated;

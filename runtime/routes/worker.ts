@@ -3,6 +3,7 @@ import { conflict, invalidRequest, type FieldError } from '../../core/errors.ts'
 import { RUN_ERROR_CODES } from '../../core/run-state.ts';
 import { principalOf, requireScope } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
+import { jobTimeLimitMs } from '../executor/job.ts';
 import { prepareJob, RunSetupError, type PreparedJob } from '../executor/prepare.ts';
 import { LEASE_LOST, type LeaseHolder } from '../store/leases.ts';
 import type { FinalState, RunRecord } from '../store/runs.ts';
@@ -167,6 +168,9 @@ export const workerRoutes: RouteModule = (router, deps) => {
           : { statusMessage: 'the runtime could not prepare the run', errorCode: 'platform_error', retryable: true });
         continue;
       }
+      // The runtime holds the worker to the job's own time limits, with a lease's worth of slack
+      // for its last reports (docs/runs.md#workers).
+      store.leases.setDeadline(run.run_id, holder, jobTimeLimitMs(job) + leaseMs);
       deps.log.info({ runId: run.run_id, worker: holder.name }, 'run claimed by a worker');
       return {
         run: runView(store.runs.get(run.run_id) ?? run, config.baseUrl),

@@ -22,6 +22,7 @@ export const CANCEL_CHANNEL = 'factory_run_cancel';
 export const LEASE_LOST = 'lease_lost' as const;
 
 export const WORKER_LOST_MESSAGE = 'the executor of the run stopped renewing its lease (it crashed, or lost its connection to the runtime)';
+export const OVERDUE_MESSAGE = 'the run went past the time its environment allows (its timeouts, step by step) and its executor did not end it';
 
 /**
  * How long a holder may go on renewing its lease after a cancel was asked of it: time enough to
@@ -58,21 +59,22 @@ export class LeaseStore {
     this.runs = runs;
     const db = ctx.db;
     this.stmts = {
-      take: db.prepare(`UPDATE runs SET lease_holder = @holder, lease_name = @name, lease_until_ms = @until, cancel_requested_at = NULL
+      take: db.prepare(`UPDATE runs SET lease_holder = @holder, lease_name = @name, lease_until_ms = @until, cancel_requested_at = NULL, lease_deadline_ms = NULL
         WHERE run_id = @run AND state = 'INPROGRESS'`),
+      setDeadline: db.prepare(`UPDATE runs SET lease_deadline_ms = @deadline WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder`),
       // A cancel asked longer ago than the grace stops the renewals (ISO 8601 UTC compares as text).
       renew: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder AND lease_until_ms >= @now
-          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff)
+          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
         RETURNING cancel_requested_at AS "cancelRequestedAt", reported_events AS "reportedEvents", reported_bytes AS "reportedBytes"`),
       renewAll: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE lease_holder = @holder AND state = 'INPROGRESS' AND lease_until_ms >= @now
-          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff)
+          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
         RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
       setReported: db.prepare(`UPDATE runs SET reported_events = @events, reported_bytes = @bytes WHERE run_id = @run`),
       expire: db.prepare(`UPDATE runs SET lease_holder = NULL
         WHERE state = 'INPROGRESS' AND lease_until_ms < @now
-        RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
+        RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt", lease_deadline_ms AS "deadlineMs"`),
       requestCancel: db.prepare(`UPDATE runs SET cancel_requested_at = @at
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder IS NOT NULL AND lease_until_ms >= @now
         RETURNING run_id AS "runId"`),
@@ -103,6 +105,14 @@ export class LeaseStore {
   private renewParams(leaseMs: number) {
     const now = this.nowMs();
     return { now, until: now + leaseMs, cancelCutoff: new Date(now - CANCEL_GRACE_MS).toISOString() };
+  }
+
+  /**
+   * Holds the holder's run to `limitMs` from now (a remote worker's claim, routes/worker.ts): past
+   * it, its lease is no longer renewed, and the sweep ends the run once the lease runs out.
+   */
+  setDeadline(runId: string, holder: Pick<LeaseHolder, 'id'>, limitMs: number): void {
+    this.stmts.setDeadline.run({ run: runId, holder: holder.id, deadline: this.nowMs() + limitMs });
   }
 
   /** Extends the holder's lease on one run: whether a cancel was asked, or LEASE_LOST. */
@@ -180,11 +190,14 @@ export class LeaseStore {
    */
   sweep(): string[] {
     return this.ctx.db.transaction(() => {
-      const rows = this.stmts.expire.all({ now: this.nowMs() }) as { runId: string; cancelRequestedAt: string | null }[];
+      const now = this.nowMs();
+      const rows = this.stmts.expire.all({ now }) as { runId: string; cancelRequestedAt: string | null; deadlineMs: number | string | null }[];
       const ended: string[] = [];
-      for (const { runId, cancelRequestedAt } of rows) {
+      for (const { runId, cancelRequestedAt, deadlineMs } of rows) {
         // A run whose cancel was asked ends as asked, also when its holder never finished it.
-        const [to, why] = cancelRequestedAt !== null ? (['CANCELLED', CANCELLED_INPUT] as const) : (['ERROR', { statusMessage: WORKER_LOST_MESSAGE, errorCode: 'worker_lost', retryable: true }] as const);
+        const overdue = deadlineMs !== null && Number(deadlineMs) < now;
+        const lost: FinishInput = { statusMessage: overdue ? OVERDUE_MESSAGE : WORKER_LOST_MESSAGE, errorCode: 'worker_lost', retryable: true };
+        const [to, why] = cancelRequestedAt !== null ? (['CANCELLED', CANCELLED_INPUT] as const) : (['ERROR', lost] as const);
         if (this.runs.finish(runId, to, why)) ended.push(runId);
       }
       return ended;

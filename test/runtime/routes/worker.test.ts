@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
+import { jobTimeLimitMs } from '../../../runtime/executor/job.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { applyEnvironments, createRun, envYaml } from './runs-helpers.ts';
 import { ROUTE_SCOPES } from './scope-table.ts';
@@ -160,6 +161,29 @@ test('a holder that reports SUCCEEDED after a cancel does not override it: the r
   assert.equal(((await fin.json()) as { state: string }).state, 'CANCELLED');
   const run = await readRun(id);
   assert.deepEqual([run.state, run.error_code], ['CANCELLED', 'cancelled']);
+});
+
+test('a claimed run is held to its environment\'s time limits: past them the heartbeats are refused, whatever the worker does', async () => {
+  await drain();
+  const id = await newRun();
+  const claimed = (await (await claim('worker-0016')).json()) as { job: Parameters<typeof jobTimeLimitMs>[0] };
+  const limitMs = jobTimeLimitMs(claimed.job) + LEASE * 1000;
+  let elapsed = 0;
+  for (;;) {
+    const hb = await post(runPath(id, 'heartbeat'), { worker_id: 'worker-0016' });
+    if (hb.status !== 200) {
+      await problem(hb, 409, 'conflict');
+      break;
+    }
+    clock.advance((LEASE - 5) * 1000);
+    elapsed += (LEASE - 5) * 1000;
+    assert.ok(elapsed <= limitMs + LEASE * 1000, `still renewed ${elapsed} ms after the claim, past the ${limitMs} ms limit`);
+  }
+  assert.ok(elapsed > limitMs - LEASE * 1000, `refused after ${elapsed} ms, before the ${limitMs} ms limit`);
+  clock.advance(LEASE * 1000);
+  assert.ok(rt.services.leases!.sweep().includes(id));
+  const run = await readRun(id);
+  assert.deepEqual([run.state, run.error_code], ['ERROR', 'worker_lost']);
 });
 
 test('events sent again with the same first_index (a lost answer) are stored once', async () => {

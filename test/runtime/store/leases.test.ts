@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { CANCEL_GRACE_MS, LEASE_LOST, REPORTED_BYTES_CAP } from '../../../runtime/store/leases.ts';
+import { CANCEL_GRACE_MS, LEASE_LOST, OVERDUE_MESSAGE, REPORTED_BYTES_CAP } from '../../../runtime/store/leases.ts';
 import type { NewRun } from '../../../runtime/store/runs.ts';
 import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
 
@@ -130,4 +130,24 @@ forEachEngine('a batch sent again with the same first_index is stored once; a ho
   assert.equal(all.at(-1), markers[0]);
   const stored = all.filter((t) => t === big).length;
   assert.ok(stored * 400_000 <= REPORTED_BYTES_CAP && (stored + 1) * 400_000 > REPORTED_BYTES_CAP - 1000, String(stored));
+});
+
+forEachEngine('a holder held to a deadline: renewals stop past it, and the sweep ends the run as overdue, not as lost', (_t, db) => {
+  const { store, clock } = setup(db);
+  const run = store.runs.create(input);
+  store.leases.claim(A, LEASE_MS);
+  const limit = 5 * 60_000;
+  store.leases.setDeadline(run.run_id, A, limit);
+  store.leases.setDeadline(run.run_id, B, 1); // another holder cannot set it
+  for (let t = 0; t + LEASE_MS / 3 <= limit; t += LEASE_MS / 3) {
+    assert.deepEqual(store.leases.renew(run.run_id, A, LEASE_MS), { cancel: false }, `at ${t} ms`);
+    clock.advance(LEASE_MS / 3);
+  }
+  clock.advance(LEASE_MS / 3);
+  assert.equal(store.leases.renew(run.run_id, A, LEASE_MS), LEASE_LOST);
+  assert.equal(store.leases.appendEvents(run.run_id, A, LEASE_MS, [{ type: 'output', data: { text: 'late' } }]), LEASE_LOST);
+  clock.advance(LEASE_MS);
+  assert.deepEqual(store.leases.sweep(), [run.run_id]);
+  const ended = store.runs.get(run.run_id)!;
+  assert.deepEqual([ended.state, ended.error_code, ended.status_message], ['ERROR', 'worker_lost', OVERDUE_MESSAGE]);
 });

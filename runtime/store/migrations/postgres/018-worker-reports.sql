@@ -4,3 +4,6 @@
 -- worker sends.
 ALTER TABLE runs ADD COLUMN reported_events BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN reported_bytes BIGINT NOT NULL DEFAULT 0;
+-- When a remote worker's run must have ended by its own time limits (ms since the epoch): past it,
+-- the lease is no longer renewed and the sweep ends the run, whatever the worker does.
+ALTER TABLE runs ADD COLUMN lease_deadline_ms BIGINT;
