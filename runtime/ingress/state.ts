@@ -42,7 +42,9 @@ declare module '../services.ts' {
 export function createIngressState(config: Config, store: Store, clock: Clock): IngressState {
   const metrics = new IngressMetrics();
   const secrets = new SecretCache((name, version) => store.secrets.reveal(name, version), () => clock.now().getTime());
-  if (store.engine === 'postgres') store.listen(CHANNELS.secrets, () => secrets.clear());
+  // A secret created, updated or deleted (here or, on PostgreSQL, by another replica) drops the
+  // cache: a name deleted and created again starts at version 1 under another value.
+  store.listen(CHANNELS.secrets, () => secrets.clear());
   return {
     limiter: store.engine === 'postgres' ? new SharedRateLimiter(clock, config.limits, store.rateWindows) : new RateLimiter(clock, config.limits),
     secrets,

@@ -86,6 +86,10 @@ export class Store {
   private readonly pg: { notify: Statement; lock: Statement } | undefined;
 
   constructor(ctx: StoreContext) {
+    // SQLite: one process, so an announcement is for this process's listeners, told at once (it
+    // comes after the write). A cache keyed by something a write can make stale (a secret deleted
+    // and created again starts at version 1) must hear of it on every engine.
+    if (!(ctx.db instanceof PostgresDatabase)) ctx = { ...ctx, announce: (channel) => void this.channels.emit(channel, '') };
     this.db = ctx.db;
     this.engine = ctx.dialect;
     this.pg =
@@ -203,7 +207,7 @@ export function openStore(options: OpenStoreOptions): Store {
  * once. A rolled-back write announces too: the other replicas reload for nothing, which is harmless.
  */
 function announcer(db: DB): (channel: Channel) => void {
-  if (!(db instanceof PostgresDatabase)) return () => {};
+  if (!(db instanceof PostgresDatabase)) return () => {}; // SQLite: the Store tells its own listeners
   const pending = new Set<Channel>();
   const send = db.prepare('SELECT pg_notify(?, ?) AS sent');
   return (channel) => {
