@@ -86,3 +86,24 @@ test('a body with a value JSON cannot keep as sent is refused, not stored change
   assert.equal(res.status, 201);
   assert.equal(body.title, 'ship it 🚀');
 });
+
+test('a body that is not JSON is refused with what is wrong and where, never with its own text', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  const cases: [string, RegExp][] = [
+    ['LEAK_secret_value', /^The request body is not valid JSON: an unexpected character\.$/],
+    ['{"value": LEAK_unquoted_secret}', /^The request body is not valid JSON: an unexpected character\.$/],
+    ['{"value": "LEAK_x"', /^The request body is not valid JSON: Expected ',' or '}' after property value at character 19\.$/],
+    ['{"value": "LEAK_x"} LEAK_tail', /^The request body is not valid JSON: Unexpected non-whitespace character after JSON at character 21\.$/],
+  ];
+  for (const [body, detail] of cases) {
+    const res = await rt.fetch('/api/v1/secrets/some-secret', { method: 'PUT', body, headers: { 'Content-Type': 'application/json' } });
+    const text = await res.text();
+    assert.equal(res.status, 400, text);
+    const problem = JSON.parse(text) as { code: string; detail: string };
+    assert.equal(problem.code, 'invalid_json');
+    assert.match(problem.detail, detail);
+    assert.ok(!text.includes('LEAK'), text);
+  }
+  assert.ok(!rt.logs.text.includes('LEAK'));
+});
