@@ -70,6 +70,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
 
   try {
     const admin = bootstrapAdminKey(store, config.dataDir, log);
+    tightenDataDir(config.dataDir, log);
 
     // Requests that arrive before the app is ready wait for it instead of being dropped.
     let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
@@ -213,6 +214,31 @@ function removeRuntimeFile(file: { path: string; content: string } | undefined):
   } catch {
     // Already gone: nothing to do.
   }
+}
+
+/** The files of the data dir that hold keys (the database's are the store's to keep 0600: store/db.ts). */
+const KEY_FILES = ['master.key', 'admin.key', 'runtime.json'];
+
+/**
+ * The data dir is 0700 and its key files 0600 (docs/security.md): a dir or file that existed
+ * already (made by `mkdir -p`, a container volume, an old copy) keeps whatever mode it had, and
+ * under `--executor direct` as root a run would read a readable one. Such a mode is tightened at
+ * start, with one warning line saying what was changed.
+ */
+export function tightenDataDir(dataDir: string, log: Logger): void {
+  const tighten = (path: string, mode: number) => {
+    let was: number;
+    try {
+      was = statSync(path).mode & 0o777;
+    } catch {
+      return; // not there (yet)
+    }
+    if ((was & ~mode) === 0) return;
+    chmodSync(path, mode);
+    log.warn({ path, was: was.toString(8), now: mode.toString(8) }, 'this data dir path was readable by other users; its mode was tightened');
+  };
+  tighten(dataDir, 0o700);
+  for (const name of KEY_FILES) tighten(join(dataDir, name), 0o600);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import type { Command } from 'commander';
 import { newStandardWebhooksSecret, newTokenSecret } from '../../core/ids.ts';
@@ -55,10 +55,13 @@ function saveDevSecrets(dataDir: string, created: Map<string, string>): string |
   const dir = join(dataDir, 'dev-secrets');
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // The modes apply only to what is created now: one made earlier by someone else is tightened.
+    chmodSync(dir, 0o700);
     for (const [name, value] of created) {
       // Secret names start with a letter or digit and hold no slash; check anyway, it becomes a path.
       if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) continue;
       writeFileSync(join(dir, name), value + '\n', { mode: 0o600 });
+      chmodSync(join(dir, name), 0o600);
     }
     return dir;
   } catch {

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -85,6 +85,18 @@ export function openDatabase(path: string): SqliteDB {
 function connect(path: string): SqliteDB {
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
+  // The database holds every factory's payloads, transcripts and sealed secrets: its files are the
+  // runtime's alone (SQLite would make them with the process's umask, 0644 as a rule). The -wal and
+  // -shm files SQLite makes later take the database file's mode.
+  if (path !== ':memory:') {
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+      try {
+        if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+      } catch {
+        // Not there: nothing to tighten.
+      }
+    }
+  }
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');

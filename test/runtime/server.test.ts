@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -154,4 +154,26 @@ test('a data dir or work dir that is a file, or under one, is one clear sentence
   await assert.rejects(startTestRuntime({ dataDir: file }), { message: `cannot use ${file} as the data dir: it is not a directory.` });
   await assert.rejects(startTestRuntime({ dataDir: join(file, 'data') }), { message: `cannot use ${join(file, 'data')} as the data dir: a part of the path is not a directory.` });
   await assert.rejects(startTestRuntime({ dataDir: join(dir, 'data'), flags: { workDir: file } }), { message: `cannot use ${file} as the work dir: it is not a directory.` });
+});
+
+test('a data dir and key files readable by others are tightened at start, with a warning; the database is 0600', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-modes-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dataDir = join(dir, 'data');
+  const first = await startTestRuntime({ dataDir, keepDataDir: true });
+  // On PostgreSQL (FACTORY_TEST_ENGINE) the data dir holds the keys but no database file.
+  const sqlite = first.store.engine === 'sqlite';
+  await first.stop();
+  const mode = (p: string) => statSync(p).mode & 0o777;
+  if (sqlite) assert.equal(mode(join(dataDir, 'factory.db')), 0o600, 'the database is made 0600');
+  // As `mkdir -p` with a loose umask, or a copy, would leave them.
+  chmodSync(dataDir, 0o755);
+  for (const f of sqlite ? ['admin.key', 'factory.db'] : ['admin.key']) chmodSync(join(dataDir, f), 0o644);
+  const rt = await startTestRuntime({ dataDir, keepDataDir: true });
+  t.after(() => rt.stop());
+  assert.equal(mode(dataDir), 0o700);
+  assert.equal(mode(join(dataDir, 'admin.key')), 0o600);
+  if (sqlite) assert.equal(mode(join(dataDir, 'factory.db')), 0o600);
+  const warned = rt.logs.records().filter((r) => r.msg === 'this data dir path was readable by other users; its mode was tightened').map((r) => [r.path, r.was]);
+  assert.deepEqual(warned, [[dataDir, '755'], [join(dataDir, 'admin.key'), '644']]);
 });
