@@ -58,6 +58,11 @@ export async function startServer(config: Config, options: StartServerOptions = 
   } catch (err) {
     throw new CliError(`cannot use ${config.dataDir} as the data dir: ${fsReason(err)}.`);
   }
+  // A database sealed under a key that is gone: say so, before a new master.key is made that
+  // could only fail to open it (and be mistaken for the right one later).
+  if (config.masterKey === undefined && config.database.engine === 'sqlite' && existsSync(join(config.dataDir, 'factory.db')) && !existsSync(join(config.dataDir, 'master.key'))) {
+    throw new CliError(`${join(config.dataDir, 'master.key')} is missing, but the database next to it was sealed with it; restore master.key from a backup, or set FACTORY_MASTER_KEY.`);
+  }
   const masterKey = config.masterKey ?? loadOrCreateMasterKey(config.dataDir).key;
   const store = openStore({
     path: join(config.dataDir, 'factory.db'),

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -176,4 +176,19 @@ test('a data dir and key files readable by others are tightened at start, with a
   if (sqlite) assert.equal(mode(join(dataDir, 'factory.db')), 0o600);
   const warned = rt.logs.records().filter((r) => r.msg === 'this data dir path was readable by other users; its mode was tightened').map((r) => [r.path, r.was]);
   assert.deepEqual(warned, [[dataDir, '755'], [join(dataDir, 'admin.key'), '644']]);
+});
+
+test('a master.key gone from beside its database is one clear sentence, and no new key is made', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-nokey-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dataDir = join(dir, 'data');
+  const first = await startTestRuntime({ dataDir, keepDataDir: true });
+  const sqlite = first.store.engine === 'sqlite';
+  await first.stop();
+  if (!sqlite) return; // PostgreSQL takes its key from FACTORY_MASTER_KEY, never from the data dir
+  rmSync(join(dataDir, 'master.key'));
+  await assert.rejects(startTestRuntime({ dataDir, keepDataDir: true }), {
+    message: `${join(dataDir, 'master.key')} is missing, but the database next to it was sealed with it; restore master.key from a backup, or set FACTORY_MASTER_KEY.`,
+  });
+  assert.equal(existsSync(join(dataDir, 'master.key')), false);
 });
