@@ -61,7 +61,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
   // A database sealed under a key that is gone: say so, before a new master.key is made that
   // could only fail to open it (and be mistaken for the right one later).
   if (config.masterKey === undefined && config.database.engine === 'sqlite' && existsSync(join(config.dataDir, 'factory.db')) && !existsSync(join(config.dataDir, 'master.key'))) {
-    throw new CliError(`${join(config.dataDir, 'master.key')} is missing, but the database next to it was sealed with it; restore master.key from a backup, or set FACTORY_MASTER_KEY.`);
+    throw new CliError(`there is no master.key beside the existing database in ${config.dataDir}; restore master.key from a backup, or set FACTORY_MASTER_KEY to the key the database was made with.`);
   }
   const masterKey = config.masterKey ?? loadOrCreateMasterKey(config.dataDir).key;
   const store = openStore({
@@ -225,7 +225,7 @@ function removeRuntimeFile(file: { path: string; content: string } | undefined):
 const KEY_FILES = ['master.key', 'admin.key', 'runtime.json'];
 
 /**
- * The data dir is 0700 and its key files 0600 (docs/security.md): a dir or file that existed
+ * The data dir is 0700 and its key files 0600 (docs/runtime.md#the-data-dir): a dir or file that existed
  * already (made by `mkdir -p`, a container volume, an old copy) keeps whatever mode it had, and
  * under `--executor direct` as root a run would read a readable one. Such a mode is tightened at
  * start, with one warning line saying what was changed.

@@ -35,7 +35,7 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
     return unread(() => ({ line: 1, column: 1 }));
   }
 
-  // A BOM is allowed (docs/definitions.md) and takes no column: an editor shows the first key at 1.
+  // A BOM is allowed (docs/definitions.md#rules) and takes no column: an editor shows the first key at 1.
   let yamlText = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   let frontMatter: FrontMatter | undefined;
   if (markdown) {

@@ -89,8 +89,8 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     }
 
     const [program, ...args] = opts.argv;
-    const stdio: 'pipe'[] = ['pipe', 'pipe', 'pipe'];
-    if (opts.statusFd || opts.envScript !== undefined) stdio.push('pipe');
+    const stdio: ('pipe' | 'ignore')[] = ['pipe', 'pipe', 'pipe'];
+    if (opts.statusFd || opts.envScript !== undefined) stdio.push(opts.statusFd ? 'pipe' : 'ignore');
     if (opts.envScript !== undefined) stdio.push('pipe');
     const child = spawn(program, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio });
     if (opts.envScript !== undefined) {
@@ -127,11 +127,12 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     }
 
     if (child.pid !== undefined) opts.onGroup?.('start', child.pid);
-    child.stdout.on('data', (c: Buffer) => opts.onStdout?.(c));
-    child.stderr.on('data', (c: Buffer) => opts.onStderr?.(c));
+    // The first three are pipes (stdio above), so never null.
+    child.stdout!.on('data', (c: Buffer) => opts.onStdout?.(c));
+    child.stderr!.on('data', (c: Buffer) => opts.onStderr?.(c));
     // A program that does not read its stdin closes the pipe early; that is not our failure.
-    child.stdin.on('error', () => {});
-    child.stdin.end(opts.stdin ?? '');
+    child.stdin!.on('error', () => {});
+    child.stdin!.end(opts.stdin ?? '');
 
     child.on('error', (err: NodeJS.ErrnoException) => {
       if (child.pid === undefined) finish({ code: null, signal: null, spawnError: err });

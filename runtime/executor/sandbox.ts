@@ -302,7 +302,7 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
  * `env` as shell lines for the launcher to `eval`, so the command starts with exactly `env`: first
  * `unset` of what the launcher found that `env` does not hold (the wrappers' PATH and run id,
- * bubblewrap's PWD), then `export NAME='value'` with every value single-quoted (a quote inside
+ * bubblewrap's PWD), then `command export NAME='value'` with every value single-quoted (a quote inside
  * written as '\''), so nothing in a value is ever read as shell. Names a shell cannot export are
  * left out (an environment's names are checked at compile; only an inherited variable of the
  * runtime's own could be such a name).
@@ -311,7 +311,9 @@ export function envScript(env: Readonly<Record<string, string>>): string {
   let script = '';
   for (const name of ['PATH', 'FACTORY_RUN_ID', 'PWD']) if (!(name in env)) script += `unset ${name}\n`;
   for (const [name, value] of Object.entries(env)) {
-    if (SHELL_NAME.test(name)) script += `export ${name}='${value.replace(/'/g, "'\\''")}'\n`;
+    // `command` keeps a variable the shell holds read-only (bash's UID, PPID) from ending the
+    // launcher: that one export fails, as it would in any shell, and the others go on.
+    if (SHELL_NAME.test(name)) script += `command export ${name}='${value.replace(/'/g, "'\\''")}' 2>/dev/null\n`;
   }
   return script;
 }

@@ -29,9 +29,9 @@ export interface StoreContext {
   /** 32 bytes: seals team secrets (runtime/crypto.ts). */
   readonly masterKey: Buffer;
   /**
-   * Tells the other replicas on the same database that something they cache changed (`channel` is
-   * one of CHANNELS), once the current write is over (docs/deploy.md#several-replicas). A no-op on
-   * SQLite: one process owns the file, and its caches are invalidated where they are written.
+   * Tells whoever caches what `channel` (one of CHANNELS) names that it changed: on PostgreSQL every
+   * replica on the same database, once the current write is over (docs/deploy.md#several-replicas);
+   * on SQLite, which one process owns, this process's own listeners, at once (`Store.listen`).
    */
   readonly announce: (channel: Channel) => void;
 }
@@ -85,11 +85,9 @@ export class Store {
   /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
   private readonly pg: { notify: Statement; lock: Statement } | undefined;
 
-  constructor(ctx: StoreContext) {
-    // SQLite: one process, so an announcement is for this process's listeners, told at once (it
-    // comes after the write). A cache keyed by something a write can make stale (a secret deleted
-    // and created again starts at version 1) must hear of it on every engine.
-    if (!(ctx.db instanceof PostgresDatabase)) ctx = { ...ctx, announce: (channel) => void this.channels.emit(channel, '') };
+  /** `ctx` without `announce`: the store makes it for its engine (`announcer`). */
+  constructor(base: Omit<StoreContext, 'announce'>) {
+    const ctx: StoreContext = { ...base, announce: announcer(base.db, this.channels) };
     this.db = ctx.db;
     this.engine = ctx.dialect;
     this.pg =
@@ -193,7 +191,7 @@ export function openStore(options: OpenStoreOptions): Store {
     db.close();
     throw err;
   }
-  const store = new Store({ db, dialect, clock: options.clock, masterKey, announce: announcer(db) });
+  const store = new Store({ db, dialect, clock: options.clock, masterKey });
   if (options.checkpointThread && dialect === 'sqlite' && options.path !== ':memory:') {
     store.checkpointer = new Checkpointer(db as SqliteDB, options.path, options.checkpointThread);
   }
@@ -201,13 +199,16 @@ export function openStore(options: OpenStoreOptions): Store {
 }
 
 /**
- * PostgreSQL: NOTIFY on a microtask, i.e. once the synchronous write that announced is over and any
+ * The store's `announce` (StoreContext). PostgreSQL: NOTIFY on a microtask, i.e. once the synchronous write that announced is over and any
  * transaction it ran in has ended (transactions never span an await), so a replica that reloads on
  * the notification reads the committed change. Announcements of one turn on one channel are sent
  * once. A rolled-back write announces too: the other replicas reload for nothing, which is harmless.
  */
-function announcer(db: DB): (channel: Channel) => void {
-  if (!(db instanceof PostgresDatabase)) return () => {}; // SQLite: the Store tells its own listeners
+function announcer(db: DB, local: EventEmitter): (channel: Channel) => void {
+  // SQLite: one process, so the announcement is for this process's listeners, told at once (it
+  // comes after the write). A cache keyed by something a write can make stale (a secret deleted
+  // and created again starts at version 1) hears of it on every engine.
+  if (!(db instanceof PostgresDatabase)) return (channel) => void local.emit(channel, '');
   const pending = new Set<Channel>();
   const send = db.prepare('SELECT pg_notify(?, ?) AS sent');
   return (channel) => {

@@ -75,7 +75,8 @@ export class LeaseStore {
       expire: db.prepare(`UPDATE runs SET lease_holder = NULL
         WHERE state = 'INPROGRESS' AND lease_until_ms < @now
         RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt", lease_deadline_ms AS "deadlineMs"`),
-      requestCancel: db.prepare(`UPDATE runs SET cancel_requested_at = @at
+      // The first cancel's time stands: asking again does not restart the holder's grace.
+      requestCancel: db.prepare(`UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, @at)
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder IS NOT NULL AND lease_until_ms >= @now
         RETURNING run_id AS "runId"`),
       expiredInProgress: db.prepare(`SELECT run_id AS "runId" FROM runs
@@ -153,7 +154,7 @@ export class LeaseStore {
       let bytes = Number(row.reportedBytes);
       for (const e of events.slice(skip)) {
         if (bytes > REPORTED_BYTES_CAP) break;
-        const size = JSON.stringify(e.data).length + EVENT_ROW_BYTES;
+        const size = Buffer.byteLength(JSON.stringify(e.data)) + EVENT_ROW_BYTES;
         if (bytes + size <= REPORTED_BYTES_CAP) {
           this.runs.appendEvent(runId, e.type, e.data);
           bytes += size;

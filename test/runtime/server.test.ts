@@ -188,7 +188,7 @@ test('a master.key gone from beside its database is one clear sentence, and no n
   if (!sqlite) return; // PostgreSQL takes its key from FACTORY_MASTER_KEY, never from the data dir
   rmSync(join(dataDir, 'master.key'));
   await assert.rejects(startTestRuntime({ dataDir, keepDataDir: true }), {
-    message: `${join(dataDir, 'master.key')} is missing, but the database next to it was sealed with it; restore master.key from a backup, or set FACTORY_MASTER_KEY.`,
+    message: `there is no master.key beside the existing database in ${dataDir}; restore master.key from a backup, or set FACTORY_MASTER_KEY to the key the database was made with.`,
   });
   assert.equal(existsSync(join(dataDir, 'master.key')), false);
 });

@@ -93,10 +93,12 @@ forEachEngine('a cancel stands: the holder finishes CANCELLED whatever it report
   const run = store.runs.get(obeyed.run_id)!;
   assert.deepEqual([run.state, run.error_code, run.status_message], ['CANCELLED', 'cancelled', 'the run was cancelled']);
 
-  // A holder that ignores the cancel and keeps renewing: within the grace it may, then not.
+  // A holder that ignores the cancel and keeps renewing: within the grace it may, then not. The
+  // cancel asked again meanwhile does not restart the grace.
   for (let t = 0; t < CANCEL_GRACE_MS; t += LEASE_MS / 3) {
     assert.deepEqual(store.leases.renew(ignored.run_id, B, LEASE_MS), { cancel: true });
     clock.advance(LEASE_MS / 3);
+    assert.equal(store.leases.requestCancel(ignored.run_id), true);
   }
   clock.advance(1);
   assert.equal(store.leases.renew(ignored.run_id, B, LEASE_MS), LEASE_LOST);

@@ -1,10 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { openStore } from '../../../runtime/store/index.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { testDatabase } from '../../helpers/postgres.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -75,19 +70,4 @@ test('a due run notification is taken by one replica: the other skips it until t
   clock.advance(30_000);
   // A replica that died mid-attempt leaves it due again once the hold has passed: at least once.
   assert.deepEqual(b.runs.dueNotifications(clock.now(), 10, 30_000).map((n) => n.runId), [run.run_id]);
-});
-
-test('one runtime on SQLite: a secret deleted and re-created is not answered from its own cache', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-secret-cache-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const clock = new FakeClock();
-  const store = openStore({ path: join(dir, 'factory.db'), clock, masterKey: randomBytes(32) });
-  t.after(() => store.close());
-  const ingress = createIngressState(parseConfig({}, {}, '/tmp'), store, clock);
-  store.secrets.create('tok', 'first');
-  assert.equal(ingress.secrets.get('tok', 1), 'first');
-  store.secrets.delete('tok');
-  store.secrets.create('tok', 'second');
-  // The same name and version, another value, and no time passed: the cache must have been told.
-  assert.equal(ingress.secrets.get('tok', 1), 'second');
 });
