@@ -93,9 +93,10 @@ it('streams 50 MB three times, with and without Content-Length: 413, and the ser
   const peak = kib(status(pid), 'VmHWM');
   const grown = peak - resident;
   // 150 MB went through. The socket reads that were thrown away are garbage until V8 collects
-  // them, which measured about 35 MB on the first upload and almost nothing after. A server
-  // that held one body, even only until the end of its request, peaked 100 MB and more here.
-  assert.ok(grown < TOTAL, `the server's resident memory peaked ${(grown / MB).toFixed(1)} MB above its size before the upload`);
+  // them, which measured about 35 MB on the first upload and almost nothing after, and once 50.5
+  // MB in CI (the collector ran late). A server that held one body, even only until the end of its
+  // request, peaked 100 MB and more here: the bound sits between the two.
+  assert.ok(grown < 1.5 * TOTAL, `the server's resident memory peaked ${(grown / MB).toFixed(1)} MB above its size before the upload`);
 
   // All three are logged Rejected (too large), and the server goes on accepting.
   const log = (await (await rt.fetch(`/api/v1/webhooks/${new URL(url).pathname.split('/').pop()}/deliveries?limit=3`)).json()) as {
