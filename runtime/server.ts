@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import { CliError } from '../core/errors.ts';
+import { tightenMode } from '../core/file-mode.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { answerClientError } from './http/client-error.ts';
 import { appListener, createApp } from './app.ts';
@@ -232,15 +233,8 @@ const KEY_FILES = ['master.key', 'admin.key', 'runtime.json'];
  */
 export function tightenDataDir(dataDir: string, log: Logger): void {
   const tighten = (path: string, mode: number) => {
-    let was: number;
-    try {
-      was = statSync(path).mode & 0o777;
-    } catch {
-      return; // not there (yet)
-    }
-    if ((was & ~mode) === 0) return;
-    chmodSync(path, mode);
-    log.warn({ path, was: was.toString(8), now: mode.toString(8) }, 'this data dir path was readable by other users; its mode was tightened');
+    const was = tightenMode(path, mode);
+    if (was !== undefined) log.warn({ path, was: was.toString(8), now: mode.toString(8) }, 'this data dir path was readable by other users; its mode was tightened');
   };
   tighten(dataDir, 0o700);
   for (const name of KEY_FILES) tighten(join(dataDir, name), 0o600);

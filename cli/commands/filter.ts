@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError, exitWith } from '../../core/errors.ts';
+import { jsonReason } from '../../core/json-reason.ts';
 import { checkFilter, explainFilter, formatPath, type PayloadFilter } from '../../core/filter.ts';
 import { fsReason, type CliIO } from '../io.ts';
 
@@ -92,13 +93,4 @@ function parsePayload(file: string, text: string): unknown {
   } catch (err) {
     throw new CliError(`the payload file ${file} is not valid JSON: ${jsonReason(err)}`);
   }
-}
-
-/**
- * JSON.parse's reason on one line, without the excerpt of the file V8 quotes into it (which may
- * span lines): `Unexpected token 'o'`, `Unexpected end of JSON input`.
- */
-function jsonReason(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.replace(/,? "[\s\S]*"(?:\.\.\.)? is not valid JSON$/, '').replace(/\s+/g, ' ').trim();
 }

@@ -2,6 +2,7 @@ import { gunzip } from 'node:zlib';
 import type { Context } from 'koa';
 import { FactoryError } from '../../core/errors.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
+import { jsonProblem } from '../../core/json-reason.ts';
 import { escapePointer } from '../../core/schemas.ts';
 
 export interface ReadJsonOptions {
@@ -51,20 +52,6 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
   const odd = unrepresentable(value);
   if (odd) throw new FactoryError('invalid_json', `The request body has ${odd}, which would not be stored as sent.`);
   return value;
-}
-
-/**
- * What JSON.parse found wrong, in words that never quote the body: V8 quotes the start of the text
- * in some messages, and a body may hold a secret value (a PUT of a secret, a run's webhook secret),
- * which an answer (and a proxy logging answers) must not carry back. The position is kept.
- */
-export function jsonProblem(message: string): string {
-  const at = /at position (\d+)/.exec(message);
-  const where = at ? ` at character ${Number(at[1]) + 1}` : '';
-  const known = /^(Unexpected end of JSON input|Unexpected non-whitespace character after JSON|Expected [^"]*?|Bad (?:escaped|control) character[^"]*?|Unterminated string[^"]*?|Exponent part is missing a number|No number after minus sign|Unterminated fractional number)(?= in JSON| at position|$)/.exec(message);
-  if (known) return known[1].replace(/ in string literal$/, ' in a string') + where;
-  if (message.startsWith('Unexpected token')) return `an unexpected character${where}`;
-  return `it does not parse${where}`;
 }
 
 /** A UTF-16 surrogate without its other half. */

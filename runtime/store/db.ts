@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
-import { chmodSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tightenMode } from '../../core/file-mode.ts';
 
 /** The SQL dialect a store runs on (docs/runtime.md#postgresql). */
 export type Dialect = 'sqlite' | 'postgres';
@@ -88,15 +89,7 @@ function connect(path: string): SqliteDB {
   // The database holds every factory's payloads, transcripts and sealed secrets: its files are the
   // runtime's alone (SQLite would make them with the process's umask, 0644 as a rule). The -wal and
   // -shm files SQLite makes later take the database file's mode.
-  if (path !== ':memory:') {
-    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
-      try {
-        if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
-      } catch {
-        // Not there: nothing to tighten.
-      }
-    }
-  }
+  if (path !== ':memory:') for (const file of [path, `${path}-wal`, `${path}-shm`]) tightenMode(file, 0o600);
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
