@@ -78,6 +78,22 @@ export interface ResolvedClient {
   server: string;
   apiKey: string;
   origin: ClientOrigin;
+  /** How long one request may take, headers and body, before the CLI gives up (FACTORY_TIMEOUT). */
+  timeoutMs: number;
+}
+
+/** One request's limit when FACTORY_TIMEOUT is not set: far above any answer of a healthy runtime (docs/runtime.md#cli-connection). */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** FACTORY_TIMEOUT in seconds (a decimal number above 0), as milliseconds; the default without it. */
+export function requestTimeout(env: Record<string, string | undefined>): number {
+  const raw = env.FACTORY_TIMEOUT;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_TIMEOUT_MS;
+  const seconds = /^\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!(seconds > 0) || seconds * 1000 > 2_147_483_647) {
+    throw new CliError(`FACTORY_TIMEOUT must be a number of seconds above 0 (at most 2147483), got "${raw}".`, 2);
+  }
+  return Math.max(1, Math.round(seconds * 1000));
 }
 
 /** One data dir the CLI looked at: its live runtime (if any) and its admin key file (if any). */
@@ -149,6 +165,7 @@ function inspect(dir: string): DataDirFinding {
 export function resolveClientFlags(flags: ClientFlags, io: CliIO, where: { dir?: string } = {}): ResolvedClient {
   const explicitServer = flags.server ? { url: flags.server, from: '--server' } : io.env.FACTORY_SERVER ? { url: io.env.FACTORY_SERVER, from: 'FACTORY_SERVER' } : undefined;
   if (explicitServer) explicitServer.url = checkServer(explicitServer.url, explicitServer.from);
+  const timeoutMs = requestTimeout(io.env);
   const explicitKey = flags.apiKey ? { key: flags.apiKey, from: '--api-key' } : io.env.FACTORY_API_KEY ? { key: io.env.FACTORY_API_KEY, from: 'FACTORY_API_KEY' } : undefined;
 
   const givenDir = flags.dataDir || io.env.FACTORY_DATA_DIR;
@@ -164,7 +181,7 @@ export function resolveClientFlags(flags: ClientFlags, io: CliIO, where: { dir?:
   if (explicitKey) {
     origin.key = explicitKey.from;
     if (chosen?.adminKey) origin.unusedAdminKey = chosen.adminKey;
-    return { server: server.url, apiKey: explicitKey.key.trim(), origin };
+    return { server: server.url, apiKey: explicitKey.key.trim(), origin, timeoutMs };
   }
   const keyFile = chosen?.adminKey ?? (givenDir ? join(searched[0], 'admin.key') : undefined);
   let text: string | undefined;
@@ -186,7 +203,7 @@ export function resolveClientFlags(flags: ClientFlags, io: CliIO, where: { dir?:
   }
   origin.key = keyFile!;
   if (text.trim() === '') throw new CliError(`no API key: ${keyFile} is empty; set FACTORY_API_KEY or pass --api-key, or restore the key the runtime wrote there.`);
-  return { server: server.url, apiKey: text.trim(), origin };
+  return { server: server.url, apiKey: text.trim(), origin, timeoutMs };
 }
 
 function checkServer(raw: string, from: string): string {
@@ -235,8 +252,9 @@ export function takeLastAnswer(): typeof lastAnswer {
 }
 
 /** An HTTP client for the management and run APIs. */
-export function createClient(options: { server: string; apiKey: string; origin?: ClientOrigin }): Client {
+export function createClient(options: { server: string; apiKey: string; origin?: ClientOrigin; timeoutMs?: number }): Client {
   const server = options.server.replace(/\/+$/, '');
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const origin = options.origin;
   // Checked here, where it would otherwise fail inside fetch and read as an unreachable runtime.
   if (!/^[\x21-\x7e]*$/.test(options.apiKey)) {
@@ -255,13 +273,22 @@ export function createClient(options: { server: string; apiKey: string; origin?:
       payload = await gzipAsync(payload);
       h['Content-Encoding'] = 'gzip';
     }
+    // One limit for the whole exchange: a runtime that accepts the connection and then never
+    // answers (stopped in a debugger, its disk hung) would otherwise hold the command for minutes.
+    const signal = AbortSignal.timeout(timeoutMs);
+    const slow = () => new CliError(`the runtime at ${server} did not answer ${method} ${path.split('?')[0]} within ${timeoutMs / 1000} s; FACTORY_TIMEOUT sets this limit in seconds.`);
     let res: Response;
+    let text: string;
     try {
-      res = await fetch(server + path, { method, headers: h, body: payload });
+      res = await fetch(server + path, { method, headers: h, body: payload, signal });
     } catch {
-      throw new CliError(unreachable(server, origin));
+      throw signal.aborted ? slow() : new CliError(unreachable(server, origin));
     }
-    const text = await res.text();
+    try {
+      text = await res.text();
+    } catch {
+      throw signal.aborted ? slow() : new CliError(`the connection to the runtime at ${server} broke while it answered ${method} ${path.split('?')[0]}; try again.`);
+    }
     const type = res.headers.get('content-type') ?? '';
     let parsed: unknown;
     if (text && /json/.test(type)) {

@@ -286,3 +286,38 @@ test('a request body over the runtime\'s cap is refused before sending, in words
     await rt.stop();
   }
 });
+
+test('a runtime that takes the connection and never answers ends the command after FACTORY_TIMEOUT, in one line; a bad FACTORY_TIMEOUT is a usage error', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-timeout-'));
+  // A real server that reads the request and then answers nothing, or only the headers.
+  let mode: 'silent' | 'headers' = 'silent';
+  const held: import('node:http').ServerResponse[] = [];
+  const server = createServer((_req, res) => {
+    held.push(res);
+    if (mode === 'headers') res.writeHead(200, { 'Content-Type': 'application/json' }).write('{"data":');
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const silent = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url, FACTORY_TIMEOUT: '0.3' }, { cwd: root });
+    assert.equal(await runCli(['webhook', 'list'], silent), 1);
+    assert.equal(silent.err, `error: the runtime at ${url} did not answer GET /api/v1/webhooks within 0.3 s; FACTORY_TIMEOUT sets this limit in seconds.\n`);
+    mode = 'headers';
+    const half = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url, FACTORY_TIMEOUT: '0.3' }, { cwd: root });
+    assert.equal(await runCli(['run', 'list', '--state', 'FAILED'], half), 1);
+    assert.equal(half.err, `error: the runtime at ${url} did not answer GET /api/v1/agent/runs within 0.3 s; FACTORY_TIMEOUT sets this limit in seconds.\n`);
+    for (const bad of ['0', '-1', 'soon', '1e3', '9999999']) {
+      const usage = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url, FACTORY_TIMEOUT: bad }, { cwd: root });
+      assert.equal(await runCli(['webhook', 'list'], usage), 2, bad);
+      assert.equal(usage.err, `error: FACTORY_TIMEOUT must be a number of seconds above 0 (at most 2147483), got "${bad}".\n`);
+    }
+    assert.equal(resolveClientFlags({ server: url, apiKey: 'k' }, io({}, root)).timeoutMs, 60_000);
+    assert.equal(resolveClientFlags({ server: url, apiKey: 'k' }, io({ FACTORY_TIMEOUT: '2.5' }, root)).timeoutMs, 2500);
+  } finally {
+    for (const res of held) res.destroy();
+    server.closeAllConnections();
+    server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
