@@ -19,6 +19,9 @@ const DEFINITIONS_ROUTE = /^\/api\/v1\/factories\/[^/]+\/(plan|apply)$/;
  * runtime's limit by test/cli/client.test.ts.
  */
 export const API_BODY_BYTES = 1_048_576;
+/** The run creation route's own cap (its images travel inside it as base64); equal to the runtime's, as above. */
+export const RUN_CREATE_BODY_BYTES = 16_777_216;
+const RUN_CREATE_ROUTE = /^\/api\/v1\/agent\/runs?$/;
 const gzipAsync = promisify(gzip);
 
 /** The options every online command shares (docs/runtime.md): where the runtime is and which key to use. */
@@ -265,8 +268,9 @@ export function createClient(options: { server: string; apiKey: string; origin?:
     if (body !== undefined) h['Content-Type'] = 'application/json';
     let payload: string | Buffer | undefined = body === undefined ? undefined : JSON.stringify(body);
     const definitions = DEFINITIONS_ROUTE.test(path);
-    if (payload !== undefined && !definitions && Buffer.byteLength(payload) > API_BODY_BYTES) {
-      throw new CliError(`the request is ${Buffer.byteLength(payload)} bytes of JSON, more than the ${API_BODY_BYTES} bytes the runtime takes (docs/api.md).`);
+    const cap = method === 'POST' && RUN_CREATE_ROUTE.test(path) ? RUN_CREATE_BODY_BYTES : API_BODY_BYTES;
+    if (payload !== undefined && !definitions && Buffer.byteLength(payload) > cap) {
+      throw new CliError(`the request is ${Buffer.byteLength(payload)} bytes of JSON, more than the ${cap} bytes the runtime takes (docs/api.md).`);
     }
     if (payload !== undefined && definitions) {
       // A snapshot of thousands of automations is megabytes of repetitive JSON (docs/plan-apply.md#large-factories).

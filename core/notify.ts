@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { charCount } from './text.ts';
 
 /**
  * Run notifications (docs/api.md#run-notifications), the pure parts: which URLs may be a target,
@@ -14,7 +15,7 @@ const SECRET = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
 /** Why `text` cannot be a notification URL, or undefined when it can. */
 export function notifyUrlProblem(text: unknown): string | undefined {
   if (typeof text !== 'string' || text === '') return 'must be an http(s) URL';
-  if (text.length > NOTIFY_URL_MAX) return `must be at most ${NOTIFY_URL_MAX} characters`;
+  if (charCount(text) > NOTIFY_URL_MAX) return `must be at most ${NOTIFY_URL_MAX} characters`;
   let url: URL;
   try {
     url = new URL(text);

@@ -29,6 +29,8 @@ export interface Limits {
   apiBodyBytes: number;
   /** Cap on plan and apply bodies, as sent and once gzip-decompressed (docs/plan-apply.md#large-factories). */
   definitionsBodyBytes: number;
+  /** Cap on a run creation body, which carries its images as base64 (docs/api.md#conventions). */
+  runCreateBodyBytes: number;
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -198,6 +200,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   workspaceRetentionHours: 24,
   apiBodyBytes: 1_048_576,
   definitionsBodyBytes: 33_554_432,
+  runCreateBodyBytes: 16_777_216,
 });
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

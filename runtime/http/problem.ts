@@ -77,6 +77,9 @@ function codeForStatus(status: number): ErrorCode {
 export function writeProblem(ctx: Context, err: FactoryError): void {
   for (const name of ctx.response.headerSent ? [] : Object.keys(ctx.response.headers)) ctx.remove(name);
   ctx.status = err.status;
+  // Oz's SDK (and every client generated the same way) retries 408, 409, 429 and 5xx unless told
+  // otherwise: this says what `retryable` says, so a permanent refusal is not sent three times.
+  ctx.set('X-Should-Retry', err.retryable ? 'true' : 'false');
   for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.body = problemBody(err, ctx.path);

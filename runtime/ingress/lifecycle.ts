@@ -9,6 +9,7 @@ import { DEFINITIONS_LOCK } from '../store/definitions.ts';
 import type { Store } from '../store/index.ts';
 import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/secrets.ts';
 import { iso } from '../clock.ts';
+import { charCount } from '../../core/text.ts';
 
 /**
  * Webhook lifecycle (docs/ingress.md#webhook-lifecycle) for the management API: create, enable,
@@ -87,7 +88,7 @@ export function parseCreateWebhook(body: unknown): CreateWebhookInput {
   if (deliveryIdHeader !== undefined && !HEADER_NAME.test(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: 'must be an HTTP header name' });
   else if (deliveryIdHeader !== undefined && isCredentialHeader(deliveryIdHeader)) errors.push({ pointer: '/delivery_id_header', message: credentialHeaderMessage(deliveryIdHeader) });
   const description = str('description');
-  if (description !== undefined && description.length > MAX_DESCRIPTION) errors.push({ pointer: '/description', message: `must be at most ${MAX_DESCRIPTION} characters` });
+  if (description !== undefined && charCount(description) > MAX_DESCRIPTION) errors.push({ pointer: '/description', message: `must be at most ${MAX_DESCRIPTION} characters` });
   if (errors.length) throw invalidRequest('The webhook cannot be created as asked.', errors);
   return { name: name!, authMode, signatureScheme: scheme, secretName, secret: secret || undefined, deliveryIdHeader, description };
 }

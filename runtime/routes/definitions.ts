@@ -12,6 +12,7 @@ import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
 import { unknownWebhookDetail } from './webhooks-manage.ts';
 import { queryParams } from '../http/query.ts';
+import { charCount } from '../../core/text.ts';
 
 /**
  * Plan and apply (docs/plan-apply.md) and the read side of webhooks (`webhook list|show`,
@@ -112,7 +113,7 @@ function parseRequest(body: unknown): PlanRequest {
   }
   if (!('snapshot' in b)) errors.push({ pointer: '/snapshot', message: "missing required key 'snapshot'" });
   if (b.base_revision !== undefined && typeof b.base_revision !== 'string') errors.push({ pointer: '/base_revision', message: 'must be a string' });
-  if (b.revision !== undefined && (typeof b.revision !== 'string' || b.revision.length === 0 || b.revision.length > 200)) {
+  if (b.revision !== undefined && (typeof b.revision !== 'string' || b.revision.length === 0 || charCount(b.revision) > 200)) {
     errors.push({ pointer: '/revision', message: 'must be a string of 1 to 200 characters' });
   }
   if (errors.length) throw new FactoryError('invalid_request', 'The request body is not valid.', { errors });

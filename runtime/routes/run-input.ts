@@ -10,6 +10,7 @@ import { jsonValueDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 import { isNotifySecret, notifyUrlProblem } from '../../core/notify.ts';
 import { isRunState, type RunState } from '../../core/run-state.ts';
 import { decodeCursor, type OzFields, type RunCursor, type RunListQuery, type RunSortKey, type RunSource } from '../store/runs.ts';
+import { charCount } from '../../core/text.ts';
 
 export const TITLE_MAX = 256;
 export const METADATA_MAX_BYTES = 16 * 1024;
@@ -60,7 +61,7 @@ export function parseCreateRun(body: unknown): { value?: CreateRunInput; errors:
     }
     for (const key of CONFIG_STRINGS) {
       const v = config[key];
-      if (v !== undefined && v !== null && (typeof v !== 'string' || v.length > 1000)) {
+      if (v !== undefined && v !== null && (typeof v !== 'string' || charCount(v) > 1000)) {
         errors.push({ pointer: `/config/${key}`, message: `config.${key} must be a string of at most 1000 characters` });
       }
     }
@@ -84,12 +85,12 @@ export function parseCreateRun(body: unknown): { value?: CreateRunInput; errors:
   }
   if (title !== undefined && title !== null) {
     if (typeof title !== 'string') errors.push({ pointer: '/title', message: `title must be a string, got ${typeName(title)}` });
-    else if (title.length > TITLE_MAX) errors.push({ pointer: '/title', message: `title must be at most ${TITLE_MAX} characters` });
+    else if (charCount(title) > TITLE_MAX) errors.push({ pointer: '/title', message: `title must be at most ${TITLE_MAX} characters` });
   }
   for (const key of ['skill', 'conversation_id'] as const) {
     const v = body[key];
     if (v === undefined || v === null) continue;
-    if (typeof v !== 'string' || v === '' || v.length > 1000) errors.push({ pointer: `/${key}`, message: `${key} must be a non-empty string of at most 1000 characters` });
+    if (typeof v !== 'string' || v === '' || charCount(v) > 1000) errors.push({ pointer: `/${key}`, message: `${key} must be a non-empty string of at most 1000 characters` });
     else oz[key] = v;
   }
   if (body.team !== undefined && body.team !== null) {
@@ -239,7 +240,7 @@ export function parseListRuns(query: Query, limits: { runListDefault: number; ru
   for (const [name, key] of [['creator', 'creator'], ['q', 'q'], ['name', 'configName'], ['model_id', 'modelId']] as const) {
     const v = one(name);
     if (v === undefined) continue;
-    if (v === '' || v.length > 1000) errors.push({ pointer: name, message: `${name} must be 1 to 1000 characters` });
+    if (v === '' || charCount(v) > 1000) errors.push({ pointer: name, message: `${name} must be 1 to 1000 characters` });
     else out[key] = v;
   }
   const skill = one('skill');

@@ -14,6 +14,7 @@ import type { NewRunItem, RunRecord } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
 import { queryParams } from '../http/query.ts';
+import { titleFromPrompt } from '../../core/text.ts';
 
 export const RUNS_PATH = '/api/v1/agent/runs';
 /** Where oz-agent-sdk 1.0.0-alpha.8 creates runs (`client.agent.run`); the same as POST RUNS_PATH. */
@@ -22,10 +23,13 @@ const OZ_RUN_PATH = '/api/v1/agent/run';
 export const TRANSCRIPT_PAGE = 1000;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-/** The run as the API shows it (docs/api.md): `session_link` once it SUCCEEDED, or FAILED after starting. */
-export function runView(run: RunRecord, baseUrl: string): RunRecord & { session_link: string | null } {
+/**
+ * The run as the API shows it (docs/api.md#runs): `session_link` once it SUCCEEDED, or FAILED after
+ * starting; a run created without a title is titled by its prompt's first line.
+ */
+export function runView(run: RunRecord, baseUrl: string): RunRecord & { title: string; session_link: string | null } {
   const linked = run.state === 'SUCCEEDED' || (run.state === 'FAILED' && run.started_at !== null);
-  return { ...run, session_link: linked ? `${baseUrl}/sessions/${run.run_id}` : null };
+  return { ...run, title: run.title ?? titleFromPrompt(run.prompt), session_link: linked ? `${baseUrl}/sessions/${run.run_id}` : null };
 }
 
 /** Who a run created through the API is attributed to: a personal key's user or an agent key's agent. */
@@ -95,7 +99,7 @@ export const runRoutes: RouteModule = (router, deps) => {
         { pointer: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' },
       ]);
     }
-    const body = await readJsonBody(ctx, { limit: config.limits.apiBodyBytes });
+    const body = await readJsonBody(ctx, { limit: config.limits.runCreateBodyBytes });
     const parsed = parseCreateRun(body);
     if (!parsed.value) {
       const first = parsed.errors[0];

@@ -9,6 +9,7 @@ import { LEASE_LOST, type LeaseHolder } from '../store/leases.ts';
 import type { FinalState, RunRecord } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { findRun, runView } from './runs.ts';
+import { charCount } from '../../core/text.ts';
 
 export const WORKER_PATH = '/api/v1/worker';
 /** The longest a claim waits for a run (docs/runs.md#workers). */
@@ -29,7 +30,7 @@ export interface WorkerClaim {
 }
 
 const WORKER_ID = /^[A-Za-z0-9_-]{8,64}$/;
-const WORKER_NAME = /^[^\x00-\x1f\x7f]{1,128}$/;
+const WORKER_NAME = /^[^\x00-\x1f\x7f]{1,128}$/u;
 const EVENT_TYPES = ['command', 'output', 'message', 'file_change'];
 const FINAL: FinalState[] = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
 
@@ -115,7 +116,7 @@ export function parseFinish(body: unknown): { workerId: string; state: FinalStat
   const errors: FieldError[] = [];
   workerIdError(b, errors);
   if (typeof b.state !== 'string' || !(FINAL as string[]).includes(b.state)) errors.push({ pointer: '/state', message: `state must be one of ${FINAL.join(', ')}` });
-  if (b.status_message !== undefined && b.status_message !== null && (typeof b.status_message !== 'string' || [...b.status_message].length > 4096)) {
+  if (b.status_message !== undefined && b.status_message !== null && (typeof b.status_message !== 'string' || charCount(b.status_message) > 4096)) {
     errors.push({ pointer: '/status_message', message: 'status_message must be a string of at most 4096 characters, or null' });
   }
   if (b.error_code !== undefined && b.error_code !== null && !(RUN_ERROR_CODES as readonly unknown[]).includes(b.error_code)) {

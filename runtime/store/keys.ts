@@ -38,7 +38,7 @@ interface Row {
   revoked_at: string | null;
 }
 
-const KEY_NAME = /^[^\x00-\x1f\x7f]{1,128}$/;
+const KEY_NAME = /^[^\x00-\x1f\x7f]{1,128}$/u;
 
 const hashKey = (raw: string): Buffer => createHash('sha256').update(raw, 'utf8').digest();
 

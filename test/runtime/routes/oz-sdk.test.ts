@@ -133,3 +133,48 @@ test('Oz images become attachments of the run; bad ones are a 400 naming the fie
     },
   );
 });
+
+test('title is always a string (the prompt\'s first line when none is given), lengths count characters, and a permanent 409 is not retried by the SDK', async (t) => {
+  const { rt, client } = await runtimeWithSdk(t);
+  const untitled = await client.agent.run({ prompt: '\n  Fix the login page  \nIt breaks on Safari.', config: { environment_id: 'sandbox' } });
+  assert.equal((await client.agent.runs.retrieve(untitled.run_id)).title, 'Fix the login page');
+  const long = await client.agent.run({ prompt: 'é'.repeat(200), config: { environment_id: 'sandbox' } });
+  assert.equal((await client.agent.runs.retrieve(long.run_id)).title, 'é'.repeat(79) + '…');
+  assert.ok((await client.agent.runs.list({})).runs.every((r) => typeof r.title === 'string'));
+
+  // 256 emoji are 256 characters (512 UTF-16 units): the schema's maxLength and the route agree.
+  const emoji = await client.agent.run({ prompt: 'p', title: '🙂'.repeat(256), config: { environment_id: 'sandbox' } });
+  assert.equal((await client.agent.runs.retrieve(emoji.run_id)).title, '🙂'.repeat(256));
+  await assert.rejects(client.agent.run({ prompt: 'p', title: '🙂'.repeat(257), config: { environment_id: 'sandbox' } }), OzAPI.BadRequestError);
+
+  // An Idempotency-Key reused with another body: one 409, marked not to be retried.
+  const { raw } = rt.store.keys.create({ name: 'retrying', kind: 'agent', scopes: ['runs'] });
+  let requests = 0;
+  const counting: typeof fetch = (input, init) => {
+    requests++;
+    return fetch(input, init);
+  };
+  // The SDK's own retry policy, as a script would have it: two retries of whatever it deems retryable.
+  const sdk = new OzAPI({ apiKey: raw, baseURL: `${rt.url}/api/v1`, maxRetries: 2, fetch: counting });
+  await sdk.agent.run({ prompt: 'once', config: { environment_id: 'sandbox' } }, { headers: { 'Idempotency-Key': 'k-1' } });
+  requests = 0;
+  await assert.rejects(sdk.agent.run({ prompt: 'other', config: { environment_id: 'sandbox' } }, { headers: { 'Idempotency-Key': 'k-1' } }), OzAPI.ConflictError);
+  assert.equal(requests, 1);
+  const res = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'other', config: { environment_id: 'sandbox' } }, headers: { 'Idempotency-Key': 'k-1' }, key: raw });
+  assert.equal(res.status, 409);
+  assert.equal(res.headers.get('x-should-retry'), 'false');
+});
+
+test('a run creation carries images past the 1 MiB of other routes, up to its own 16 MiB', async (t) => {
+  const { rt, client } = await runtimeWithSdk(t);
+  // Three images of 1.5 MB each: 6 MB of base64, as three screenshots would be.
+  const images = [1, 2, 3].map((n) => Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.alloc(1_500_000, n)]));
+  const { run_id } = await client.agent.run({ prompt: 'What changed between these?', config: { environment_id: 'sandbox' }, images: images.map((b) => ({ data: b.toString('base64'), mime_type: 'image/png' as const })) });
+  assert.deepEqual(rt.store.runs.attachmentBytes(run_id).map((a) => a.bytes.length), [1_500_008, 1_500_008, 1_500_008]);
+  const over = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'p', title: 'x'.repeat(17_000_000) } });
+  assert.equal(over.status, 413);
+  assert.equal(over.headers.get('x-should-retry'), 'false');
+  // Another route keeps its 1 MiB.
+  const secret = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'big', value: 'x'.repeat(2_000_000) } });
+  assert.equal(secret.status, 413);
+});

@@ -37,7 +37,7 @@ test('bad input is a 4xx problem naming the cause, and nothing is written', asyn
   p = await problem(await post(JSON.stringify({ prompt: 7, config: 'ok', title: 5, metadata: [1], extra: true })), 400, 'invalid_request');
   assert.deepEqual(p.errors?.map((e) => e.pointer).sort(), ['/config', '/extra', '/metadata', '/prompt', '/title']);
 
-  await problem(await post(JSON.stringify({ prompt: 'x'.repeat(5 * 1024 * 1024), config: { environment_id: 'ok' } })), 413, 'payload_too_large');
+  await problem(await post(JSON.stringify({ prompt: 'x'.repeat(17 * 1024 * 1024), config: { environment_id: 'ok' } })), 413, 'payload_too_large');
   await problem(await post('{"prompt": '), 400, 'invalid_json');
   await problem(await post('[]'), 400, 'invalid_request');
   await problem(await rt.fetch('/api/v1/agent/runs/run_doesnotexist'), 404, 'resource_not_found');

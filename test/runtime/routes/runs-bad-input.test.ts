@@ -36,7 +36,7 @@ test('each bad input is a 4xx problem whose detail names the cause; no run table
   p = await problem(await post(JSON.stringify({ prompt: 'x', config: { environment_id: 'nope' } })), 400, 'invalid_request', /environment "nope"/);
   p = await problem(await post(JSON.stringify({ prompt: 7, config: { environment_id: 7 } })), 400, 'invalid_request', /prompt must be a string, got number/);
   assert.deepEqual(p.errors?.map((e) => e.pointer), ['/prompt', '/config/environment_id']);
-  await problem(await post(JSON.stringify({ prompt: 'x'.repeat(5 * 1024 * 1024), config: { environment_id: 'ok' } })), 413, 'payload_too_large', /larger than 1048576 bytes/);
+  await problem(await post(JSON.stringify({ prompt: 'x'.repeat(17 * 1024 * 1024), config: { environment_id: 'ok' } })), 413, 'payload_too_large', /larger than 16777216 bytes/);
   await problem(await post('{"prompt": "x", '), 400, 'invalid_json', /not valid JSON/);
   await problem(await post('prompt=x'), 400, 'invalid_json', /not valid JSON/);
 

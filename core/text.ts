@@ -1,0 +1,34 @@
+/**
+ * The number of characters (Unicode code points) in `s`. JSON Schema's `maxLength` counts these,
+ * where a string's `.length` counts UTF-16 units, two for an emoji or any character beyond the
+ * Basic Multilingual Plane; every length limit the API publishes is checked with this, so the
+ * published schema and the route accept and refuse alike (docs/api.md).
+ */
+export function charCount(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/** The most characters of a prompt's first line that stand in for a missing title. */
+export const DERIVED_TITLE_CHARS = 80;
+
+/**
+ * The title a run without one is shown with: the first line of its prompt that is not blank,
+ * trimmed, cut to DERIVED_TITLE_CHARS characters with an ellipsis (docs/api.md#runs). Oz
+ * clients read `title` as a string that is always there.
+ */
+export function titleFromPrompt(prompt: string): string {
+  const line = prompt.split(/\r\n|\r|\n/).find((l) => l.trim() !== '')?.trim() ?? '';
+  const chars = [...line];
+  return chars.length > DERIVED_TITLE_CHARS ? chars.slice(0, DERIVED_TITLE_CHARS - 1).join('') + '…' : line;
+}
