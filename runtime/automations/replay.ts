@@ -1,6 +1,6 @@
 import { conflict, notFound } from '../../core/errors.ts';
 import type { AutomationRecord, WebhookRecord } from '../definitions/state.ts';
-import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
+import { handshakeKind, OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
 import type { CreatorType, RunRecord } from '../store/runs.ts';
 import { webhookRun } from './hook.ts';
@@ -25,6 +25,10 @@ export function replayDelivery(store: Store, webhook: WebhookRecord, entry: Deli
   const id = entry.deliveryId;
   if (entry.outcome !== 'accepted') {
     throw conflict(`The delivery ${id} was ${OUTCOME_LABELS[entry.outcome]}; only an Accepted delivery can be replayed.`);
+  }
+  const handshake = handshakeKind(entry);
+  if (handshake !== undefined) {
+    throw conflict(`The delivery ${id} is a provider handshake (${handshake}), which starts no run, so it cannot be replayed.`);
   }
   const payload = entry.hasPayload ? store.deliveries.payload(entry.seq) : undefined;
   if (!payload) throw conflict(`The payload of delivery ${id} is no longer stored, so it cannot be replayed.`);

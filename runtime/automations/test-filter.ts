@@ -51,10 +51,11 @@ export interface TestFilterResult {
  * `would_trigger` answers for the triggers (webhook and payload checks); `automation_enabled` and
  * `note` say when the automation itself is off, or its webhook gone, so nothing fires live.
  */
-export function testFilter(automation: MatchableAutomation, webhook: TestFilterWebhook, payload: unknown): TestFilterResult {
+export function testFilter(automation: MatchableAutomation, webhook: TestFilterWebhook, payload: unknown, delivery: { handshake?: string } = {}): TestFilterResult {
   const label = webhook.name ? `webhook ${webhook.name} (${webhook.uid})` : `webhook ${webhook.uid}`;
   const selected = triggersFor(automation, webhook.uid);
   const notes: string[] = [];
+  if (delivery.handshake !== undefined) notes.push(`the delivery is a provider handshake (${delivery.handshake}), which starts no run whatever the filters say`);
   if (!automation.enabled) notes.push('the automation is disabled, so live deliveries start no run until it is enabled');
   if (webhook.deletedAt) notes.push('the webhook is deleted, so it receives no more deliveries');
   else if (webhook.enabled === false) notes.push('the webhook is disabled, so it receives no deliveries until it is enabled');

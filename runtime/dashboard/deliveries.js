@@ -98,10 +98,12 @@ function deliveryItem(w, d) {
       })
     : null;
   const test = d.outcome === 'accepted' ? h('button', { type: 'button', text: 'Test filter…', onclick: () => prefillTest(w, d) }) : null;
-  // Replay (docs/ingress.md#replay): only an Accepted entry whose payload is still stored.
+  // Replay (docs/ingress.md#replay): only an Accepted entry whose payload is still stored, and
+  // not a provider handshake, which starts no run (docs/signatures.md#handshakes).
   const replayNote = h('p', { class: 'small', role: 'status' });
+  const handshake = typeof d.reason === 'string' && d.reason.startsWith('handshake: ');
   const replay =
-    d.outcome === 'accepted' && d.has_payload
+    d.outcome === 'accepted' && d.has_payload && !handshake
       ? h('button', {
           type: 'button',
           text: 'Replay',

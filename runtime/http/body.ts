@@ -15,6 +15,12 @@ export interface ReadJsonOptions {
   gzip?: boolean;
   /** Answered for an empty body instead of refusing it (`noBody`). */
   emptyAs?: unknown;
+  /**
+   * Accept NUL characters (U+0000) in strings: only for what is stored as JSON text, a worker's
+   * transcript events (an agent may print one). Elsewhere they are refused, as PostgreSQL's text
+   * columns cannot hold them and the two engines must accept the same requests.
+   */
+  keepNul?: boolean;
 }
 
 /**
@@ -49,7 +55,7 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
   if (jsonTextDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
     throw new FactoryError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`);
   }
-  const odd = unrepresentable(value);
+  const odd = unrepresentable(value, options.keepNul === true);
   if (odd) throw new FactoryError('invalid_json', `The request body has ${odd}, which would not be stored as sent.`);
   return value;
 }
@@ -62,7 +68,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * double (1e400 parses to Infinity, which JSON writes as null), or a string or key with an unpaired
  * UTF-16 surrogate (`"\ud800"`, which UTF-8 cannot hold and would be written as U+FFFD).
  */
-function unrepresentable(root: unknown): string | undefined {
+function unrepresentable(root: unknown, keepNul: boolean): string | undefined {
   const stack: [unknown, string][] = [[root, '']];
   while (stack.length > 0) {
     const [value, at] = stack.pop()!;
@@ -70,11 +76,13 @@ function unrepresentable(root: unknown): string | undefined {
       if (!Number.isFinite(value)) return `a number too large to represent at ${at || '/'}`;
     } else if (typeof value === 'string') {
       if (LONE_SURROGATE.test(value)) return `a string with an unpaired UTF-16 surrogate escape at ${at || '/'}`;
+      if (!keepNul && value.includes('\0')) return `a string with a NUL character (U+0000) at ${at || '/'}`;
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => stack.push([v, `${at}/${i}`]));
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
         if (LONE_SURROGATE.test(k)) return `a key with an unpaired UTF-16 surrogate escape in ${at || '/'}`;
+        if (!keepNul && k.includes('\0')) return `a key with a NUL character (U+0000) in ${at || '/'}`;
         stack.push([v, `${at}/${escapePointer(k)}`]);
       }
     }

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import type { ErrorCode } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
-import type { AcceptedDelivery, AcceptItem, AcceptResult, DeliveryFacts, DeliveryOutcome, RejectItem } from '../store/deliveries.ts';
+import { HANDSHAKE_REASON, type AcceptedDelivery, type AcceptItem, type AcceptResult, type DeliveryFacts, type DeliveryOutcome, type RejectItem } from '../store/deliveries.ts';
 
 /** The writes are built here as the group commit takes them (store/deliveries.ts `DeliveryWrite`): no copy per request. */
 type Write<K extends string, T> = { kind: K } & T;
@@ -251,7 +251,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // with what the provider expects, logged as Accepted with a note, and never a run.
   const handshake = scheme?.handshake?.(parsed.json);
   if (handshake) {
-    const logged = await deps.accept({ kind: 'accept', facts: { ...facts(identity, body.length), note: `handshake: ${handshake.kind}` }, payload: body });
+    const logged = await deps.accept({ kind: 'accept', facts: { ...facts(identity, body.length), note: HANDSHAKE_REASON + handshake.kind }, payload: body });
     counts.handshake += 1;
     return { status: 200, headers: {}, body: handshake.answer, logged: { outcome: logged.outcome, deliveryId: identity } };
   }

@@ -10,7 +10,7 @@ import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import { createIngressState } from '../ingress/state.ts';
 import type { AcceptedHook } from '../ingress/types.ts';
-import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
+import { handshakeKind, OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
 import type { Store } from '../store/index.ts';
 import type { RunState } from '../../core/run-state.ts';
 import type { RouteModule } from './index.ts';
@@ -55,7 +55,7 @@ export const automationRoutes: RouteModule = (router, { config, store, clock, se
     const input = parseTestRequest(await readJsonBody(ctx, { limit: config.limits.apiBodyBytes }));
     const { webhook, entry } = findDelivery(store, automation, input);
     const bytes = storedPayload(store, webhook, entry);
-    const result = testFilter(automation, webhook, parsePayload(bytes));
+    const result = testFilter(automation, webhook, parsePayload(bytes), { handshake: handshakeKind(entry) });
     ctx.body = {
       automation: { factory: automation.factory, name: automation.name },
       delivery: {

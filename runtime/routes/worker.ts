@@ -151,7 +151,7 @@ export const workerRoutes: RouteModule = (router, deps) => {
   const { store, config } = deps;
   const worker = requireScope('worker');
   const leaseMs = config.leaseSeconds * 1000;
-  const read = (ctx: Context) => readJsonBody(ctx, { limit: config.limits.apiBodyBytes });
+  const read = (ctx: Context) => readJsonBody(ctx, { limit: config.limits.apiBodyBytes, keepNul: true });
 
   /** Claims one run and prepares its job; a run whose job cannot be made ends FAILED, and the next is tried. */
   const claimOne = (holder: LeaseHolder): WorkerClaim | undefined => {

@@ -33,6 +33,14 @@ export interface DeliveryFacts {
   note?: string;
 }
 
+/** How an Accepted handshake's entry reason starts (docs/signatures.md#handshakes): `handshake: url_verification`. */
+export const HANDSHAKE_REASON = 'handshake: ';
+
+/** The kind of provider handshake an entry logged (`url_verification`), or undefined for any other entry. */
+export function handshakeKind(entry: Pick<DeliveryEntry, 'outcome' | 'reason'>): string | undefined {
+  return entry.outcome === 'accepted' && entry.reason?.startsWith(HANDSHAKE_REASON) ? entry.reason.slice(HANDSHAKE_REASON.length) : undefined;
+}
+
 export interface DeliveryEntry {
   seq: number;
   webhookUid: string;

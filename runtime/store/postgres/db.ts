@@ -1,5 +1,5 @@
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { CliError } from '../../../core/errors.ts';
+import { CliError, FactoryError } from '../../../core/errors.ts';
 import type { DB, RunResult, Statement, Transaction } from '../db.ts';
 
 /**
@@ -235,6 +235,12 @@ export class PostgresDatabase implements DB {
 
   /** @internal One statement with its parameters, for PgStatement. */
   query(sql: string, params: unknown[]): Reply {
+    // PostgreSQL's text cannot hold U+0000 and refuses the whole statement; SQLite keeps it. A
+    // value from a request (an id in the path, a query parameter) is the client's mistake: a 400
+    // naming it, not a 500 (docs/api.md#conventions).
+    for (const p of params) {
+      if (typeof p === 'string' && p.includes('\0')) throw new FactoryError('invalid_request', 'A value of this request has a NUL character (U+0000), which cannot be stored or looked up.');
+    }
     return this.request({ mode: 'query', sql, params, inTx: this.depth > 0 });
   }
 

@@ -95,6 +95,18 @@ describe('Slack url_verification', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${rt.services.metrics!.port}/metrics`)).text();
     assert.match(metrics, /^factory_deliveries_total\{factory="chat",webhook="slack",outcome="handshake"\} 2$/m);
     assert.match(metrics, /^factory_deliveries_total\{factory="chat",webhook="slack",outcome="accepted"\} 0$/m);
+
+    // Neither a replay nor Test filter makes it a run: a 409 saying why, and a note that live nothing starts.
+    const replay = await rt.fetch(`/api/v1/webhooks/${UID}/deliveries/${encodeURIComponent(entry.delivery_id)}/replay`, { method: 'POST' });
+    assert.equal(replay.status, 409);
+    const problem = (await replay.json()) as { code: string; detail: string };
+    assert.equal(problem.code, 'conflict');
+    assert.match(problem.detail, /is a provider handshake \(url_verification\), which starts no run, so it cannot be replayed\.$/);
+    assert.deepEqual(await runs(), []);
+    const tested = await rt.fetch(`/api/v1/automations/${FACTORY}/everything/test`, { method: 'POST', json: { delivery_id: entry.delivery_id } });
+    assert.equal(tested.status, 200);
+    const result = (await tested.json()) as { would_trigger: boolean; note?: string };
+    assert.equal(result.note, 'Live, nothing would start: the delivery is a provider handshake (url_verification), which starts no run whatever the filters say.');
   });
 
   it('refuses a verification signed with another secret, without the challenge', async () => {

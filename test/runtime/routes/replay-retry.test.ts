@@ -1,9 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { compile } from '../../../cli/compiler/compile.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from './runs-helpers.ts';
-import { FACTORY, GITHUB_UID, PR_OPENED, applyFactory, createSecret, deliverGithub, deliveryRuns } from '../automations/helpers.ts';
+import { FACTORY, GITHUB_UID, PR_OPENED, applyFactory, factoryFiles, createSecret, deliverGithub, deliveryRuns } from '../automations/helpers.ts';
 
 /** Replay of a stored delivery and retry of a failed run, through the real API (docs/ingress.md#replay, docs/api.md#retry). */
 describe('replay', () => {
@@ -197,6 +198,36 @@ describe('a retried run of a delivery', () => {
         [again.run_id, 'QUEUED'],
       ],
     );
+  });
+});
+
+describe('a retried run whose environment passed to another factory', () => {
+  let rt: TestRuntime;
+  before(async () => {
+    rt = await startTestRuntime();
+    rt.services.executor!.pause();
+    await createSecret(rt);
+    await applyFactory(rt, { review: { payload: { action: 'opened' } } });
+  });
+  after(() => rt.stop());
+
+  it('is a 409 in the executor\'s words, not a run that fails at once', async () => {
+    const { deliveryId } = await deliverGithub(rt, PR_OPENED);
+    const [original] = await deliveryRuns(rt, deliveryId);
+    assert.equal(rt.store.runs.claimNext()?.run_id, original.run_id);
+    rt.store.runs.finish(original.run_id, 'ERROR', { statusMessage: 'the runtime stopped', errorCode: 'runtime_stopped', retryable: true });
+    // The factory drops its automation and environment; another factory then defines "agent".
+    const emptied = compile(factoryFiles({}).filter((f) => !f.path.startsWith('environments/')));
+    assert.equal((await rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot: emptied.snapshot } })).status, 200);
+    await applyEnvironments(rt, { agent: envYaml({ command: ['true'] }) }, 'elsewhere');
+
+    const retry = await rt.fetch(`/api/v1/agent/runs/${original.run_id}/retry`, { method: 'POST' });
+    assert.equal(retry.status, 409);
+    assert.equal(
+      ((await retry.json()) as { detail: string }).detail,
+      `The environment "agent" of run "${original.run_id}" now belongs to another factory, not to "${FACTORY}", so it cannot be retried.`,
+    );
+    assert.equal(rt.store.runs.list({ limit: 10 }).runs.length, 1);
   });
 });
 

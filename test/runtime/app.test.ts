@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { engines, postgresUrl, testDatabase } from '../helpers/postgres.ts';
+import { startTestRuntime } from './helpers.ts';
+import { applyEnvironments, envYaml } from './routes/runs-helpers.ts';
+import { FactoryError } from '../../core/errors.ts';
+import { systemClock } from '../../runtime/clock.ts';
+
+/**
+ * A NUL character (U+0000) from a client is a 400 naming it on both engines (docs/api.md#conventions):
+ * PostgreSQL's text cannot hold one and used to refuse the statement, a 500; SQLite kept it.
+ */
+for (const engine of engines()) {
+  test(`${engine}: a NUL in a path, a query or a JSON body is a 400 saying so, and nothing is written`, async (t) => {
+    let flags = {};
+    let env = {};
+    if (engine === 'postgres') {
+      const url = await postgresUrl(t);
+      if (!url) return;
+      flags = { database: url };
+      env = { FACTORY_MASTER_KEY: randomBytes(32).toString('base64') };
+    }
+    const rt = await startTestRuntime({ flags, env });
+    t.after(() => rt.stop());
+    rt.services.executor!.pause();
+    await applyEnvironments(rt, { sandbox: envYaml({ command: ['true'] }) });
+
+    for (const path of ['/api/v1/agent/runs/run_%00', '/api/v1/agent/runs?q=a%00b', '/api/v1/webhooks/wh_%00/deliveries', '/api/v1/automations/a%00/b', '/api/v1/agent/schedules/a%00']) {
+      const res = await rt.fetch(path);
+      assert.equal(res.status, 400, path);
+      const p = (await res.json()) as { code: string; detail: string };
+      assert.equal(p.code, 'invalid_request');
+      assert.equal(p.detail, "The request's path or query has a NUL character (%00), which no id or value of this API holds.");
+    }
+    const bodies: [string, unknown, string][] = [
+      ['/api/v1/agent/runs', { prompt: 'a\u0000b', config: { environment_id: 'sandbox' } }, 'The request body has a string with a NUL character (U+0000) at /prompt, which would not be stored as sent.'],
+      ['/api/v1/agent/runs', { prompt: 'p', metadata: { 'k\u0000': 1 } }, 'The request body has a key with a NUL character (U+0000) in /metadata, which would not be stored as sent.'],
+      ['/api/v1/secrets', { name: 'x', value: '\u0000' }, 'The request body has a string with a NUL character (U+0000) at /value, which would not be stored as sent.'],
+    ];
+    for (const [path, json, detail] of bodies) {
+      const res = await rt.fetch(path, { method: 'POST', json });
+      assert.equal(res.status, 400, path);
+      assert.deepEqual(((await res.json()) as { code: string; detail: string }).detail, detail);
+    }
+    assert.equal(rt.store.runs.list({ limit: 10 }).runs.length, 0);
+    assert.equal(rt.store.secrets.get('x'), undefined);
+  });
+}
+
+test('postgres: the store refuses a NUL in a statement\'s values as the client\'s mistake, before PostgreSQL does', async (t) => {
+  const db = await testDatabase(t, 'postgres');
+  if (!db) return;
+  const store = db.open({ clock: systemClock });
+  assert.throws(
+    () => store.runs.get('run_\u0000'),
+    (e: unknown) => e instanceof FactoryError && e.status === 400 && /NUL character/.test(e.message),
+  );
+  // The connection is still usable afterwards.
+  assert.equal(store.runs.get('run_abcdefghijklmnopqrstuvwxyz'), undefined);
+});
