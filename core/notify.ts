@@ -40,7 +40,15 @@ export function parseAllowEntry(text: string): AllowEntry | undefined {
   if (!m) return undefined;
   const port = m[2] === undefined ? undefined : Number(m[2]);
   if (port !== undefined && (port < 1 || port > 65535)) return undefined;
-  return { host: m[1].toLowerCase(), ...(port !== undefined ? { port } : {}) };
+  // The host as a URL spells it, since notifyAllowed compares with the URL's: `[0:0:0:0:0:0:0:1]`
+  // is `[::1]`, `10.0.0.010` is `10.0.0.8`, `127.1` is `127.0.0.1`.
+  let host: string;
+  try {
+    host = new URL(`http://${m[1]}/`).hostname;
+  } catch {
+    return undefined;
+  }
+  return { host, ...(port !== undefined ? { port } : {}) };
 }
 
 /**
@@ -50,7 +58,12 @@ export function parseAllowEntry(text: string): AllowEntry | undefined {
  */
 export function notifyAllowed(url: string, allow: readonly AllowEntry[] | null): boolean {
   if (allow === null) return true;
-  const u = new URL(url);
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
   const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
   const host = u.hostname.toLowerCase();
   return allow.some((e) => e.host === host && (e.port === undefined || e.port === port));

@@ -6,9 +6,14 @@ import { promptOf } from './front-matter.ts';
 import { closest } from './suggest.ts';
 import type { ParsedFile } from './parse-file.ts';
 import { PROVIDERS, warpRules } from './warp-rules.ts';
+import { notifyUrlProblem } from '../../core/notify.ts';
+import automationSchema from '../../schemas/automation.schema.json' with { type: 'json' };
 
 /** At most 20 webhooks per factory (docs/runtime.md#limits). */
 export const MAX_WEBHOOKS = 20;
+
+/** The schema's own pattern for notify.url: a URL that fails it is reported by the schema already. */
+const NOTIFY_URL_SHAPE = new RegExp(automationSchema.properties.notify.properties.url.pattern);
 
 type Report = (f: ParsedFile, pointer: string, code: string, message: string, severity?: 'error' | 'warning', mode?: 'value' | 'key') => void;
 
@@ -117,6 +122,12 @@ function automationRules(
   }
   const v = f.value;
   if (!isObject(v)) return;
+  // The schema's pattern reports the obvious cases; this is what only a URL parser knows
+  // (a port above 65535, an unclosed IPv6 bracket, a bad %-escape in the host).
+  if (isObject(v.notify) && typeof v.notify.url === 'string' && NOTIFY_URL_SHAPE.test(v.notify.url)) {
+    const bad = notifyUrlProblem(v.notify.url);
+    if (bad !== undefined) report(f, '/notify/url', 'automation.notify_url', `notify.url ${bad}, got ${JSON.stringify(v.notify.url)}`);
+  }
   if (typeof v.environment === 'string' && RESOURCE_NAME_PATTERN.test(v.environment) && !environments.has(v.environment)) {
     report(
       f,

@@ -3,6 +3,7 @@ import { credentialHeaderMessage, isCredentialHeader } from '../../core/credenti
 import { validateSnapshot } from '../../core/schemas.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import type { PlanInput } from './state.ts';
+import { notifyUrlProblem } from '../../core/notify.ts';
 
 /**
  * The runtime's checks of a snapshot (docs/plan-apply.md): first the snapshot itself (schema,
@@ -197,7 +198,12 @@ export function checkAgainstRuntime(
   // environment its own factory defines; after this apply, those are exactly the snapshot's.
   for (const a of snapshot.automations) {
     // Its runs' notifications are signed with this secret, read when each is sent.
-    if (a.notify) unusable(a.source.file, '/notify/secretName', a.notify.secretName);
+    if (a.notify) {
+      unusable(a.source.file, '/notify/secretName', a.notify.secretName);
+      // The same rule as a run created through the API: a URL no request could be sent to fails here, not at every attempt.
+      const bad = notifyUrlProblem(a.notify.url);
+      if (bad !== undefined) errors.push({ file: a.source.file, pointer: '/notify/url', code: 'automation.notify_url', message: `notify.url ${bad}` });
+    }
     if (defined.has(a.environment)) continue;
     const owner = input.environmentOwners.get(a.environment);
     if (owner && owner !== factory) {

@@ -1,4 +1,4 @@
-import { isNotifySecret, nextDelayMs, notifyAllowed, signNotification, STATE_CHANGED } from '../../core/notify.ts';
+import { isNotifySecret, nextDelayMs, notifyAllowed, notifyUrlProblem, signNotification, STATE_CHANGED } from '../../core/notify.ts';
 import { runView } from '../routes/runs.ts';
 import type { Service, ServiceFactory } from '../services.ts';
 import { secretAllows } from '../store/secrets.ts';
@@ -55,15 +55,31 @@ export const notifierService: ServiceFactory = {
       return value;
     };
 
+    /** Why this notification cannot be sent at all, before any request: recorded as its attempt's error. */
+    const refusal = (n: DueNotification): { error: string } | { secret: string } => {
+      // A URL stored before the compiler checked it as the API does (docs/api.md#run-notifications).
+      const bad = notifyUrlProblem(n.notify.url);
+      if (bad !== undefined) return { error: `the URL ${bad}` };
+      const secret = secretOf(n);
+      if (typeof secret !== 'string') return secret;
+      if (!notifyAllowed(n.notify.url, config.notify.allow)) return { error: 'the URL is not allowed by the runtime\'s --notify-allow list' };
+      return { secret };
+    };
+
     const attempt = async (n: DueNotification): Promise<void> => {
       const number = n.attempts + 1;
       let result: { statusCode: number | null; error: string | null };
-      const secret = secretOf(n);
-      if (typeof secret !== 'string') {
-        result = { statusCode: null, error: secret.error };
-      } else if (!notifyAllowed(n.notify.url, config.notify.allow)) {
-        result = { statusCode: null, error: 'the URL is not allowed by the runtime\'s --notify-allow list' };
+      let checked: ReturnType<typeof refusal>;
+      try {
+        checked = refusal(n);
+      } catch (err) {
+        // Whatever goes wrong is this attempt's failure, recorded: never a row picked up again at once.
+        checked = { error: `could not be prepared: ${(err as Error).message}`.slice(0, ERROR_MAX) };
+      }
+      if ('error' in checked) {
+        result = { statusCode: null, error: checked.error };
       } else {
+        const secret = checked.secret;
         const body = JSON.stringify({ type: STATE_CHANGED, run: runView(n.run, config.baseUrl) });
         const timestamp = Math.floor(clock.now().getTime() / 1000);
         const controller = new AbortController();
@@ -131,8 +147,11 @@ export const notifierService: ServiceFactory = {
         }
       }
       // The next due retry, or the safety poll, whichever comes first.
-      const next = store.runs.nextNotificationMs();
-      const wait = next === undefined ? POLL_MS : Math.max(0, Math.min(POLL_MS, next - clock.now().getTime()));
+      // Those due by now are in flight or wait for a slot: the end of an attempt wakes this again, so
+      // the wait is for the next one due later (waiting on a due one in flight would spin).
+      const now = clock.now();
+      const next = store.runs.nextNotificationMs(now);
+      const wait = next === undefined ? POLL_MS : Math.max(0, Math.min(POLL_MS, next - now.getTime()));
       timer = setTimeout(tick, wait);
       timer.unref();
     };

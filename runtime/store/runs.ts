@@ -334,7 +334,7 @@ export class RunStore {
       due: db.prepare(`SELECT n.seq, n.run_id, n.message_id, n.attempts, n.run, n.created_at, r.notify FROM run_notifications n
         JOIN runs r ON r.run_id = n.run_id WHERE n.status = 'pending' AND n.next_ms <= ? ORDER BY n.next_ms, n.seq LIMIT ?${ctx.dialect === 'postgres' ? ' FOR UPDATE OF n SKIP LOCKED' : ''}`),
       hold: db.prepare('UPDATE run_notifications SET next_ms = ? WHERE seq = ? AND status = \'pending\''),
-      nextDue: db.prepare(`SELECT MIN(next_ms) AS ms FROM run_notifications WHERE status = 'pending'`),
+      nextDue: db.prepare(`SELECT MIN(next_ms) AS ms FROM run_notifications WHERE status = 'pending' AND next_ms > ?`),
       recordAttempt: db.prepare('INSERT INTO run_notification_attempts (notification_seq, attempt, at, status_code, error) VALUES (?, ?, ?, ?, ?)'),
       settle: db.prepare('UPDATE run_notifications SET status = ?, attempts = ?, next_ms = ? WHERE seq = ? AND status = \'pending\''),
       notificationsOf: db.prepare('SELECT seq, run_id, message_id, state, status, next_ms, created_at FROM run_notifications WHERE run_id = ? ORDER BY seq'),
@@ -485,9 +485,12 @@ export class RunStore {
     });
   }
 
-  /** When the next pending notification is due (ms since the epoch), or undefined. */
-  nextNotificationMs(): number | undefined {
-    return (this.stmts.nextDue.get() as { ms: number | null }).ms ?? undefined;
+  /**
+   * When the next pending notification falls due after `now` (ms since the epoch), or undefined.
+   * Those due by now are being sent or wait for a free slot, and the end of an attempt asks again.
+   */
+  nextNotificationMs(now: Date): number | undefined {
+    return (this.stmts.nextDue.get(now.getTime()) as { ms: number | null }).ms ?? undefined;
   }
 
   /**

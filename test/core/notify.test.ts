@@ -26,6 +26,18 @@ test('the allow-list: host as written, with or without a port; null allows every
   assert.equal(parseAllowEntry('host:99999'), undefined);
   assert.equal(parseAllowEntry('http://host'), undefined);
   assert.equal(parseAllowEntry('a b'), undefined);
+  // An entry means the host a URL names however it is spelt: compared as the URL parser writes it.
+  const spelt = ['[0:0:0:0:0:0:0:1]:8080', '10.0.0.010', '127.1'].map((e) => parseAllowEntry(e)!);
+  assert.deepEqual(spelt, [{ host: '[::1]', port: 8080 }, { host: '10.0.0.8' }, { host: '127.0.0.1' }]);
+  assert.equal(notifyAllowed('http://[0:0:0:0:0:0:0:1]:8080/', spelt), true);
+  assert.equal(notifyAllowed('http://[::1]:8080/', spelt), true);
+  assert.equal(notifyAllowed('http://10.0.0.010/', spelt), true);
+  assert.equal(notifyAllowed('http://127.0.0.1/', spelt), true);
+  assert.equal(notifyAllowed('http://10.0.0.10/', spelt), false);
+  assert.equal(parseAllowEntry('[::1'), undefined);
+  // A URL no parser accepts is allowed by no list (and refused as a URL before that: notifier.ts).
+  assert.equal(notifyAllowed('https://hooks.example.com:99999/runs', allow), false);
+  assert.equal(notifyAllowed('http://[::1/x', allow), false);
 });
 
 test('secrets are whsec_ + base64 of 24 to 64 bytes; the signature verifies with the standardwebhooks package', () => {

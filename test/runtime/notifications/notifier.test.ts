@@ -10,6 +10,7 @@ import { bufferIO } from '../../cli/helpers.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { AGENTS, applyEnvironments, createRun, envYaml, waitForRun } from '../routes/runs-helpers.ts';
 import { compile } from '../../../cli/compiler/compile.ts';
+import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
 import { FACTORY, PR_OPENED, createSecret, deliverGithub, deliveryRuns as automationDeliveryRuns, factoryFiles } from '../automations/helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { listenLocally } from '../../helpers/listen.ts';
@@ -284,6 +285,65 @@ describe('notifications', { concurrency: true }, () => {
         assert.ok(errors.length > 0 && errors.every((d) => d.file === 'automations/review.md'), JSON.stringify(notify));
         assert.ok(errors.some((d) => String(d.pointer).startsWith(pointer)), `${JSON.stringify(notify)}: ${JSON.stringify(errors)}`);
       }
+      // What only a URL parser knows: reported once, at the value, with the code that says so.
+      for (const url of ['https://hooks.example.com:99999/runs', 'http://[::1/x', 'http://exa%zzmple.com/']) {
+        const errors = compileWith({ url, secretName: 'review-notify' });
+        assert.deepEqual(errors.map((d) => [d.code, d.pointer, d.message]), [['automation.notify_url', '/notify/url', `notify.url must be an absolute http(s) URL, got ${JSON.stringify(url)}`]], url);
+      }
+    });
+  });
+
+  describe('a notify URL stored before it was checked', () => {
+    it('is refused at apply; one already in the outbox fails its attempts in words, without holding the outbox or spinning', async (t) => {
+      const listener = new Listener();
+      await listener.start();
+      t.after(() => listener.stop());
+      const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms', notifyAllow: ['127.0.0.1'] } });
+      t.after(() => rt.stop());
+      await createSecret(rt);
+      assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'review-notify', value: newSecret() } })).status, 201);
+      const files = factoryFiles({ review: { payload: { action: 'opened' } } }).map((f) =>
+        f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":{"url":"${listener.url}/auto","secretName":"review-notify"}`) } : f,
+      );
+      const { snapshot } = compile(files);
+      // A snapshot that did not come from this compiler: the runtime checks the URL itself.
+      const forged = structuredClone(snapshot!);
+      forged.automations[0].notify!.url = 'https://hooks.example.com:99999/runs';
+      forged.digest = snapshotDigest(forged);
+      const refused = await rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot: forged } });
+      assert.equal(refused.status, 400);
+      const problem = (await refused.json()) as any;
+      assert.ok(problem.errors.some((e: any) => e.code === 'automation.notify_url' && e.pointer === '/notify/url'), JSON.stringify(problem.errors));
+
+      // One that reached the outbox anyway (a database from before this check): its run's row is
+      // given the bad URL, and a good run is queued after it.
+      assert.equal((await rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot } })).status, 200);
+      rt.services.executor!.pause();
+      const { deliveryId } = await deliverGithub(rt, PR_OPENED);
+      const [bad] = await automationDeliveryRuns(rt, deliveryId);
+      rt.store.transaction(() => rt.store.db.prepare('UPDATE runs SET notify = replace(notify, ?, ?) WHERE run_id = ?').run(`${listener.url}/auto`, 'https://hooks.example.com:99999/runs', bad.run_id));
+      const good = await createRun(rt, { prompt: 'x', config: { environment_id: 'agent' }, webhook: { url: `${listener.url}/good` } });
+      let reads = 0;
+      const due = rt.store.runs.dueNotifications.bind(rt.store.runs);
+      rt.store.runs.dueNotifications = (...args) => {
+        reads++;
+        return due(...args);
+      };
+      rt.services.executor!.resume();
+      await waitForRun(rt, bad.run_id);
+      await waitForRun(rt, good.body.run_id);
+      const failed = await notificationsWhen(rt, bad.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'failed'));
+      for (const n of failed) assert.deepEqual(n.attempts.map((a: any) => a.error), ['the URL must be an absolute http(s) URL', 'the URL must be an absolute http(s) URL']);
+      await notificationsWhen(rt, good.body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+      assert.ok(!rt.logs.text.includes('hooks.example.com'), 'the URL is never logged');
+      // A receiver that holds an attempt open: the outbox is read on wakes, not in a loop meanwhile.
+      listener.answer = () => undefined;
+      const slow = await createRun(rt, { prompt: 'x', config: { environment_id: 'agent' }, webhook: { url: `${listener.url}/hold` } });
+      await waitForRun(rt, slow.body.run_id);
+      await eventually(() => listener.of('/hold').length === 2, 'both notifications in flight');
+      const before = reads;
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.ok(reads - before <= 3, `the outbox was read ${reads - before} times in a second while two attempts were in flight`);
     });
   });
 });
