@@ -13,6 +13,17 @@ export const SCHEDULE_DESCRIPTORS = ['@yearly', '@annually', '@monthly', '@weekl
 
 /** `@every` intervals are at least a minute: a schedule is for work, not for polling. */
 export const MIN_EVERY_MS = 60_000;
+/** And at most 366 days: rarer work is a cron schedule (`@yearly`), and every fire time stays a date. */
+export const MAX_EVERY_MS = 366 * 24 * 3_600_000;
+
+/** What each cron field takes, for a value out of range (croner's own message shows it shifted). */
+const FIELD_RANGES: Record<string, string> = {
+  minute: 'minute takes 0-59',
+  hour: 'hour takes 0-23',
+  day: 'day of month takes 1-31',
+  month: 'month takes 1-12 or JAN-DEC',
+  dayOfWeek: 'day of week takes 0-7 or SUN-SAT',
+};
 
 const EVERY = /^@every\s+(?=\d)(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
 
@@ -24,6 +35,7 @@ export function parseSchedule(text: string): { value: ParsedSchedule } | { error
     if (!m) return { error: `'${s}' is not @every <duration> such as @every 1h, @every 30m or @every 1h30m` };
     const ms = ((Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0)) * 60 + Number(m[3] ?? 0)) * 1000;
     if (ms < MIN_EVERY_MS) return { error: `'${s}' is shorter than a minute; @every takes 1m or more` };
+    if (ms > MAX_EVERY_MS) return { error: `'${s}' is longer than 366 days; use a cron schedule such as @yearly for rarer work` };
     return { value: { kind: 'every', ms } };
   }
   if (s.startsWith('@')) {
@@ -37,7 +49,10 @@ export function parseSchedule(text: string): { value: ParsedSchedule } | { error
   try {
     cron = new Cron(s, { timezone: 'UTC', paused: true });
   } catch (err) {
-    return { error: `'${s}' is not a valid cron schedule: ${(err as Error).message.replace(/^CronPattern: /, '')}` };
+    const message = (err as Error).message.replace(/^CronPattern: /, '');
+    const field = /^Invalid value for (\w+)/.exec(message)?.[1];
+    const why = field !== undefined && FIELD_RANGES[field] !== undefined ? `a value is out of range (${FIELD_RANGES[field]})` : message;
+    return { error: `'${s}' is not a valid cron schedule: ${why}` };
   }
   // A fixed start keeps this pure; a schedule that fires never does so from any start.
   if (!cron.nextRun(new Date(Date.UTC(2000, 0, 1)))) return { error: `'${s}' never fires (no such date)` };

@@ -6,7 +6,7 @@ import type { AutomationRecord } from '../definitions/state.ts';
 import type { Service, ServiceFactory } from '../services.ts';
 import { automationRunBase } from './hook.ts';
 import type { NewRun, RunRecord } from '../store/runs.ts';
-import type { WantedSchedule } from '../store/schedules.ts';
+import type { ArmedSchedule, WantedSchedule } from '../store/schedules.ts';
 
 /**
  * Schedule triggers (docs/definitions.md#schedules): every TICK_MS the scheduler reads the
@@ -14,6 +14,8 @@ import type { WantedSchedule } from '../store/schedules.ts';
  * is what cron promises; a run starts within a tick of its time.
  */
 export const TICK_MS = 5_000;
+/** The last moment an RFC 3339 time (four-digit year) can name: 9999-12-31T23:59:59.999Z. */
+const LAST_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /** Marks where the automation's prompt ends and the runtime's note on the schedule begins. */
 export const SCHEDULE_HEADING = '## Schedule (added by factory)';
@@ -44,7 +46,12 @@ export function scheduledPrompt(a: Pick<AutomationRecord, 'factory' | 'name' | '
  * so is a paused one: the store then forgets its armed time, so resuming arms it from that moment
  * (docs/definitions.md#pausing-a-schedule).
  */
-export function wantedSchedules(automations: readonly AutomationRecord[], now: Date, paused: { has(id: string): boolean } = new Set()): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }> } {
+export function wantedSchedules(
+  automations: readonly AutomationRecord[],
+  now: Date,
+  paused: { has(id: string): boolean } = new Set(),
+  armed: ReadonlyMap<string, ArmedSchedule> = new Map(),
+): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }> } {
   const wanted: WantedSchedule[] = [];
   const byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
   for (const a of automations) {
@@ -52,10 +59,14 @@ export function wantedSchedules(automations: readonly AutomationRecord[], now: D
     a.schedules.forEach((s, i) => {
       const parsed = parseSchedule(s.cron);
       if ('error' in parsed) return;
-      const next = nextFire(parsed.value, now, now);
-      if (!next) return;
       const id = scheduleId(a, s, i);
       if (paused.has(id)) return;
+      // An @every counts from when it was armed, not from whenever a pass happened to fire it.
+      const was = armed.get(id);
+      const anchor = was && was.cron === s.cron && !Number.isNaN(Date.parse(was.next)) ? new Date(was.next) : now;
+      const next = nextFire(parsed.value, now, anchor);
+      // A time no date can hold is left out alone, never the end of the whole pass.
+      if (!next || !Number.isFinite(next.getTime()) || next.getTime() > LAST_DATE_MS) return;
       wanted.push({ id, cron: s.cron, next: iso(next) });
       byId.set(id, { automation: a, schedule: s });
     });
@@ -80,7 +91,7 @@ export const schedulerService: ServiceFactory = {
     let timer: NodeJS.Timeout | undefined;
     const tick = (): RunRecord[] => {
       const now = clock.now();
-      const { wanted, byId } = wantedSchedules(store.defs.listAutomations(), now, store.schedules.paused());
+      let byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
       const firedAt = iso(now);
       const runFor = (w: WantedSchedule): NewRun => {
         const { automation: a, schedule: s } = byId.get(w.id)!;
@@ -91,7 +102,12 @@ export const schedulerService: ServiceFactory = {
           schedule: { schedule_id: w.id, schedule_name: s.name ?? '', cron_schedule: s.cron },
         };
       };
-      const runs = store.schedules.fire(firedAt, wanted, store.runs, runFor);
+      const want = (armed: ReadonlyMap<string, ArmedSchedule>) => {
+        const w = wantedSchedules(store.defs.listAutomations(), now, store.schedules.paused(), armed);
+        byId = w.byId;
+        return w.wanted;
+      };
+      const runs = store.schedules.fire(firedAt, want, store.runs, runFor);
       for (const r of runs) log.info({ runId: r.run_id, automation: r.automation, schedule: r.schedule?.schedule_id }, 'run created by schedule');
       // The runs are committed; the pool and waiting workers claim them on their own turn.
       if (runs.length) runsQueued(services);

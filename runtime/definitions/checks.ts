@@ -4,6 +4,7 @@ import { validateSnapshot } from '../../core/schemas.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import type { PlanInput } from './state.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
+import { parseSchedule } from '../../core/schedule.ts';
 
 /**
  * The runtime's checks of a snapshot (docs/plan-apply.md): first the snapshot itself (schema,
@@ -198,6 +199,18 @@ export function checkAgainstRuntime(
   // environment its own factory defines; after this apply, those are exactly the snapshot's.
   for (const a of snapshot.automations) {
     // Its runs' notifications are signed with this secret, read when each is sent.
+    // The compiler's schedule rules, again: a snapshot may come from elsewhere, and a schedule
+    // that does not parse, or two under one name, would never fire while listed as enabled.
+    const scheduleNames = new Set<string>();
+    for (const sch of a.schedules ?? []) {
+      const parsed = parseSchedule(sch.cron);
+      if ('error' in parsed) errors.push({ file: a.source.file, pointer: '/triggers', code: 'automation.invalid_schedule', message: parsed.error });
+      const name = sch.name ?? '';
+      if (scheduleNames.has(name)) {
+        errors.push({ file: a.source.file, pointer: '/triggers', code: 'automation.invalid_schedule', message: name ? `schedule name '${name}' is used twice; names tell an automation's schedules apart` : 'two schedules have no name; give each schedule of an automation a name' });
+      }
+      scheduleNames.add(name);
+    }
     if (a.notify) {
       unusable(a.source.file, '/notify/secretName', a.notify.secretName);
       // The same rule as a run created through the API: a URL no request could be sent to fails here, not at every attempt.

@@ -10,6 +10,12 @@ export interface WantedSchedule {
   next: string;
 }
 
+/** A schedule's armed state: its expression and next fire time, as the table holds them. */
+export interface ArmedSchedule {
+  cron: string;
+  next: string;
+}
+
 /** Who paused a schedule, and when (RFC 3339 UTC). */
 export interface SchedulePause {
   at: string;
@@ -45,13 +51,17 @@ export class ScheduleStore {
    * A new schedule, or one whose cron changed, is armed for `next` and does not fire now. A known
    * one whose next fire time is at or before `now` fires once (fires missed while the runtime was
    * down collapse into this one) and is armed for `next`. Schedules no longer wanted are forgotten.
+   * `want` is asked inside the transaction, after the lock, with the armed state: what it reads
+   * (definitions, pauses) is what the replica before committed, so a pause or a disable that
+   * committed while this one waited is seen, and an @every keeps counting from its armed time.
    */
-  fire(now: string, wanted: readonly WantedSchedule[], runs: RunStore, runFor: (w: WantedSchedule) => NewRun): RunRecord[] {
+  fire(now: string, want: (armed: ReadonlyMap<string, ArmedSchedule>) => readonly WantedSchedule[], runs: RunStore, runFor: (w: WantedSchedule) => NewRun): RunRecord[] {
     return this.ctx.db.transaction(() => {
       // Replicas on one PostgreSQL database fire in turns, each reading what the one before moved,
       // so a fire starts one run in total and not one per replica (docs/deploy.md#several-replicas).
       if (this.ctx.dialect === 'postgres') this.stmts.lock!.get();
       const known = new Map((this.stmts.all.all() as { schedule_id: string; cron: string; next_fire_at: string }[]).map((r) => [r.schedule_id, r]));
+      const wanted = want(new Map([...known].map(([id, r]) => [id, { cron: r.cron, next: r.next_fire_at }])));
       const due: WantedSchedule[] = [];
       for (const w of wanted) {
         const row = known.get(w.id);

@@ -1,9 +1,14 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { rmSync } from 'node:fs';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { SCHEDULE_HEADING } from '../../../runtime/automations/scheduler.ts';
+import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
+import { postgresUrl } from '../../helpers/postgres.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 const ENV = { path: 'environments/e.yaml', text: 'agent:\n  command: ["true"]\n' };
@@ -160,4 +165,78 @@ test('resumed before the scheduler saw the pause, a schedule whose time passed m
   scheduler.tick();
   assert.equal(scheduled(rt).length, 0);
   assert.equal(rt.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T10:00:00.000Z');
+});
+
+test('@every keeps the cadence it was armed with, however late a pass fires it', async (t) => {
+  const { clock, rt, scheduler } = await startPaused(t, '2026-03-02T08:00:00.000Z');
+  await apply(rt, { sweep: `---\nenvironment: e\ntriggers:\n${sched('@every 1h', 'sweep')}---\nSweep.\n` });
+  scheduler.tick();
+  assert.equal(rt.store.schedules.nextFireAt('tests/sweep/sweep'), '2026-03-02T09:00:00.000Z');
+  // A pass 1.75 s late, then one 25 minutes late (a stopped runtime): the next stays on the hour.
+  clock.set('2026-03-02T09:00:01.750Z');
+  scheduler.tick();
+  assert.equal(rt.store.schedules.nextFireAt('tests/sweep/sweep'), '2026-03-02T10:00:00.000Z');
+  clock.set('2026-03-02T10:25:00.000Z');
+  scheduler.tick();
+  assert.equal(rt.store.schedules.nextFireAt('tests/sweep/sweep'), '2026-03-02T11:00:00.000Z');
+  assert.equal(scheduled(rt).length, 2);
+});
+
+test('a snapshot from elsewhere with a schedule that does not parse, or two under one name, is refused at apply', async (t) => {
+  const { rt } = await startPaused(t, '2026-03-02T08:00:00.000Z');
+  const { snapshot } = compile([{ path: 'factory.yaml', text: 'name: tests\n' }, ENV, { path: 'automations/a.md', text: `---\nenvironment: e\ntriggers:\n${sched('@hourly', 'x')}${sched('@daily', 'y')}---\nA.\n` }]);
+  for (const [schedules, message] of [
+    [[{ name: 'x', cron: 'not a cron at all' }], /'not a cron at all' is not a valid cron schedule/],
+    [[{ name: 'x', cron: '@every 3000000000h' }], /is longer than 366 days/],
+    [[{ name: 'x', cron: '* * * * *' }, { name: 'x', cron: '*/2 * * * *' }], /schedule name 'x' is used twice/],
+  ] as const) {
+    const forged = structuredClone(snapshot!);
+    forged.automations[0].schedules = schedules.map((s) => ({ ...s }));
+    forged.digest = snapshotDigest(forged);
+    const res = await rt.fetch('/api/v1/factories/tests/apply', { method: 'POST', json: { snapshot: forged } });
+    assert.equal(res.status, 400);
+    const errors = ((await res.json()) as { errors: { code: string; message: string; file: string }[] }).errors;
+    assert.ok(errors.some((e) => e.code === 'automation.invalid_schedule' && e.file === 'automations/a.md' && message.test(e.message)), JSON.stringify(errors));
+  }
+});
+
+test('postgres: a pause committed while this replica waits for the schedules lock is seen; the due fire starts no run', async (t) => {
+  const url = await postgresUrl(t);
+  if (!url) return;
+  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
+  const rt = await startTestRuntime({ clock, flags: { database: url }, env: { FACTORY_MASTER_KEY: randomBytes(32).toString('base64') } });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  rt.services.scheduler!.stop();
+  await apply(rt, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly', 'check')}---\nCheck.\n` });
+  rt.services.scheduler!.tick();
+  clock.set('2026-03-02T09:00:00.000Z');
+  // Another replica's turn: it holds the lock while a pause commits through another connection.
+  const other = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import pg from 'pg';
+       const holder = new pg.Client({ connectionString: ${JSON.stringify(url)} });
+       const pauser = new pg.Client({ connectionString: ${JSON.stringify(url)} });
+       await holder.connect();
+       await pauser.connect();
+       await holder.query('BEGIN');
+       await holder.query("SELECT pg_advisory_xact_lock(hashtext('factory-schedules'))");
+       process.stdout.write('locked\\n');
+       await new Promise((r) => setTimeout(r, 500));
+       await pauser.query("INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES ('tests/hourly/check', '2026-03-02T08:59:59.000Z', 'ops')");
+       await new Promise((r) => setTimeout(r, 500));
+       await holder.query('COMMIT');
+       await holder.end();
+       await pauser.end();`,
+    ],
+    { cwd: new URL('../../../', import.meta.url), stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await once(other.stdout!, 'data');
+  // Blocks on the lock until the other replica's turn ends, after the pause committed.
+  rt.services.scheduler!.tick();
+  await once(other, 'exit');
+  assert.equal(scheduled(rt).length, 0, 'a paused schedule starts no run');
 });
