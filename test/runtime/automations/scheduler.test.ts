@@ -207,7 +207,7 @@ test('postgres: a pause committed while this replica waits for the schedules loc
   const rt = await startTestRuntime({ clock, flags: { database: url }, env: { FACTORY_MASTER_KEY: randomBytes(32).toString('base64') } });
   t.after(() => rt.stop());
   rt.services.executor!.pause();
-  rt.services.scheduler!.stop();
+  await rt.services.scheduler!.stop?.();
   await apply(rt, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly', 'check')}---\nCheck.\n` });
   rt.services.scheduler!.tick();
   clock.set('2026-03-02T09:00:00.000Z');
