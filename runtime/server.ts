@@ -14,6 +14,7 @@ import { loadOrCreateMasterKey } from './crypto.ts';
 import { createLogger, type Logger } from './log.ts';
 import { SERVICES, type Service, type Services } from './services.ts';
 import { openStore, type Store } from './store/index.ts';
+import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 
 export interface RunningServer {
   /** The base URL actually served (with the real port when config.port was 0). */
@@ -59,6 +60,17 @@ export async function startServer(config: Config, options: StartServerOptions = 
   } catch (err) {
     throw new CliError(`cannot use ${config.dataDir} as the data dir: ${fsReason(err)}.`);
   }
+  // Before anything of the data dir is read: another runtime on it would lose its runs to this one.
+  const lock = lockDataDir(config.dataDir);
+  try {
+    return await startLocked(config, options, log, clock, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function startLocked(config: Config, options: StartServerOptions, log: Logger, clock: Clock, lock: DataDirLock): Promise<RunningServer> {
   // A database sealed under a key that is gone: say so, before a new master.key is made that
   // could only fail to open it (and be mistaken for the right one later).
   if (config.masterKey === undefined && config.database.engine === 'sqlite' && existsSync(join(config.dataDir, 'factory.db')) && !existsSync(join(config.dataDir, 'master.key'))) {
@@ -155,6 +167,7 @@ export async function startServer(config: Config, options: StartServerOptions = 
         await store.checkpointer?.stopAndWait();
         store.close();
         removeRuntimeFile(runtimeFile);
+        lock.release();
         log.info('factory runtime stopped');
       })());
 

@@ -56,6 +56,7 @@ export const DIAGNOSTIC_CODES = [
   'automation.unknown_environment',
   'automation.unknown_event',
   'automation.invalid_schedule',
+  'automation.notify_url',
   'automation.provider_not_served',
   'automation.not_served',
   'automation.unknown_agent',
