@@ -65,6 +65,10 @@ function request(o: Record<string, unknown>): string | undefined {
 /** A field as text, with control characters escaped so one log line stays one terminal line. */
 function str(v: unknown): string {
   const s = typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v);
+  // C1 controls too (U+0080-U+009F): some terminals take U+009B as CSI and U+009D as OSC.
   // eslint-disable-next-line no-control-regex
-  return /[\u0000-\u001f\u007f]/.test(s) ? JSON.stringify(s).slice(1, -1) : s;
+  if (!/[\u0000-\u001f\u007f-\u009f]/.test(s)) return s;
+  return JSON.stringify(s)
+    .slice(1, -1)
+    .replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

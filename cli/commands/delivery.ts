@@ -3,7 +3,8 @@ import { usageError } from '../../core/errors.ts';
 import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { jsonValueDepth } from '../../core/json-depth.ts';
-import { resolveWebhook, table } from './webhook.ts';
+import { resolveWebhook } from './webhook.ts';
+import { formatTable } from '../table.ts';
 
 /** Deeper payloads are not indented (nor re-serialised) by `delivery show`. */
 const MAX_PRINT_DEPTH = 1000;
@@ -68,7 +69,7 @@ export function registerDelivery(program: Command, io: CliIO): void {
     // The runs themselves, not a count: the next step is usually `factory run transcript RUN`.
     const rows = [['RECEIVED', 'OUTCOME', 'SIZE', 'DELIVERY ID', 'RUNS']];
     for (const d of deliveries) rows.push([d.received_at, d.outcome_label, String(d.size), d.delivery_id, (d.runs ?? []).map((r) => r.run_id).join(', ') || '-']);
-    io.stdout(table(rows));
+    io.stdout(formatTable(rows));
   });
 
   const show = group
@@ -101,7 +102,7 @@ export function registerDelivery(program: Command, io: CliIO): void {
     if (runs.length) {
       // The REPLAY column only when a replay started some of them (docs/ingress.md#replay).
       const replays = runs.some((r) => r.replay);
-      const rows = table([
+      const rows = formatTable([
         ['RUN', 'AUTOMATION', 'STATE', ...(replays ? ['REPLAY'] : [])],
         ...runs.map((r) => [r.run_id, r.automation ?? '', r.state, ...(replays ? [r.replay ? `by ${r.replay.by.name}` : ''] : [])]),
       ]);
@@ -130,6 +131,6 @@ export function registerDelivery(program: Command, io: CliIO): void {
     const out = await client.request<{ runs: DeliveryRun[]; detail?: string }>('POST', `/api/v1/webhooks/${w.uid}/deliveries/${encodeURIComponent(id)}/replay`, body);
     if (opts.json) return void io.stdout(JSON.stringify(out, null, 2) + '\n');
     if (!out.runs.length) return void io.stdout(`${out.detail ?? 'No automation matches this delivery now; no run was started.'}\n`);
-    io.stdout(table([['RUN', 'AUTOMATION', 'STATE'], ...out.runs.map((r) => [r.run_id, r.automation ?? '', r.state])]));
+    io.stdout(formatTable([['RUN', 'AUTOMATION', 'STATE'], ...out.runs.map((r) => [r.run_id, r.automation ?? '', r.state])]));
   });
 }

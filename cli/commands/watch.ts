@@ -4,7 +4,10 @@ import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { renderApply, requestApply } from './apply.ts';
-import { compileRepo, printRuntimeErrors } from './plan.ts';
+import { compileRepo, printRuntimeErrors, requestPlan } from './plan.ts';
+import { DEFINITION_DIRS } from '../compiler/paths.ts';
+import { fsReason } from '../../core/fs-reason.ts';
+import { visible } from '../terminal.ts';
 import { diagnosticFormat, type DiagnosticFormat } from './validate.ts';
 
 /**
@@ -18,6 +21,9 @@ export const DEBOUNCE_MS = 150;
 
 /** `.factory` and `.factory-workspaces`: a dev runtime's data and work dirs may sit in the repo. */
 const IGNORED = /(^|[/\\])(\.git|node_modules|\.factory[^/\\]*)([/\\]|$)/;
+
+/** What the loader reads: factory.yaml and the definitions directories; nothing else is watched. */
+const WATCHED_TOP = new Set<string>(['factory.yaml', ...DEFINITION_DIRS]);
 
 export interface WatchOptions {
   dir: string;
@@ -45,7 +51,18 @@ export async function applyOnce(o: Omit<WatchOptions, 'signal' | 'onCycle'>): Pr
     }
     try {
       await o.beforeApply?.(compiled.snapshot);
-      const result = await requestApply(o.client, compiled.snapshot, { revision: o.revision });
+      // A deleted webhook's UID is never used again, so its senders would have to be given a new
+      // URL: a file gone for a moment (a branch switch, a move) must not do that unattended.
+      const plan = await requestPlan(o.client, compiled.snapshot);
+      const gone = plan.changes.filter((c) => c.resource === 'webhook' && c.action === 'delete').map((c) => `'${visible(c.name)}'`);
+      if (gone.length) {
+        o.io.stderr(
+          `Not applied: this would delete webhook${gone.length > 1 ? 's' : ''} ${gone.join(', ')}, and a deleted webhook's URL never works again; ` +
+            `restore ${gone.length > 1 ? 'their files' : 'its file'}, or run \`factory apply ${o.dir}\` to delete ${gone.length > 1 ? 'them' : 'it'}; watching for changes.\n`,
+        );
+        return 'failed';
+      }
+      const result = await requestApply(o.client, compiled.snapshot, { revision: o.revision, baseRevision: plan.base_revision });
       o.io.stdout(renderApply(result));
       return result.applied ? 'applied' : 'unchanged';
     } catch (err) {
@@ -59,9 +76,16 @@ export async function applyOnce(o: Omit<WatchOptions, 'signal' | 'onCycle'>): Pr
   }
 }
 
-/** Whether a change at `path` (absolute) under the repo `root` is left unwatched. */
+/**
+ * Whether a change at `path` (absolute) under the repo `root` is left unwatched: anything outside
+ * factory.yaml and the definitions directories, which the loader never reads (a symlink to /usr
+ * or a build folder would otherwise be walked whole), and `ignore`.
+ */
 export function watchIgnores(root: string, ignore: string[], path: string): boolean {
-  return IGNORED.test(relative(root, path).split(sep).join('/')) || ignore.some((dir) => path === dir || path.startsWith(dir + sep));
+  const rel = relative(root, path).split(sep).join('/');
+  if (rel === '') return false;
+  if (rel.startsWith('../') || !WATCHED_TOP.has(rel.split('/')[0])) return true;
+  return IGNORED.test(rel) || ignore.some((dir) => path === dir || path.startsWith(dir + sep));
 }
 
 /** Applies now and on every change under `dir` until `signal` aborts. */
@@ -87,13 +111,25 @@ export async function watchAndApply(o: WatchOptions): Promise<void> {
   const { watch } = await import('chokidar');
   const watcher = watch(root, {
     ignoreInitial: true,
+    // A link is watched as a link: its target may be anywhere, and the loader reads none outside the repo.
+    followSymlinks: false,
     ignored: (path: string) => watchIgnores(root, o.ignore ?? [], path),
+  });
+  const reported = new Set<string>();
+  watcher.on('error', (err: unknown) => {
+    // A folder it may not read, a link loop: said once per path, and the watch goes on.
+    const e = err as NodeJS.ErrnoException;
+    const key = `${e.code ?? ''}:${e.path ?? ''}`;
+    if (reported.has(key)) return;
+    reported.add(key);
+    const where = e.path ? ` ${visible(relative(root, e.path) || '.')}` : '';
+    o.io.stderr(`warning: cannot watch${where}: ${fsReason(err)}; changes there are not seen.\n`);
   });
   watcher.on('all', (_event, path) => {
     if (o.signal.aborted) return;
     clearTimeout(timer);
     timer = setTimeout(() => {
-      o.io.stdout(`\nChange in ${relative(root, path) || '.'}; applying ${o.dir}...\n`);
+      o.io.stdout(`\nChange in ${visible(relative(root, path) || '.')}; applying ${o.dir}...\n`);
       void cycle();
     }, DEBOUNCE_MS);
   });

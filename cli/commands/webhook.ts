@@ -5,6 +5,7 @@ import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from
 import type { CliIO } from '../io.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
 import { addLifecycle } from './webhook-lifecycle.ts';
+import { formatTable } from '../table.ts';
 
 /**
  * `factory webhook ...` (README.md#commands). One subcommand per function below; lifecycle
@@ -64,7 +65,7 @@ function addList(group: Command, io: CliIO): void {
         w.deleted_at ? 'deleted' : w.enabled ? 'enabled' : 'disabled', `${w.secret_name}@${w.secret_version ?? 'pending'}`, w.url,
       ]);
     }
-    io.stdout(table(rows));
+    io.stdout(formatTable(rows));
   });
 }
 
@@ -97,8 +98,3 @@ function addShow(group: Command, io: CliIO): void {
   });
 }
 
-/** Left-aligned columns separated by two spaces. */
-export function table(rows: string[][]): string {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ') + '\n').join('');
-}

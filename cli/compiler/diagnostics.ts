@@ -1,3 +1,5 @@
+import { visible } from '../terminal.ts';
+
 /**
  * Diagnostics are data: the compiler returns them all at once, sorted by file, line and
  * column (docs/plan-apply.md). Codes are public API, named `<area>.<rule>`; DIAGNOSTIC_CODES lists
@@ -148,7 +150,8 @@ export function formatDiagnostics(diags: Diagnostic[], format: 'text' | 'json' |
       )
       .join('');
   }
-  return diags.map((d) => `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}\n`).join('');
+  // A file name or a quoted value may hold control characters: shown as \xNN, never sent to the terminal.
+  return diags.map((d) => `${visible(d.file)}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${visible(d.message)}\n`).join('');
 }
 
 const ghData = (s: string) => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');

@@ -77,7 +77,10 @@ test('watch and dev leave the runtime data and work dirs unwatched, whatever the
   // `factory dev . --data-dir data`: the data dir and its work dir, named by dev.
   assert.equal(ignored('/repo/data/factory.db', ['/repo/data', '/repo/data-workspaces']), true);
   assert.equal(ignored('/repo/data-workspaces/run_x/out.txt', ['/repo/data', '/repo/data-workspaces']), true);
-  assert.equal(ignored('/repo/database.yaml', ['/repo/data']), false);
+  assert.equal(ignored('/repo/webhooks/database.yaml', ['/repo/webhooks/data']), false);
+  // Only what the loader reads is watched: the repo itself, factory.yaml and the definitions dirs.
+  for (const p of ['/repo', '/repo/automations', '/repo/agents/a/agent.md']) assert.equal(ignored(p), false, p);
+  for (const p of ['/repo/README.md', '/repo/share/man/x.gz', '/repo/src/index.ts', '/elsewhere/webhooks/x.yaml']) assert.equal(ignored(p), true, p);
 });
 
 test('run list --quiet prints only run ids; with --json it is a usage error', async () => {

@@ -41,8 +41,9 @@ test('the README tour works when pasted line by line, and a restart keeps everyt
 
   // Terminal 1: npm start, on a free port.
   const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  assert.match(start, /^tsx cli\/main\.ts dev /);
-  const dev = startCli([...start.replace('tsx cli/main.ts ', '').split(' '), '--port', '0'], { cwd });
+  // `exec`: npm's own SIGTERM (a process manager stopping it) then reaches the runtime.
+  assert.match(start, /^exec tsx cli\/main\.ts dev /);
+  const dev = startCli([...start.replace('exec tsx cli/main.ts ', '').split(' '), '--port', '0'], { cwd });
   children.push(dev.child);
   await dev.waitFor(() => dev.stdout().includes('Webhooks:'), 'the first apply');
   const url = /listening on (http:\/\/\S+)/.exec(dev.stdout())![1];

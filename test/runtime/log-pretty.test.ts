@@ -57,4 +57,7 @@ test('a sender-chosen id with control characters stays on one line; a line that 
   const line = JSON.stringify({ level: 30, time: '2026-11-23T10:00:00.000Z', msg: 'request', method: 'POST', path: '/webhooks/w/wh_abcdefghijklmnopqrstuvwxyz', status: 202, ms: 1, outcome: 'duplicate', delivery_id: 'a\u001b[31mred\nb' });
   assert.equal(prettyLine(line), '10:00:00  delivery a\\u001b[31mred\\nb to /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz: 202 Duplicate (1 ms)');
   assert.equal(prettyLine('plain text\n'), 'plain text');
+  // C1 controls (a lone U+009B is CSI to some terminals) are escaped the same way.
+  const c1 = JSON.stringify({ level: 30, time: '2026-11-23T10:00:00.000Z', msg: 'request', method: 'POST', path: '/webhooks/w/wh_abcdefghijklmnopqrstuvwxyz', status: 202, ms: 1, outcome: 'accepted', delivery_id: 'c1\u009b2J\u009d0;PWNED\u009c-end' });
+  assert.equal(prettyLine(c1), '10:00:00  delivery c1\\u009b2J\\u009d0;PWNED\\u009c-end to /webhooks/w/wh_abcdefghijklmnopqrstuvwxyz: 202 Accepted (1 ms)');
 });
