@@ -21,13 +21,16 @@ import { assertFactoryRepo, untilSignalled, watchAndApply } from './watch.ts';
 export function devSecretValue(snapshot: Snapshot, name: string): string {
   const users = snapshot.webhooks.filter((w) => w.secretName === name);
   if (users.some((w) => w.authMode === 'signature' && w.signatureScheme === 'standard-webhooks')) return newStandardWebhooksSecret();
+  // Run notifications are signed as Standard Webhooks: whsec_ + base64 (docs/automations.md#notify).
+  if (snapshot.automations.some((a) => a.notify?.secretName === name)) return newStandardWebhooksSecret();
   // token and url_token need a URL-safe value of at least 32 characters; base64url of 32 bytes is 43.
   return newTokenSecret();
 }
 
-/** Every team secret the snapshot names: webhook secrets and `{secret: NAME}` environment values. */
+/** Every team secret the snapshot names: webhook secrets, `{secret: NAME}` environment values and notify secrets. */
 export function secretNames(snapshot: Snapshot): string[] {
   const names = new Set(snapshot.webhooks.map((w) => w.secretName));
+  for (const a of snapshot.automations) if (a.notify) names.add(a.notify.secretName);
   for (const env of snapshot.environments) for (const v of Object.values(env.env)) if (typeof v === 'object') names.add(v.secret);
   return [...names].sort();
 }

@@ -105,3 +105,17 @@ for (const [label, dir, sentence] of [
     assert.equal(watch.stdout, '');
   });
 }
+
+test('dev creates a missing notify secret as a Standard Webhooks secret, so the apply goes through', async () => {
+  const { compile } = await import('../../../cli/compiler/compile.ts');
+  const { devSecretValue, secretNames } = await import('../../../cli/commands/dev.ts');
+  const { isNotifySecret } = await import('../../../core/notify.ts');
+  const { factoryFiles } = await import('../../runtime/automations/helpers.ts');
+  const files = factoryFiles({ review: {} }).map((f) =>
+    f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', '"environment":"agent","notify":{"url":"https://hooks.example.com/runs","secretName":"review-notify"}') } : f,
+  );
+  const { snapshot, diagnostics } = compile(files);
+  assert.ok(snapshot, JSON.stringify(diagnostics));
+  assert.ok(secretNames(snapshot).includes('review-notify'));
+  assert.equal(isNotifySecret(devSecretValue(snapshot, 'review-notify')), true);
+});
