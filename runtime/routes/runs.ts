@@ -135,8 +135,14 @@ export const runRoutes: RouteModule = (router, deps) => {
     }
     ctx.status = created ? 201 : 200;
     ctx.set('Location', `${RUNS_PATH}/${run.run_id}`);
-    // A generated notification secret is shown once, in the answer that created the run.
-    const shown = created && input.webhook && newRun.notify && input.webhook.secret === undefined ? { webhook: { url: newRun.notify.url, secret: newRun.notify.secret } } : {};
+    // A generated notification secret is shown in the answer that created the run, and again to
+    // the same key repeating the same request under its Idempotency-Key: a client whose 201 was
+    // lost would otherwise never learn it. Never anywhere else.
+    let shown = {};
+    if (input.webhook && input.webhook.secret === undefined) {
+      const notify = created ? newRun.notify : store.runs.notifyOf(run.run_id);
+      if (notify?.secret !== undefined) shown = { webhook: { url: notify.url, secret: notify.secret } };
+    }
     ctx.body = { ...runView(run, config.baseUrl), ...shown };
   };
   router.post(RUNS_PATH, runs, create);

@@ -102,3 +102,26 @@ test('Idempotency-Key: a retry returns the same run (200); another body with the
   await problem(other, 409, 'conflict');
   assert.equal(count(rt), 1);
 });
+
+test('Idempotency-Key: a generated notification secret is shown again to the same key repeating the request, and nowhere else', async (t) => {
+  const rt = await pausedRuntime(t);
+  const body = { prompt: 'deploy', config: { environment_id: 'ok' }, webhook: { url: 'https://hooks.example.com/runs' } };
+  const headers = { 'Idempotency-Key': 'notify-1' };
+  const first = await createRun(rt, body, { headers });
+  assert.equal(first.res.status, 201);
+  const secret = first.body.webhook.secret as string;
+  assert.match(secret, /^whsec_/);
+  // The 201 was lost: the same request again learns the same secret.
+  const again = await createRun(rt, body, { headers });
+  assert.equal(again.res.status, 200);
+  assert.deepEqual(again.body.webhook, { url: 'https://hooks.example.com/runs', secret });
+  // Nowhere else: not the run, the list, a repeat under another key, nor one with a secret given.
+  const view = await (await rt.fetch(`/api/v1/agent/runs/${first.body.run_id}`)).text();
+  const list = await (await rt.fetch('/api/v1/agent/runs')).text();
+  for (const text of [view, list]) assert.ok(!text.includes(secret.slice(6)));
+  const { raw } = rt.store.keys.create({ name: 'other', kind: 'agent', scopes: ['runs'] });
+  const otherKey = await createRun(rt, body, { headers, key: raw });
+  assert.equal(otherKey.res.status, 201, 'another key has its own idempotency keys');
+  assert.notEqual(otherKey.body.webhook.secret, secret);
+  assert.equal(count(rt), 2);
+});
