@@ -42,10 +42,12 @@ export function prettyLine(line: string): string | undefined {
   else {
     const err = o.err as { message?: unknown } | undefined;
     const tag = level >= 50 ? 'error: ' : level >= 40 ? 'warning: ' : '';
-    text = `${tag}${msg}${err && typeof err.message === 'string' ? `: ${err.message}` : ''}`;
+    text = `${tag}${msg}${err && typeof err.message === 'string' ? `: ${str(err.message)}` : ''}`;
   }
   return text === undefined ? undefined : `${time}  ${text}`;
 }
+
+const READ_ONLY_POST = /^\/api\/v1\/(factories\/[^/]+\/plan|automations\/[^/]+\/[^/]+\/test)$/;
 
 function request(o: Record<string, unknown>): string | undefined {
   const status = typeof o.status === 'number' ? o.status : 0;
@@ -57,7 +59,8 @@ function request(o: Record<string, unknown>): string | undefined {
     const why = typeof o.reason === 'string' && o.reason ? `: ${str(o.reason)}` : '';
     return `delivery ${str(o.delivery_id)} to ${str(o.path)}: ${status} ${label}${why}${ms}`;
   }
-  const readOnly = o.method === 'GET' || o.method === 'HEAD';
+  // A plan and an automation's Test filter are POSTs that change nothing: not shown as changes.
+  const readOnly = o.method === 'GET' || o.method === 'HEAD' || (o.method === 'POST' && READ_ONLY_POST.test(String(o.path)));
   if (readOnly && status < 400) return undefined;
   return `${where} → ${status}${ms}`;
 }

@@ -31,9 +31,14 @@ test('changes and failed requests are shown; successful reads are left out', () 
   logRequest(log, { method: 'GET', url: '/api/v1/webhooks', status: 200, ms: 1 });
   logRequest(log, { method: 'GET', url: '/api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz', status: 404, ms: 1 });
   logRequest(log, { method: 'POST', url: '/api/v1/factories/example/apply?x=1', status: 200, ms: 7 });
+  // A plan and a Test filter change nothing: left out like reads, unless they fail.
+  logRequest(log, { method: 'POST', url: '/api/v1/factories/example/plan', status: 200, ms: 3 });
+  logRequest(log, { method: 'POST', url: '/api/v1/automations/example/triage/test', status: 200, ms: 2 });
+  logRequest(log, { method: 'POST', url: '/api/v1/factories/example/plan', status: 400, ms: 3 });
   assert.deepEqual(out.map((l) => l.replace(TIME, '')), [
     'GET /api/v1/agent/runs/run_abcdefghijklmnopqrstuvwxyz → 404 (1 ms)\n',
     'POST /api/v1/factories/example/apply → 200 (7 ms)\n',
+    'POST /api/v1/factories/example/plan → 400 (3 ms)\n',
   ]);
 });
 
