@@ -59,6 +59,10 @@ async function readText(io: CliIO, file: string, what: string): Promise<string> 
   } catch (err) {
     throw new CliError(`cannot read the ${what} file ${file}: ${fsReason(err)}`);
   }
+  // A payload is read as the ingress reads a body, where a byte order mark is no JSON (400).
+  if (what === 'payload' && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) {
+    throw new CliError(`the payload file ${file} starts with a byte order mark, which a webhook delivery cannot have (the runtime answers 400 invalid_json); save it without one`);
+  }
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {

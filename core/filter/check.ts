@@ -69,6 +69,11 @@ export function checkFilter(filter: unknown): FilterProblem[] {
 function checkFilterObject(obj: { [key: string]: unknown }, path: string[], problems: FilterProblem[], depth: number): void {
   for (const key of Object.keys(obj)) {
     const childPath = [...path, key];
+    const oddKey = unstorable(key);
+    if (oddKey) {
+      problems.push({ pointer: pointerOf(childPath), code: 'filter.invalid_value', message: `this key has ${oddKey}, which no delivery's key can hold once stored` });
+      continue;
+    }
     if (key.startsWith('$')) {
       problems.push({
         pointer: pointerOf(childPath),
@@ -82,7 +87,10 @@ function checkFilterObject(obj: { [key: string]: unknown }, path: string[], prob
 }
 
 function checkFilterValue(value: unknown, path: string[], problems: FilterProblem[], depth: number): void {
-  if (isScalar(value)) return;
+  if (isScalar(value)) {
+    scalarProblem(value, path, problems);
+    return;
+  }
   if (Array.isArray(value)) {
     if (value.length === 0) {
       problems.push({
@@ -216,9 +224,33 @@ function checkOperatorObject(obj: { [key: string]: unknown }, path: string[], pr
   }
 }
 
+/**
+ * What a string cannot hold here: a NUL character or an unpaired UTF-16 surrogate, which the
+ * runtime refuses in any request (docs/api.md#conventions), so the filter could not be applied.
+ */
+function unstorable(text: string): string | undefined {
+  if (text.includes('\0')) return 'a NUL character (U+0000)';
+  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text)) return 'an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
+/**
+ * A scalar the filter cannot compare as written: an integer beyond 2^53 is already another number
+ * once read (9007199254740993 is 9007199254740992), so it would match a value it does not name.
+ */
+function scalarProblem(value: null | boolean | number | string, path: string[], problems: FilterProblem[]): void {
+  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+    problems.push({ pointer: pointerOf(path), code: 'filter.invalid_value', message: `${value} is beyond the integers a number holds exactly (±9007199254740991); compare such ids as strings, if the payload sends them as strings` });
+  } else if (typeof value === 'string') {
+    const odd = unstorable(value);
+    if (odd) problems.push({ pointer: pointerOf(path), code: 'filter.invalid_value', message: `this string has ${odd}, which the runtime refuses in any request` });
+  }
+}
+
 function checkScalarList(list: unknown[], path: string[], problems: FilterProblem[], what: string): void {
   list.forEach((item, i) => {
-    if (!isScalar(item)) {
+    if (isScalar(item)) scalarProblem(item, [...path, String(i)], problems);
+    else {
       problems.push({
         pointer: pointerOf([...path, String(i)]),
         code: 'filter.invalid_value',

@@ -162,6 +162,18 @@ describe('checkFilter (docs/filters.md#compile-errors)', () => {
     const [typo] = checkFilter({ a: { notIn: ['x'] } });
     assert.match(typo!.message, /did you mean "not_in"/);
   });
+
+  it('refuses what the runtime could not take or compare as written: NUL, unpaired surrogates, integers beyond 2^53', () => {
+    const at = (filter: PayloadFilter) => checkFilter(filter).map((p) => [p.code, p.pointer]);
+    assert.deepEqual(at({ 'status\0code': 'x' }), [['filter.invalid_value', '/status\u0000code']]);
+    assert.deepEqual(at({ a: 'x\0' }), [['filter.invalid_value', '/a']]);
+    assert.deepEqual(at({ a: { in: ['ok', '\ud800'] } }), [['filter.invalid_value', '/a/in/1']]);
+    assert.deepEqual(at({ id: 9007199254740993 }), [['filter.invalid_value', '/id']]);
+    assert.deepEqual(at({ id: [1, 2 ** 60] }), [['filter.invalid_value', '/id/1']]);
+    assert.match(checkFilter({ id: 9007199254740993 })[0]!.message, /beyond the integers a number holds exactly/);
+    // What stays valid: the largest exact integer, decimals, emoji (a surrogate pair).
+    assert.deepEqual(at({ id: 9007199254740991, ratio: 0.5, big: 1e15, face: '🙂', '🙂': true }), []);
+  });
 });
 
 describe('matchFilter and explainFilter agree (property)', () => {

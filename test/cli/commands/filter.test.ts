@@ -29,6 +29,7 @@ describe('factory filter test', () => {
     // V8 quotes the text it could not parse into its message, line breaks and all.
     await writeFile(join(dir, 'words.json'), 'not json\nbut two lines of words\n');
     await writeFile(join(dir, 'not-utf8.json'), Buffer.from([0x7b, 0xff, 0x7d]));
+    await writeFile(join(dir, 'bom.json'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"action":"opened"}')]));
     await writeFile(join(dir, 'proto.yaml'), '__proto__: {exists: true}\n');
     await writeFile(join(dir, 'proto-payload.json'), '{"__proto__": 1}');
     await writeFile(join(dir, 'scalar.json'), '"just a string"');
@@ -108,6 +109,8 @@ describe('factory filter test', () => {
       [['labeled.yaml', 'missing.json'], /^error: cannot read the payload file missing\.json: no such file or directory\n$/],
       [['labeled.yaml', 'bad.json'], /^error: the payload file bad\.json is not valid JSON: /],
       [['labeled.yaml', 'not-utf8.json'], /^error: the payload file not-utf8\.json is not valid UTF-8\n$/],
+      // The ingress refuses such a body (400 invalid_json), so it must not match here either.
+      [['labeled.yaml', 'bom.json'], /^error: the payload file bom\.json starts with a byte order mark, which a webhook delivery cannot have \(the runtime answers 400 invalid_json\); save it without one\n$/],
       [['bad.json', 'pr.json'], /^error: the filter file bad\.json is not valid JSON: Unexpected end of JSON input\n$/],
       [['labeled.yaml', 'words.json'], /^error: the payload file words\.json is not valid JSON: Unexpected token 'o'\n$/],
       [['alias.yaml', 'pr.json'], /^error: alias\.yaml:1:4: anchors \(&x\) are not allowed \(and 1 more YAML problem\)\n$/],
