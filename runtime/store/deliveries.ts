@@ -118,6 +118,12 @@ export interface PruneStep {
 
 /** Most rows one upkeep step (or one trim of Rejected entries) deletes: a few milliseconds of work. */
 export const PRUNE_BATCH = 200;
+/**
+ * Most payload bytes one step moves: each entry that goes costs its payload once, plus once per
+ * run that gets its own copy first. 200 entries of 250 KB read by several runs each were over a
+ * second of one transaction; this keeps a step at a few milliseconds whatever the payloads.
+ */
+export const PRUNE_STEP_BYTES = 2 * 1024 * 1024;
 
 const DAY_MS = 86_400_000;
 /** Safe request facts are cut to this length before they are stored. */
@@ -187,7 +193,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   // Upkeep (docs/ingress.md#delivery-log), always in bounded batches along an index, never a scan
   // of the whole log. Retention walks the table in seq order from the oldest entry: seq follows
   // arrival, so the walk can stop at the first entry young enough to keep.
-  const oldest = db.prepare('SELECT seq, webhook_uid, received_ms FROM deliveries WHERE seq > ? ORDER BY seq LIMIT ?');
+  const oldest = db.prepare('SELECT seq, webhook_uid, received_ms, size FROM deliveries WHERE seq > ? ORDER BY seq LIMIT ?');
   // The seq of a webhook's `keep`-th newest entry: entries below it are outside the newest `keep`.
   const keepBoundary = db.prepare('SELECT seq FROM deliveries WHERE webhook_uid = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').pluck();
   const deleteEntry = db.prepare('DELETE FROM deliveries WHERE seq = ?');
@@ -294,9 +300,10 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
 
   /** Retention: up to `budget` of the oldest entries, from the cursor. True when it stopped with work left. */
   const pruneEntries = (cutoffMs: number, keep: number, budget: number): { deleted: number; more: boolean } => {
-    const rows = oldest.all(entryCursor, budget) as { seq: number; webhook_uid: string; received_ms: number }[];
+    const rows = oldest.all(entryCursor, budget) as { seq: number; webhook_uid: string; received_ms: number; size: number }[];
     const boundaries = new Map<string, number>();
     let deleted = 0;
+    let bytes = 0;
     for (const row of rows) {
       if (row.received_ms >= cutoffMs) {
         // Young enough to keep, and so is nearly everything after it: the walk starts over next time.
@@ -310,8 +317,11 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
       }
       entryCursor = row.seq;
       if (row.seq >= boundary) continue; // among the newest `keep` of its webhook
-      copyPayloadToRuns.run(row.seq, row.seq, row.seq);
+      const copies = copyPayloadToRuns.run(row.seq, row.seq, row.seq).changes;
       deleted += deleteEntry.run(row.seq).changes;
+      bytes += row.size * (1 + copies);
+      // The walk goes on from here next step (entryCursor is this entry).
+      if (bytes >= PRUNE_STEP_BYTES) return { deleted, more: true };
     }
     if (rows.length < budget) {
       entryCursor = 0;

@@ -8,7 +8,7 @@ import { FakeClock } from '../../../runtime/clock.ts';
 import { migrate, readMigrations } from '../../../runtime/store/db.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
 import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
-import type { AcceptItem, DeliveryFacts, DeliveryWrite } from '../../../runtime/store/deliveries.ts';
+import { PRUNE_BATCH, PRUNE_STEP_BYTES, type AcceptItem, type DeliveryFacts, type DeliveryWrite } from '../../../runtime/store/deliveries.ts';
 
 /** Group commit in the store (pipeline steps 8-9 and identity, docs/ingress.md): acceptBatch keeps one-by-one semantics. */
 
@@ -107,6 +107,25 @@ const ids = (store: Store, uid: string) => store.deliveries.list(uid, 1000).map(
 const write = (store: Store, items: DeliveryWrite[], rejectedKeep = 1000) => {
   for (const r of store.deliveries.writeBatch(items, { identityDays: 30, rejectedKeep })) assert.equal(r.ok, true);
 };
+
+forEachEngine('a pruning step also stops at PRUNE_STEP_BYTES of payload, so big payloads never make a long step', (t, db) => {
+  const { store } = setup(t, db);
+  const t0 = Date.parse('2026-03-01T00:00:00.000Z');
+  const big = Buffer.alloc(600_000, 0x61);
+  const items: DeliveryWrite[] = Array.from({ length: 60 }, (_, i) => ({ kind: 'accept', facts: { webhookUid: 'wh_c', deliveryId: `big-${i}`, size: big.length, receivedAt: new Date(t0 + i) }, payload: big }));
+  write(store, items);
+  const now = new Date(t0 + 8 * DAY);
+  const steps = [];
+  for (;;) {
+    const step = store.deliveries.pruneStep(now, LIMITS, PRUNE_BATCH);
+    steps.push(step.entries);
+    if (!step.more) break;
+  }
+  const most = Math.ceil(PRUNE_STEP_BYTES / big.length);
+  assert.ok(steps.every((n) => n <= most), `entries per step: ${steps.join(', ')}`);
+  assert.equal(steps.reduce((a, b) => a + b, 0), 10, 'the 10 oldest beyond the newest 50 go, over several steps');
+  assert.equal(ids(store, 'wh_c')[0], 'big-10');
+});
 
 forEachEngine('pruning goes in bounded steps and removes exactly what is outside the newest 50 and older than 7 days', (t, db) => {
   const { store } = setup(t, db);
