@@ -42,6 +42,8 @@ export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    // The driver also takes credentials from the query (?password=, ?sslpassword=).
+    for (const name of [...u.searchParams.keys()]) if (/password|secret/i.test(name)) u.searchParams.set(name, '***');
     return u.toString();
   } catch {
     return 'postgres://(unparsable URL)';

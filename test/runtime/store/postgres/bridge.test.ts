@@ -25,6 +25,8 @@ test('placeholders: ? in order, @name once per name, nothing inside quotes or co
 test('the URL is shown without its password', () => {
   assert.equal(redactUrl('postgres://factory:s3cret@db:5432/f?sslmode=require'), 'postgres://factory:***@db:5432/f?sslmode=require');
   assert.equal(redactUrl('postgres://factory@db/f'), 'postgres://factory@db/f');
+  // The driver reads a password from the query as well: masked there too, the other options kept.
+  assert.equal(redactUrl('postgres://factory@db/f?password=hunter2&application_name=x&sslpassword=p2'), 'postgres://factory@db/f?password=***&application_name=x&sslpassword=***');
 });
 
 async function database(t: Parameters<typeof postgresUrl>[0]) {
