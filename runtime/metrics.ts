@@ -65,7 +65,8 @@ export function buildRegistry(prom: PromClient, deps: {
     help: 'Runs waiting for an executor slot (QUEUED).',
     registers: [own],
     collect() {
-      this.set(store.runs.countByState().QUEUED ?? 0);
+      // Along the state index: not a second count of every run per scrape.
+      this.set(store.runs.queuedCount());
     },
   });
   new Gauge({
