@@ -8,6 +8,7 @@ import { problemMiddleware } from './http/problem.ts';
 import { logRequest, msSince, type Logger } from './log.ts';
 import { ROUTES } from './routes/index.ts';
 import { ingressListener, isIngressUrl } from './routes/ingress.ts';
+import type { IngressResult } from './ingress/pipeline.ts';
 import type { Services } from './services.ts';
 import type { Store } from './store/index.ts';
 
@@ -94,7 +95,11 @@ function accessLog(log: Logger): Koa.Middleware {
     try {
       await next();
     } finally {
-      logRequest(log, { method: ctx.method, url: ctx.originalUrl, status: ctx.status, ms: msSince(start) });
+      const ms = msSince(start);
+      // The ingress's Koa route leaves what it logged, so its line and latency are the raw adapter's.
+      const ingress = ctx.state.ingress as { delivery?: IngressResult['logged']; latency: { observe(seconds: number): void } } | undefined;
+      ingress?.latency.observe(ms / 1000);
+      logRequest(log, { method: ctx.method, url: ctx.originalUrl, status: ctx.status, ms, delivery: ingress?.delivery });
     }
   };
 }

@@ -41,7 +41,7 @@ type PromClient = typeof import('prom-client');
 
 /** Builds the registry: the ingress's own metrics, runs, executor, process. */
 export function buildRegistry(prom: PromClient, deps: {
-  store: { runs: { countByState(): Record<string, number> } };
+  store: { runs: { countByState(): Record<string, number>; queuedCount(): number } };
   maxConcurrentRuns: number;
   ingress: IngressState | undefined;
   executor: ExecutorPool | undefined;

@@ -154,6 +154,19 @@ describe('raw adapter', () => {
     assert.match(String(lines[0].delivery_id), /^sha256:[0-9a-f]{64}$/);
     assert.equal(typeof lines[0].ms, 'number');
     assert.ok(!rt.logs.text.includes(urlTok.secret!), 'the URL token never reaches a log line');
+
+    // The same delivery through Koa (an absolute-form target, say) logs the same line and is timed alike.
+    const latency = rt.services.ingress!.metrics.latency;
+    const timed = latency.count;
+    const koaBefore = rt.logs.records().length;
+    assert.equal((await send(koaUrl, 'POST', secretPath, { 'Content-Type': 'application/json' }, '{"logged":2}')).status, 202);
+    const [koaLine] = rt.logs.records().slice(koaBefore).filter((r) => r.msg === 'request');
+    assert.deepEqual({ ...koaLine, time: undefined, ms: undefined }, {
+      level: 30, time: undefined, ms: undefined, method: 'POST', path: `/webhooks/w/${urlTok.uid}/[REDACTED]`, status: 202, msg: 'request',
+      outcome: 'accepted', delivery_id: koaLine.delivery_id,
+    });
+    assert.match(String(koaLine.delivery_id), /^sha256:[0-9a-f]{64}$/);
+    assert.equal(latency.count, timed + 1);
   });
 
   it('answers a failing Accepted hook with a bare 500 problem, logged once', async () => {
