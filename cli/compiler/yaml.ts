@@ -60,6 +60,27 @@ export function parseYaml(text: string): ParsedYaml {
       if (isMap(pair.key) || isSeq(pair.key)) {
         problems.push({ code: 'yaml.complex_key', message: 'a key must be plain text, not a list or a map', offset: start(pair.key) });
       }
+      // A key YAML reads as a number, a boolean or null becomes text again in the plain value,
+      // not always as written (`1.0` is "1", `010` is "10", `TRUE` is "true", `~` is ""): the
+      // key would silently be another one. Such a key must be quoted.
+      if (isScalar(pair.key) && typeof pair.key.value !== 'string' && pair.key.source !== undefined && jsKey(pair.key.value) !== pair.key.source) {
+        problems.push({ code: 'yaml.complex_key', message: `the key ${pair.key.source} is read as ${JSON.stringify(jsKey(pair.key.value))}; quote it ('${pair.key.source}':) to keep it as written`, offset: start(pair.key) });
+      }
+    },
+    Map(_, map) {
+      // Keys that differ in YAML (true and "true", 1 and "1") are the same key once plain: a duplicate.
+      const seen = new Map<string, { value: unknown; written: string }>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        const key = jsKey(pair.key.value);
+        const written = text.slice(start(pair.key), pair.key.range?.[1] ?? start(pair.key));
+        const first = seen.get(key);
+        // The same value twice is yaml's own duplicate_key, reported above.
+        if (first && first.value !== pair.key.value) {
+          problems.push({ code: 'yaml.duplicate_key', message: `duplicate key '${key}': ${first.written} and ${written} are the same key; each key may appear once`, offset: start(pair.key) });
+        }
+        if (!first) seen.set(key, { value: pair.key.value, written });
+      }
     },
     Alias(_, node) {
       once({ code: 'yaml.alias', message: `aliases (*${node.source}) are not allowed; write the value out`, offset: start(node) });
@@ -88,6 +109,8 @@ export function parseYaml(text: string): ParsedYaml {
 }
 
 const start = (node: { range?: [number, number, number] | null }) => node.range?.[0] ?? 0;
+/** A key as the plain value holds it (yaml's toJS): null is "", anything else its text. */
+const jsKey = (value: unknown): string => (value === null ? '' : String(value));
 const firstLine = (s: string) => s.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '');
 
 function quoteKeyAt(text: string, offset: number): string {
