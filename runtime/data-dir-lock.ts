@@ -1,95 +1,81 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { readFileSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { CliError } from '../core/errors.ts';
 import { fsReason } from '../core/fs-reason.ts';
+import { tightenMode } from '../core/file-mode.ts';
 
 /**
  * One runtime per data dir (docs/runtime.md#the-data-dir). A second one on the same dir would take
  * the first one's runs in progress for a crash's leftovers and end them, share its database, and
- * remove its runtime.json when it stopped. `<dataDir>/runtime.lock` holds the owner's pid from
- * before the store opens until the runtime stops; a lock whose process is gone (a SIGKILL, a
- * container restarted) is taken over.
+ * remove its runtime.json when it stopped. The lock is the operating system's: an exclusive
+ * SQLite lock on `<dataDir>/runtime.lock`, held by an open connection from before the store opens
+ * until the runtime stops. The kernel drops it when the process ends however it ends, so there is
+ * no stale lock to judge, no pid that could be reused, and no race between two starts: one of
+ * them gets SQLITE_BUSY at once.
  */
 
-/** Data dirs held by this process, by path: a second start in the same process is refused too. */
+/** Data dirs held by this process, by path: said in the same words as another process's hold. */
 const heldHere = new Set<string>();
 
 export interface DataDirLock {
-  /** Removes the lock file (idempotent). */
+  /** Releases the lock (idempotent). */
   release(): void;
 }
 
 export function lockDataDir(dataDir: string): DataDirLock {
   const path = join(dataDir, 'runtime.lock');
-  if (heldHere.has(path)) throw inUse(dataDir, process.pid);
-  for (let attempt = 0; ; attempt++) {
-    let fd: number;
+  if (heldHere.has(path)) throw inUse(dataDir);
+  let db: Database.Database | undefined;
+  for (let attempt = 0; db === undefined; attempt++) {
+    let opened: Database.Database;
     try {
-      fd = openSync(path, 'wx', 0o600);
+      opened = new Database(path, { timeout: 0 });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new CliError(`cannot lock the data dir ${dataDir}: ${fsReason(err)}.`);
-      const owner = ownerOf(path);
-      if (owner !== undefined && owner !== process.pid && runtimeAlive(owner)) throw inUse(dataDir, owner);
-      // Left by a process that is gone (or by this pid in an earlier life, as pid 1 in a container).
-      if (attempt > 0) throw inUse(dataDir, owner);
-      rmSync(path, { force: true });
-      continue;
+      throw new CliError(`cannot lock the data dir ${dataDir}: ${fsReason(err)}.`);
     }
     try {
-      writeSync(fd, `${process.pid}\n`);
-    } finally {
-      closeSync(fd);
+      tightenMode(path, 0o600);
+      opened.pragma('locking_mode = EXCLUSIVE');
+      // Takes the lock (the file's write lock, and in EXCLUSIVE mode keeps it) without writing.
+      opened.exec('BEGIN EXCLUSIVE');
+      db = opened;
+    } catch (err) {
+      opened.close();
+      const code = (err as { code?: string }).code ?? '';
+      if (code.startsWith('SQLITE_BUSY')) throw inUse(dataDir);
+      // Some other file by that name (an older release wrote a pid there): emptied in place, the
+      // same inode, so a runtime that holds it already still does and this one then finds it busy.
+      if (code === 'SQLITE_NOTADB' && attempt === 0) {
+        truncateSync(path, 0);
+        continue;
+      }
+      throw new CliError(`cannot lock the data dir ${dataDir}: ${(err as Error).message}.`);
     }
-    heldHere.add(path);
-    let held = true;
-    return {
-      release() {
-        if (!held) return;
-        held = false;
-        heldHere.delete(path);
-        // Only our own: a lock another process took over after a long stall is left to it.
-        if (ownerOf(path) === process.pid) rmSync(path, { force: true });
-      },
-    };
   }
+  heldHere.add(path);
+  let held = true;
+  return {
+    release() {
+      if (!held) return;
+      held = false;
+      heldHere.delete(path);
+      db!.close();
+    },
+  };
 }
 
-function ownerOf(path: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(path, 'utf8').trim());
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
+/** The one sentence for a data dir in use, naming the other runtime as its runtime.json does. */
+function inUse(dataDir: string): CliError {
+  const other = runtimeFile(dataDir);
+  const who = other ? ` (pid ${other.pid}, ${other.url})` : '';
+  return new CliError(`the data dir ${dataDir} is in use by another runtime${who}; stop it first, or give this one its own --data-dir.`);
 }
 
-/**
- * True while `pid` runs and, where /proc tells, runs node: a pid reused by an unrelated process
- * after a restart does not hold the data dir.
- */
-function runtimeAlive(pid: number): boolean {
+function runtimeFile(dataDir: string): { pid: number; url: string } | undefined {
   try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  try {
-    return /node|factory/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-
-function inUse(dataDir: string, pid: number | undefined): CliError {
-  const url = runtimeUrl(dataDir);
-  const who = [pid !== undefined ? `pid ${pid}` : undefined, url].filter(Boolean).join(', ');
-  return new CliError(`the data dir ${dataDir} is in use by another runtime${who ? ` (${who})` : ''}; stop it first, or give this one its own --data-dir.`);
-}
-
-function runtimeUrl(dataDir: string): string | undefined {
-  try {
-    const url = (JSON.parse(readFileSync(join(dataDir, 'runtime.json'), 'utf8')) as { url?: unknown }).url;
-    return typeof url === 'string' ? url : undefined;
+    const r = JSON.parse(readFileSync(join(dataDir, 'runtime.json'), 'utf8')) as { pid?: unknown; url?: unknown };
+    return typeof r.pid === 'number' && typeof r.url === 'string' ? { pid: r.pid, url: r.url } : undefined;
   } catch {
     return undefined;
   }

@@ -8,7 +8,7 @@ import { visible } from '../terminal.ts';
 interface Run {
   run_id: string;
   state: string;
-  title: string | null;
+  title: string;
   config: { environment_id: string };
   source: string;
   creator: { type: string; name: string };

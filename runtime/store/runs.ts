@@ -733,7 +733,9 @@ export class RunStore {
         to,
         now,
         now,
-        input.statusMessage ?? null,
+        // PostgreSQL's text cannot hold U+0000 (SQLite can): a message built from what a command
+        // printed shows it as \x00 on both engines, so a run always finishes.
+        input.statusMessage === undefined ? null : input.statusMessage.replace(/\0/g, '\\x00'),
         input.errorCode ?? null,
         input.statusMessage === undefined ? null : input.retryable ? 1 : 0,
         runId,
