@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { FactoryError, type ErrorCode } from '../../core/errors.ts';
 import type { Logger } from '../log.ts';
-import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.ts';
+import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders } from './problem.ts';
 
 /**
  * The HTTP server's answer to a request its parser refuses before any route sees it
@@ -20,8 +20,9 @@ export function answerClientError(err: ParserError, socket: Duplex, log: Logger)
     const [code, detail] = refusal(err);
     const problem = new FactoryError(code, detail);
     const text = JSON.stringify(problemBody(problem, requestPath(err)));
+    const headers = Object.entries(problemHeaders(problem)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
     socket.write(
-      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\n${headers}Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
     );
   }
   socket.destroy(err);

@@ -73,14 +73,21 @@ function codeForStatus(status: number): ErrorCode {
   return 'invalid_request';
 }
 
+/**
+ * The headers every problem answer carries, whichever writer sends it (this middleware, the
+ * ingress's raw adapter, the parser's refusals): the error's own, and `X-Should-Retry`. Oz's SDK
+ * (and every client generated the same way) retries 408, 409, 429 and 5xx unless told otherwise:
+ * it says what `retryable` says, so a permanent refusal is not sent three times.
+ */
+export function problemHeaders(err: FactoryError): Record<string, string> {
+  return { 'X-Should-Retry': err.retryable ? 'true' : 'false', ...err.headers };
+}
+
 /** Writes `err` as the response, replacing whatever headers the failed handler had set. */
 export function writeProblem(ctx: Context, err: FactoryError): void {
   for (const name of ctx.response.headerSent ? [] : Object.keys(ctx.response.headers)) ctx.remove(name);
   ctx.status = err.status;
-  // Oz's SDK (and every client generated the same way) retries 408, 409, 429 and 5xx unless told
-  // otherwise: this says what `retryable` says, so a permanent refusal is not sent three times.
-  ctx.set('X-Should-Retry', err.retryable ? 'true' : 'false');
-  for (const [name, value] of Object.entries(err.headers ?? {})) ctx.set(name, value);
+  for (const [name, value] of Object.entries(problemHeaders(err))) ctx.set(name, value);
   ctx.type = PROBLEM_CONTENT_TYPE;
   ctx.body = problemBody(err, ctx.path);
 }

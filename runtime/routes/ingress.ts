@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FactoryError } from '../../core/errors.ts';
 import type { AppDeps } from '../app.ts';
-import { PROBLEM_CONTENT_TYPE, problemBody, toFactoryError } from '../http/problem.ts';
+import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders, toFactoryError } from '../http/problem.ts';
 import { DISCARD_LIMIT_BYTES, discardRest } from '../ingress/body.ts';
 import { handleIngress, type IngressDeps, type IngressResult } from '../ingress/pipeline.ts';
 import { createIngressState, type IngressState } from '../ingress/state.ts';
@@ -112,7 +112,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
 function writeProblem(res: ServerResponse, err: FactoryError, path: string): void {
   const text = JSON.stringify(problemBody(err, path));
   res.writeHead(err.status, {
-    ...err.headers,
+    ...problemHeaders(err),
     'Content-Type': PROBLEM_CONTENT_TYPE,
     'Content-Length': Buffer.byteLength(text),
   });

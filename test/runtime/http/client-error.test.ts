@@ -47,6 +47,7 @@ describe('requests the HTTP parser refuses', () => {
       assert.equal(status, 400);
       assert.equal(headers['content-type'], 'application/problem+json');
       assert.equal(headers.connection, 'close');
+      assert.equal(headers['x-should-retry'], 'false');
       assert.equal(body.code, 'invalid_request');
       assert.equal(body.status, 400);
       assert.match(String(body.detail), /^The request is not valid HTTP\/1\.1: .+\.$/);

@@ -46,7 +46,7 @@ function send(base: string, method: string, path: string, headers: Record<string
         const h = res.headers;
         resolve({
           status: res.statusCode ?? 0,
-          headers: { 'content-type': h['content-type'], 'content-length': h['content-length'], allow: h.allow as string | undefined, 'retry-after': h['retry-after'] as string | undefined },
+          headers: { 'content-type': h['content-type'], 'content-length': h['content-length'], allow: h.allow as string | undefined, 'retry-after': h['retry-after'] as string | undefined, 'x-should-retry': h['x-should-retry'] as string | undefined },
           body: Buffer.concat(chunks).toString('utf8'),
         });
       });
@@ -80,8 +80,9 @@ describe('raw adapter and Koa route answer alike', () => {
       assert.deepEqual(raw, viaKoa);
       if (raw.status !== 202) {
         assert.equal(raw.headers['content-type'], 'application/problem+json');
-        const problem = JSON.parse(raw.body) as { status: number; instance: string };
+        const problem = JSON.parse(raw.body) as { status: number; instance: string; retryable: boolean };
         assert.equal(problem.status, raw.status);
+        assert.equal(raw.headers['x-should-retry'], String(problem.retryable));
         assert.ok(!problem.instance.includes('wrong'), 'the URL token segment is redacted');
       }
     });
