@@ -100,6 +100,12 @@ export const runRoutes: RouteModule = (router, deps) => {
       ]);
     }
     const body = await readJsonBody(ctx, { limit: config.limits.runCreateBodyBytes });
+    // The larger cap is room for images only: the rest (the prompt above all, which every view
+    // of the run carries) keeps the 1 MiB of every other route.
+    const rest = body !== null && typeof body === 'object' && !Array.isArray(body) ? { ...body, images: undefined } : body;
+    if (Buffer.byteLength(JSON.stringify(rest) ?? '') > config.limits.apiBodyBytes) {
+      throw new FactoryError('payload_too_large', `The run request is larger than ${config.limits.apiBodyBytes} bytes without its images; only images may take it up to ${config.limits.runCreateBodyBytes} bytes.`);
+    }
     const parsed = parseCreateRun(body);
     if (!parsed.value) {
       const first = parsed.errors[0];

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CliError, FactoryError } from '../../core/errors.ts';
-import { API_BODY_BYTES, createClient, dataDirCandidates, resolveClientFlags } from '../../cli/client.ts';
+import { API_BODY_BYTES, RUN_CREATE_BODY_BYTES, createClient, dataDirCandidates, resolveClientFlags } from '../../cli/client.ts';
 import { DEFAULT_LIMITS } from '../../runtime/config.ts';
 import { runCli } from '../../cli/main.ts';
 import { bufferIO } from './helpers.ts';
@@ -274,12 +274,16 @@ test('an empty admin.key is said as such, not sent as an empty key', () => {
 
 test('a request body over the runtime\'s cap is refused before sending, in words, not as an unreachable runtime', async () => {
   assert.equal(API_BODY_BYTES, DEFAULT_LIMITS.apiBodyBytes, 'the CLI knows the runtime\'s cap');
+  assert.equal(RUN_CREATE_BODY_BYTES, DEFAULT_LIMITS.runCreateBodyBytes, 'and the run creation route\'s own');
   const rt = await startTestRuntime();
   try {
     const client = createClient({ server: rt.url, apiKey: rt.adminKey });
     const value = 'x'.repeat(API_BODY_BYTES);
     await assert.rejects(client.request('POST', '/api/v1/secrets', { name: 'big', value }), (e: unknown) => e instanceof CliError && /^the request is \d+ bytes of JSON, more than the 1048576 bytes the runtime takes/.test(e.message));
     assert.equal(rt.store.secrets.get('big'), undefined);
+    // A run creation may be larger (its images): 2 MB of JSON is sent, and judged by the runtime.
+    await assert.rejects(client.request('POST', '/api/v1/agent/runs', { prompt: 'p'.repeat(2_000_000) }), (e: unknown) => e instanceof FactoryError && e.code === 'payload_too_large');
+    await assert.rejects(client.request('POST', '/api/v1/agent/runs', { prompt: 'p'.repeat(RUN_CREATE_BODY_BYTES) }), (e: unknown) => e instanceof CliError && /more than the 16777216 bytes/.test(e.message));
     // Just under the cap, the request reaches the runtime, which judges it by its own rules.
     await assert.rejects(client.send('POST', '/api/v1/secrets', { name: 'big', value: 'x'.repeat(API_BODY_BYTES - 100) }), (e: unknown) => e instanceof FactoryError && e.message === 'The secret value is too long.');
   } finally {

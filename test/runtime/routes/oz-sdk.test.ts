@@ -174,6 +174,10 @@ test('a run creation carries images past the 1 MiB of other routes, up to its ow
   const over = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'p', title: 'x'.repeat(17_000_000) } });
   assert.equal(over.status, 413);
   assert.equal(over.headers.get('x-should-retry'), 'false');
+  // Only images may use the room: a prompt (which every view of the run carries) keeps 1 MiB.
+  const prompt = await rt.fetch('/api/v1/agent/runs', { method: 'POST', json: { prompt: 'p'.repeat(2_000_000), config: { environment_id: 'sandbox' } } });
+  assert.equal(prompt.status, 413);
+  assert.equal(((await prompt.json()) as { detail: string }).detail, 'The run request is larger than 1048576 bytes without its images; only images may take it up to 16777216 bytes.');
   // Another route keeps its 1 MiB.
   const secret = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'big', value: 'x'.repeat(2_000_000) } });
   assert.equal(secret.status, 413);
