@@ -32,3 +32,17 @@ export function titleFromPrompt(prompt: string): string {
   const chars = [...line];
   return chars.length > DERIVED_TITLE_CHARS ? chars.slice(0, DERIVED_TITLE_CHARS - 1).join('') + '…' : line;
 }
+
+/** A UTF-16 surrogate without its other half. */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * What a string of a definition or a request cannot hold, in words, or undefined: a NUL character
+ * (PostgreSQL's text refuses it) or an unpaired UTF-16 surrogate (UTF-8 cannot hold it). The API
+ * refuses both in any request (docs/api.md#conventions), so the compiler reports them first.
+ */
+export function unstorable(text: string): string | undefined {
+  if (text.includes('\0')) return 'a NUL character (U+0000)';
+  if (LONE_SURROGATE.test(text)) return 'an unpaired UTF-16 surrogate';
+  return undefined;
+}

@@ -30,6 +30,7 @@ export const DIAGNOSTIC_CODES = [
   'yaml.tag',
   'yaml.merge_key',
   'yaml.complex_key',
+  'yaml.invalid_text',
   'yaml.not_a_mapping',
   'factory.unknown_key',
   'factory.missing_key',

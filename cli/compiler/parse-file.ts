@@ -1,9 +1,10 @@
 import type { Diagnostic } from './diagnostics.ts';
-import { splitFrontMatter, yamlOf, type FrontMatter } from './front-matter.ts';
+import { promptOf, splitFrontMatter, yamlOf, type FrontMatter } from './front-matter.ts';
 import { isMarkdownKind, type DefinitionKind } from './paths.ts';
 import type { Locate } from './schema-diagnostics.ts';
 import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
 import { readPlainYaml } from './yaml-fast.ts';
+import { unstorable } from '../../core/text.ts';
 
 /** Definitions are small; a size cap bounds parse time and memory (docs/definitions.md#rules). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -70,7 +71,42 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
     error(pos.line, pos.column, 'yaml.not_a_mapping', `expected a mapping of keys (key: value), but the ${markdown ? 'front matter' : 'file'} is ${what}`);
     return unread(at);
   }
+  // A string no request can carry (NUL, an unpaired surrogate) is reported here, at its place,
+  // not later as a plan refused at a snapshot pointer (docs/diagnostics.md).
+  for (const { pointer, what } of unstorableText(value)) {
+    const pos = at(pointer);
+    error(pos.line, pos.column, 'yaml.invalid_text', `this ${what}, which no definition can hold: the runtime refuses it in any request`, pointer);
+  }
+  if (frontMatter) {
+    const odd = unstorable(promptOf(frontMatter.body));
+    if (odd) error(frontMatter.bodyLine, 1, 'yaml.invalid_text', `the prompt has ${odd}, which no definition can hold: the runtime refuses it in any request`, '/prompt');
+  }
+  // Like a YAML problem, it stops the file here: the later checks would only say it again.
+  if (diagnostics.length) return unread(at);
   return { file: { path, text, kind, name, scope, value, frontMatter, at }, diagnostics };
+}
+
+/** Every key and string of a parsed value that `unstorable` refuses, with its JSON pointer. */
+function unstorableText(root: unknown): { pointer: string; what: string }[] {
+  const out: { pointer: string; what: string }[] = [];
+  const stack: [unknown, string][] = [[root, '']];
+  while (stack.length > 0) {
+    const [value, at] = stack.pop()!;
+    if (typeof value === 'string') {
+      const odd = unstorable(value);
+      if (odd) out.push({ pointer: at, what: `value has ${odd}` });
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push([v, `${at}/${i}`]));
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        const pointer = `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+        const odd = unstorable(k);
+        if (odd) out.push({ pointer, what: `key has ${odd}` });
+        else stack.push([v, pointer]);
+      }
+    }
+  }
+  return out.reverse();
 }
 
 /**

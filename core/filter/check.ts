@@ -3,6 +3,7 @@
  * JSON pointer relative to the filter root. Pure.
  */
 import { describeValue, hasOperatorKey, hasOwn, isOperatorKey, isPlainObject, isScalar, kindOf, MAX_FILTER_DEPTH, type FilterProblem } from './common.ts';
+import { unstorable } from '../text.ts';
 
 /**
  * Names that other filter languages use as operators. Next to a real operator such a key is an
@@ -222,16 +223,6 @@ function checkOperatorObject(obj: { [key: string]: unknown }, path: string[], pr
       message: `exists must be true or false, got ${kindAndValue(obj.exists)}`,
     });
   }
-}
-
-/**
- * What a string cannot hold here: a NUL character or an unpaired UTF-16 surrogate, which the
- * runtime refuses in any request (docs/api.md#conventions), so the filter could not be applied.
- */
-function unstorable(text: string): string | undefined {
-  if (text.includes('\0')) return 'a NUL character (U+0000)';
-  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text)) return 'an unpaired UTF-16 surrogate';
-  return undefined;
 }
 
 /**

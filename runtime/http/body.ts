@@ -4,6 +4,7 @@ import { FactoryError } from '../../core/errors.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 import { jsonProblem } from '../../core/json-reason.ts';
 import { escapePointer } from '../../core/schemas.ts';
+import { LONE_SURROGATE } from '../../core/text.ts';
 
 export interface ReadJsonOptions {
   /** Hard cap in bytes (config.limits.apiBodyBytes for the management and run APIs). */
@@ -60,8 +61,6 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
   return value;
 }
 
-/** A UTF-16 surrogate without its other half. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * What JSON.parse accepts but could not be kept as sent, with where it is: a number too large for a

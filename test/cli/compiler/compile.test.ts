@@ -74,6 +74,7 @@ test('anchors, aliases, tags, merge keys, complex keys, duplicate keys, extra do
     'webhooks/dupkey.yaml:2:1 error yaml.duplicate_key',
     'webhooks/merge.yaml:2:1 error yaml.merge_key',
     'webhooks/multi.yaml:2:1 error yaml.multiple_documents',
+    'webhooks/nultext.yaml:3:14 error yaml.invalid_text',
     'webhooks/numkey.yaml:4:1 error yaml.complex_key',
     'webhooks/syntax.yaml:2:1 error yaml.syntax',
     'webhooks/tag.yaml:1:13 error yaml.tag',
@@ -83,6 +84,7 @@ test('anchors, aliases, tags, merge keys, complex keys, duplicate keys, extra do
   const byFile = (file: string) => diagnostics.find((d) => d.file === file)!.message;
   assert.equal(byFile('webhooks/numkey.yaml'), `the key 1.0 is read as "1"; quote it ('1.0':) to keep it as written`);
   assert.equal(byFile('webhooks/textkey.yaml'), `duplicate key 'true': true and "true" are the same key; each key may appear once`);
+  assert.equal(byFile('webhooks/nultext.yaml'), 'this value has a NUL character (U+0000), which no definition can hold: the runtime refuses it in any request');
 });
 
 test('an alias bomb is rejected without being expanded', () => {
