@@ -23,9 +23,9 @@ export interface DataDirLock {
   release(): void;
 }
 
-export function lockDataDir(dataDir: string): DataDirLock {
+export function lockDataDir(dataDir: string, then = 'stop it first, or give this one its own --data-dir'): DataDirLock {
   const path = join(dataDir, 'runtime.lock');
-  if (heldHere.has(path)) throw inUse(dataDir);
+  if (heldHere.has(path)) throw inUse(dataDir, then);
   let db: Database.Database | undefined;
   for (let attempt = 0; db === undefined; attempt++) {
     let opened: Database.Database;
@@ -43,7 +43,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
     } catch (err) {
       opened.close();
       const code = (err as { code?: string }).code ?? '';
-      if (code.startsWith('SQLITE_BUSY')) throw inUse(dataDir);
+      if (code.startsWith('SQLITE_BUSY')) throw inUse(dataDir, then);
       // Some other file by that name (an older release wrote a pid there): emptied in place, the
       // same inode, so a runtime that holds it already still does and this one then finds it busy.
       if (code === 'SQLITE_NOTADB' && attempt === 0) {
@@ -66,10 +66,10 @@ export function lockDataDir(dataDir: string): DataDirLock {
 }
 
 /** The one sentence for a data dir in use, naming the other runtime as its runtime.json does. */
-function inUse(dataDir: string): CliError {
+function inUse(dataDir: string, then: string): CliError {
   const other = runtimeFile(dataDir);
   const who = other ? ` (pid ${other.pid}, ${other.url})` : '';
-  return new CliError(`the data dir ${dataDir} is in use by another runtime${who}; stop it first, or give this one its own --data-dir.`);
+  return new CliError(`the data dir ${dataDir} is in use by another runtime${who}; ${then}.`);
 }
 
 function runtimeFile(dataDir: string): { pid: number; url: string } | undefined {

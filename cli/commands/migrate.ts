@@ -41,7 +41,14 @@ export function registerMigrate(program: Command, io: CliIO): void {
           throw new CliError(`there is no database at ${file}; \`factory serve\` creates it at its first start (or pass --database for PostgreSQL).`);
         }
         where = file;
-        applied = migrateSqliteFile(file);
+        // Not beside a runtime on the same file: it migrated it when it started.
+        const { lockDataDir } = await import('../../runtime/data-dir-lock.ts');
+        const lock = lockDataDir(dataDir, 'it migrated the database when it started, so there is nothing to do while it runs');
+        try {
+          applied = migrateSqliteFile(file);
+        } finally {
+          lock.release();
+        }
       }
       const all = readMigrations();
       const latest = all.at(-1)?.version ?? 0;

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tightenMode } from '../../core/file-mode.ts';
+import { CliError } from '../../core/errors.ts';
 
 /** The SQL dialect a store runs on (docs/runtime.md#postgresql). */
 export type Dialect = 'sqlite' | 'postgres';
@@ -59,7 +60,7 @@ export function isConstraintError(err: unknown): boolean {
   return code.startsWith('SQLITE_CONSTRAINT') || /^23[0-9A-Z]{3}$/.test(code);
 }
 
-const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 /** PostgreSQL's migrations: the same NNN-name files as SQLite's, in PostgreSQL's DDL. */
 export const POSTGRES_MIGRATIONS_DIR = join(MIGRATIONS_DIR, 'postgres');
 
@@ -135,32 +136,43 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
 export function migrate(db: SqliteDB, migrations: Migration[] = readMigrations()): number[] {
   return applyPending(
     db,
-    `CREATE TABLE IF NOT EXISTS schema_migrations (
+    { exists: "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'", table: `CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
     applied_at TEXT NOT NULL
-  ) STRICT`,
+  ) STRICT` },
     migrations,
   );
 }
 
 /**
- * The migration loop of both engines: creates `schema_migrations` with the engine's own DDL
- * (`table`), then applies every migration not recorded there, in order, each in its own
- * transaction with its record. Returns the versions applied now.
+ * The migration loop of both engines (docs/deploy.md#migrations): creates `schema_migrations`
+ * with the engine's own DDL (`table`) only when `exists` finds none (so a role without the right
+ * to create may run an up-to-date database), refuses a database a newer release has migrated, then
+ * applies every migration not recorded, in order, each in its own transaction with its record,
+ * checking the record again inside it (another process may have applied it meanwhile). Returns
+ * the versions applied now.
  */
-export function applyPending(db: DB, table: string, migrations: Migration[]): number[] {
-  db.exec(table);
+export function applyPending(db: DB, schema: { exists: string; table: string }, migrations: Migration[]): number[] {
+  if (db.prepare(schema.exists).pluck().get() == null) db.exec(schema.table);
   const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  const known = migrations.at(-1)?.version ?? 0;
+  const newest = Math.max(0, ...applied);
+  if (newest > known) {
+    throw new CliError(`the database is at schema version ${newest}, newer than this release of factory knows (${known}); run the release that migrated it, or a newer one.`);
+  }
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  const recorded = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').pluck();
   const done: number[] = [];
   for (const m of migrations) {
     if (applied.has(m.version)) continue;
-    db.transaction(() => {
+    const ran = db.transaction(() => {
+      if (recorded.get(m.version) !== undefined) return false;
       db.exec(m.sql);
       record.run(m.version, m.name, new Date().toISOString());
-    })();
-    done.push(m.version);
+      return true;
+    }).immediate();
+    if (ran) done.push(m.version);
   }
   return done;
 }

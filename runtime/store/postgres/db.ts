@@ -13,6 +13,8 @@ import type { DB, RunResult, Statement, Transaction } from '../db.ts';
 
 /** How long one request may take before the store gives up on it (the connection may be gone). */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** No limit worth the name: a day, as Atomics.wait takes a finite wait. */
+const UNLIMITED_MS = 86_400_000;
 
 /** A PostgreSQL error as the store sees it: `code` is the SQLSTATE (23505: unique violation, ...). */
 export class PostgresError extends Error {
@@ -187,6 +189,8 @@ export class PostgresDatabase implements DB {
   private depth = 0;
   private txStatus: 'I' | 'T' | 'E' = 'I';
   private isOpen = true;
+  /** How long one request may take; migrations lift it (withoutRequestLimit). */
+  private requestLimitMs = REQUEST_TIMEOUT_MS;
   private readonly listeners: Listeners = new Map();
 
   constructor(connectionString: string) {
@@ -227,6 +231,17 @@ export class PostgresDatabase implements DB {
   prepare(sql: string): Statement {
     const { text, names } = translatePlaceholders(sql);
     return new PgStatement(this, text, names);
+  }
+
+  /** Runs `fn` with no time limit on each request (migrations: docs/deploy.md#migrations). */
+  withoutRequestLimit<T>(fn: () => T): T {
+    const was = this.requestLimitMs;
+    this.requestLimitMs = UNLIMITED_MS;
+    try {
+      return fn();
+    } finally {
+      this.requestLimitMs = was;
+    }
   }
 
   /** Runs one or more statements without parameters (migrations, BEGIN/COMMIT). */
@@ -338,7 +353,7 @@ export class PostgresDatabase implements DB {
     void this.worker.terminate();
   }
 
-  private request(req: { mode: string; sql?: string; params?: unknown[]; channel?: string; inTx?: boolean }, timeoutMs = REQUEST_TIMEOUT_MS): Reply {
+  private request(req: { mode: string; sql?: string; params?: unknown[]; channel?: string; inTx?: boolean }, timeoutMs = this.requestLimitMs): Reply {
     if (!this.isOpen) throw new TypeError('The database connection is not open');
     const id = this.nextId++;
     // Answers to requests that timed out earlier are dropped here.

@@ -16,18 +16,31 @@ export function migratePostgres(db: PostgresDatabase, migrations: Migration[] = 
     throw new CliError(`PostgreSQL at ${db.url} has no schema of the search path (${path}) to create the tables in; create it (CREATE SCHEMA ...) or change search_path.`);
   }
   const lockKey = `hashtext('factory-migrate:' || current_schema())`;
-  db.exec(`SELECT pg_advisory_lock(${lockKey})`);
-  try {
-    return applyPending(
-      db,
-      `CREATE TABLE IF NOT EXISTS schema_migrations (
+  // A migration of a large database, and the wait for another replica's, take what they take:
+  // not the bridge's limit for one request.
+  return db.withoutRequestLimit(() => {
+    db.exec(`SELECT pg_advisory_lock(${lockKey})`);
+    try {
+      return applyPending(
+        db,
+        {
+          exists: "SELECT to_regclass('schema_migrations')",
+          table: `CREATE TABLE IF NOT EXISTS schema_migrations (
       version BIGINT PRIMARY KEY,
       name TEXT COLLATE "C" NOT NULL,
       applied_at TEXT COLLATE "C" NOT NULL
     )`,
-      migrations,
-    );
-  } finally {
-    if (db.open) db.exec(`SELECT pg_advisory_unlock(${lockKey})`);
-  }
+        },
+        migrations,
+      );
+    } catch (err) {
+      // SQLSTATE 42501: this role may read and write the tables but not change the schema.
+      if ((err as { code?: string }).code === '42501') {
+        throw new CliError(`the database needs migrating, which the role of ${db.url} may not do (${(err as Error).message}); run \`factory migrate\` once as a role that owns the schema.`);
+      }
+      throw err;
+    } finally {
+      if (db.open) db.exec(`SELECT pg_advisory_unlock(${lockKey})`);
+    }
+  });
 }
