@@ -198,7 +198,6 @@ export function checkAgainstRuntime(
   // An automation runs with its environment's variables and secrets, so it may only use an
   // environment its own factory defines; after this apply, those are exactly the snapshot's.
   for (const a of snapshot.automations) {
-    // Its runs' notifications are signed with this secret, read when each is sent.
     // The compiler's schedule rules, again: a snapshot may come from elsewhere, and a schedule
     // that does not parse, or two under one name, would never fire while listed as enabled.
     const scheduleNames = new Set<string>();
@@ -212,6 +211,7 @@ export function checkAgainstRuntime(
       scheduleNames.add(name);
     }
     if (a.notify) {
+      // Its runs' notifications are signed with this secret, read when each is sent.
       unusable(a.source.file, '/notify/secretName', a.notify.secretName);
       // The same rule as a run created through the API: a URL no request could be sent to fails here, not at every attempt.
       const bad = notifyUrlProblem(a.notify.url);
