@@ -1,4 +1,5 @@
-import { relative, resolve, sep } from 'node:path';
+import { lstat, realpath, stat } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
 import type { Command } from 'commander';
 import type { Snapshot } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
@@ -81,11 +82,35 @@ export async function applyOnce(o: Omit<WatchOptions, 'signal' | 'onCycle'>): Pr
  * factory.yaml and the definitions directories, which the loader never reads (a symlink to /usr
  * or a build folder would otherwise be walked whole), and `ignore`.
  */
-export function watchIgnores(root: string, ignore: string[], path: string): boolean {
-  const rel = relative(root, path).split(sep).join('/');
+export function watchIgnores(root: string, ignore: string[], path: string, linked: readonly string[] = []): boolean {
+  if (ignore.some((dir) => path === dir || path.startsWith(dir + sep))) return true;
+  // Inside the real directory of a definitions dir that is a link within the repo: watched as its own.
+  const base = linked.find((dir) => path === dir || path.startsWith(dir + sep));
+  const rel = relative(base ?? root, path).split(sep).join('/');
+  if (base !== undefined) return IGNORED.test(rel);
   if (rel === '') return false;
   if (rel.startsWith('../') || !WATCHED_TOP.has(rel.split('/')[0])) return true;
-  return IGNORED.test(rel) || ignore.some((dir) => path === dir || path.startsWith(dir + sep));
+  return IGNORED.test(rel);
+}
+
+/**
+ * The real directories of the definitions dirs that are symlinks to a directory inside the repo
+ * (the compiler reads through such a link, docs/definitions.md): watched too, since links are
+ * not followed. A link leading outside the repo is not read, so not watched.
+ */
+async function linkedDefinitionDirs(root: string): Promise<string[]> {
+  const out: string[] = [];
+  const realRoot = await realpath(root);
+  for (const name of DEFINITION_DIRS) {
+    try {
+      if (!(await lstat(join(root, name))).isSymbolicLink()) continue;
+      const target = await realpath(join(root, name));
+      if ((target === realRoot || target.startsWith(realRoot + sep)) && (await stat(target)).isDirectory()) out.push(target);
+    } catch {
+      // Missing or dangling: nothing to watch.
+    }
+  }
+  return out;
 }
 
 /** Applies now and on every change under `dir` until `signal` aborts. */
@@ -109,14 +134,18 @@ export async function watchAndApply(o: WatchOptions): Promise<void> {
   };
   // Loaded on use: `factory --help` and the other commands never need a file watcher.
   const { watch } = await import('chokidar');
-  const watcher = watch(root, {
+  const linked = await linkedDefinitionDirs(root);
+  const options = {
     ignoreInitial: true,
     // A link is watched as a link: its target may be anywhere, and the loader reads none outside the repo.
     followSymlinks: false,
-    ignored: (path: string) => watchIgnores(root, o.ignore ?? [], path),
-  });
+    ignored: (path: string) => watchIgnores(root, o.ignore ?? [], path, linked),
+  };
+  // The linked dirs in a watcher of their own: one watcher of both drops the events of a real
+  // directory that it also sees, unfollowed, as a link.
+  const watchers = [watch(root, options), ...(linked.length ? [watch(linked, options)] : [])];
   const reported = new Set<string>();
-  watcher.on('error', (err: unknown) => {
+  const onError = (err: unknown) => {
     // A folder it may not read, a link loop: said once per path, and the watch goes on.
     const e = err as NodeJS.ErrnoException;
     const key = `${e.code ?? ''}:${e.path ?? ''}`;
@@ -124,20 +153,24 @@ export async function watchAndApply(o: WatchOptions): Promise<void> {
     reported.add(key);
     const where = e.path ? ` ${visible(relative(root, e.path) || '.')}` : '';
     o.io.stderr(`warning: cannot watch${where}: ${fsReason(err)}; changes there are not seen.\n`);
-  });
-  watcher.on('all', (_event, path) => {
+  };
+  const onChange = (_event: string, path: string) => {
     if (o.signal.aborted) return;
     clearTimeout(timer);
     timer = setTimeout(() => {
       o.io.stdout(`\nChange in ${visible(relative(root, path) || '.')}; applying ${o.dir}...\n`);
       void cycle();
     }, DEBOUNCE_MS);
-  });
-  await new Promise<void>((ready) => watcher.once('ready', () => ready()));
+  };
+  for (const w of watchers) {
+    w.on('error', onError);
+    w.on('all', onChange);
+  }
+  await Promise.all(watchers.map((w) => new Promise<void>((ready) => w.once('ready', () => ready()))));
   await cycle();
   if (!o.signal.aborted) await new Promise<void>((done) => o.signal.addEventListener('abort', () => done(), { once: true }));
   clearTimeout(timer);
-  await watcher.close();
+  await Promise.all(watchers.map((w) => w.close()));
 }
 
 /**
