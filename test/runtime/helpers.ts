@@ -60,14 +60,22 @@ export interface TestRuntime extends RunningServer {
  * restart on an existing one (then `stop({keep})` semantics: the caller cleans up).
  */
 export async function startTestRuntime(
-  options: { flags?: ConfigFlags; env?: Record<string, string>; dataDir?: string; clock?: Clock; keepDataDir?: boolean } = {},
+  options: {
+    flags?: ConfigFlags;
+    env?: Record<string, string>;
+    dataDir?: string;
+    clock?: Clock;
+    keepDataDir?: boolean;
+    /** Always the data dir's SQLite file, even under FACTORY_TEST_ENGINE=postgres (a test of that file). */
+    sqlite?: boolean;
+  } = {},
 ): Promise<TestRuntime> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-test-'));
   // Only the variables a real runtime would pass on to agents (PATH, HOME, ...) come from this
   // process; no stray FACTORY_* value of the test environment changes the config.
   const inherited = Object.fromEntries(INHERITED_ENV.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n]]])));
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
-  const pg = await onPostgres(dataDir, options);
+  const pg = options.sqlite ? undefined : await onPostgres(dataDir, options);
   const config = parseConfig(
     { port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], ...pg?.flags, ...options.flags, dataDir },
     { ...inherited, ...pg?.env, ...options.env },

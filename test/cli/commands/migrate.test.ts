@@ -53,7 +53,7 @@ test('a bad URL is a usage error, an unreachable server one sentence without the
 
 test('a database a newer release migrated is refused in one sentence, by migrate and by serve', async (t) => {
   // A data dir a runtime made (its database and master.key), then migrated by a release from the future.
-  const made = await startTestRuntime({ keepDataDir: true });
+  const made = await startTestRuntime({ keepDataDir: true, sqlite: true });
   await made.close();
   const dir = made.dataDir;
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -70,7 +70,7 @@ test('a database a newer release migrated is refused in one sentence, by migrate
 });
 
 test('migrate beside a runtime on the same data dir says there is nothing to do while it runs', async (t) => {
-  const rt = await startTestRuntime();
+  const rt = await startTestRuntime({ sqlite: true });
   t.after(() => rt.stop());
   const beside = await runCliInProcess(['migrate', '--data-dir', rt.dataDir]);
   assert.equal(beside.code, 1);
