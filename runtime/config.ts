@@ -118,6 +118,12 @@ export interface Config {
    * directory of mirrors; default https://github.com.
    */
   readonly repositoryBase: string;
+  /**
+   * The directories a repo given as a local path (`/srv/app`, `file://...`) may lie in
+   * (docs/security.md#local-repositories): `--local-repos`, plus a directory `repositoryBase`.
+   * Null: anywhere the run's user can read (`dev`, where the author is the operator).
+   */
+  readonly localRepos: readonly string[] | null;
 }
 
 /** The database (docs/deploy.md#the-database). */
@@ -179,6 +185,8 @@ export interface ConfigFlags {
   notifyRetryDelays?: string;
   /** `--repository-base URL|DIR`: where Warp repositories are cloned from. */
   repositoryBase?: string;
+  /** Repeatable `--local-repos DIR`: where repos given as local paths may lie. */
+  localRepos?: string[];
   /** For tests: how long one notification attempt may take (default 10 s). */
   notifyTimeoutMs?: number;
   /** Overrides for tests and benchmarks; the environment still wins for nothing here. */
@@ -343,16 +351,26 @@ export function parseConfig(
   const notify: NotifySettings = { allow: allow.length ? allow : null, retryDelaysMs, timeoutMs: flags.notifyTimeoutMs ?? 10_000 };
 
   const repositoryBase = parseRepositoryBase(pick(flags.repositoryBase, 'repositoryBase'), cwd);
+  const localRepos: string[] = [];
+  // The data dir and the work dir stay out of reach inside any of them (workspace.ts planRepo).
+  for (const r of pickList(flags.localRepos, 'localRepos', 'FACTORY_LOCAL_REPOS', ':', Boolean)) localRepos.push(resolve(cwd, r.value));
+  // A directory of mirrors for Warp's repositories is local by the operator's own choice.
+  if (repositoryBase.startsWith('/')) localRepos.push(repositoryBase);
 
   return deepFreeze({
     port, host, metricsPort, baseUrl, dataDir, database, masterKey, trustProxy, maxConcurrentRuns, executeRuns, leaseSeconds, logLevel, limits, inheritedEnv,
-    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase,
+    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase, localRepos,
   });
 }
 
 /** The same config with the direct executor: `factory dev` carries on without bubblewrap. */
 export function withDirectExecutor(config: Config): Config {
   return deepFreeze({ ...config, executor: 'direct' as const, directAnnounced: true });
+}
+
+/** `dev` without `--local-repos`: a repo may be any local directory the run's user can read (docs/security.md#local-repositories). */
+export function withAnyLocalRepos(config: Config): Config {
+  return deepFreeze({ ...config, localRepos: null });
 }
 
 /** Is `p` the directory `dir` or inside it? Both absolute. */

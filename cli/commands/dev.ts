@@ -110,7 +110,7 @@ export function registerDev(program: Command, io: CliIO): void {
     )
     .action(async (dir: string, flags: ConfigFlags) => {
       // The runtime (Koa, SQLite, the executor) is loaded when dev runs, never for `factory --help`.
-      const [{ parseConfig, withDirectExecutor }, { isolationOf, probeIsolation }, { startServer }, { createLogger }, { prettyDestination }, { closeInheritedDescriptors }] = await Promise.all([
+      const [{ parseConfig, withAnyLocalRepos, withDirectExecutor }, { isolationOf, probeIsolation }, { startServer }, { createLogger }, { prettyDestination }, { closeInheritedDescriptors }] = await Promise.all([
         import('../../runtime/config.ts'),
         import('../../runtime/executor/sandbox.ts'),
         import('../../runtime/server.ts'),
@@ -123,6 +123,9 @@ export function registerDev(program: Command, io: CliIO): void {
       // lives in <dir>/.factory, where the CLI looks when run in the repo or pointed at it.
       const dataDir = flags.dataDir ?? (io.env.FACTORY_DATA_DIR ? undefined : join(dir, '.factory'));
       let config = parseConfig({ ...flags, dataDir }, io.env, io.cwd);
+      // The author is the operator here: a local repo may be any directory they can read, unless
+      // they name the ones allowed, as serve requires (docs/security.md#local-repositories).
+      if (!flags.localRepos?.length && !io.env.FACTORY_LOCAL_REPOS) config = withAnyLocalRepos(config);
       // Before the server starts: a wrong directory fails at once, with nothing left listening.
       await assertFactoryRepo(io, dir);
       // dev is for laptops: without bubblewrap it carries on unsandboxed and says so, in one line

@@ -18,6 +18,7 @@ export function addSandboxOptions(command: Command, workDirHelp: string): Comman
     .option('--work-dir <dir>', workDirHelp)
     .option('--run-uid <uid[:gid]>', 'when this process is root: the user run commands run as (env FACTORY_RUN_UID, default 65534)')
     .option('--sandbox-ro-bind <dir>', 'a directory sandboxed commands may read, e.g. an agent installation; repeatable (env FACTORY_SANDBOX_RO_BIND, colon-separated)', collect)
+    .option('--local-repos <dir>', 'a directory whose git repositories and folders environments may name by local path; repeatable (env FACTORY_LOCAL_REPOS, colon-separated; default: none, but for dev: any)', collect)
     .option('--sandbox-memory-mb <n>', 'memory (RLIMIT_DATA) of each sandboxed process, and its /tmp size (env FACTORY_SANDBOX_MEMORY_MB, default 4096)')
     .option('--sandbox-max-processes <n>', 'processes of the run user (RLIMIT_NPROC) (env FACTORY_SANDBOX_MAX_PROCESSES, default 4096)')
     .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)');

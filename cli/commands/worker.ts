@@ -11,6 +11,7 @@ interface WorkerFlags extends ClientFlags {
   workDir?: string;
   name?: string;
   sandboxRoBind?: string[];
+  localRepos?: string[];
   sandboxMemoryMb?: string;
   sandboxMaxProcesses?: string;
   sandboxMaxOpenFiles?: string;
@@ -60,6 +61,7 @@ export function registerWorker(program: Command, io: CliIO): void {
           workDir: flags.workDir,
           runUid: flags.runUid,
           sandboxRoBind: flags.sandboxRoBind,
+          localRepos: flags.localRepos,
           sandboxMemoryMb: flags.sandboxMemoryMb,
           sandboxMaxProcesses: flags.sandboxMaxProcesses,
           sandboxMaxOpenFiles: flags.sandboxMaxOpenFiles,

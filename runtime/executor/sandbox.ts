@@ -89,6 +89,8 @@ export interface Isolation {
   runAs?: { uid: number; gid: number };
   /** Never visible to a command: the data dir and the work dir. */
   hidden: readonly string[];
+  /** Where a repo given as a local path may lie; null: anywhere (config.localRepos). */
+  localRepos: readonly string[] | null;
 }
 
 export function isolationOf(config: Config): Isolation {
@@ -97,6 +99,7 @@ export function isolationOf(config: Config): Isolation {
     sandbox: config.sandbox,
     ...(config.runAs ? { runAs: { ...config.runAs } } : {}),
     hidden: [config.dataDir, config.workDir],
+    localRepos: config.localRepos,
   };
 }
 

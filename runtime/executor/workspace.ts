@@ -106,6 +106,12 @@ export async function planRepo(
   if (local !== null && sandbox.iso.hidden.some((h) => within(local, h))) {
     throw new Error(`repo ${repo.url} lies inside the runtime's data directory or work directory, which runs may not read; name a repository outside them`);
   }
+  // A local path reads the host: only where the operator allows it (docs/security.md#local-repositories).
+  const roots = sandbox.iso.localRepos;
+  if (local !== null && roots !== null && !roots.some((r) => within(local, r))) {
+    const allowed = roots.length ? `only under ${roots.join(', ')}` : 'none here';
+    throw new Error(`repo ${repo.url} is a local path, and the runtime allows local repositories ${allowed} (--local-repos); clone it from a URL, or ask the operator to allow its directory`);
+  }
   const inTarget = sandbox.inside(target);
   if (local !== null && (await isDir(local)) && !(await isGitRepo(sandbox, local, env, extra))) {
     if (repo.ref) throw new Error(`repo ${repo.url} is not a git repository, so ref "${repo.ref}" cannot be checked out`);

@@ -13,6 +13,7 @@ import { createTestSchema } from '../helpers/postgres.ts';
 
 /** The example agents (scripted, failing, claude-stream), which test runtimes let sandboxed runs read. */
 export const EXAMPLE_AGENTS = resolve(import.meta.dirname, '../../examples/agents');
+const PROJECT_ROOT = resolve(import.meta.dirname, '../..');
 
 /** Collects log lines written by a logger, for assertions on what was (not) logged. */
 export class LogCapture extends Writable {
@@ -77,7 +78,8 @@ export async function startTestRuntime(
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
   const pg = options.sqlite ? undefined : await onPostgres(dataDir, options);
   const config = parseConfig(
-    { port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], ...pg?.flags, ...options.flags, dataDir },
+    // Local repos: the tests' own (under the system's temp directory) and this project (the example's `url: ../..`).
+    { port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], localRepos: [tmpdir(), PROJECT_ROOT], ...pg?.flags, ...options.flags, dataDir },
     { ...inherited, ...pg?.env, ...options.env },
   );
   const logs = new LogCapture();

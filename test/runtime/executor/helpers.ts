@@ -24,7 +24,8 @@ export function scratch(t: { after: (fn: () => void) => void }): string {
  * (the operator's --sandbox-ro-bind for an agent installation).
  */
 export function isolation(dir: string, executor: ExecutorKind = 'sandbox', flags: Parameters<typeof parseConfig>[0] = {}): Isolation {
-  return isolationOf(parseConfig({ dataDir: path.join(dir, 'data'), executor, sandboxRoBind: [AGENTS], ...flags }, {}));
+  // Local repos: the tests' own, made under the system's temp directory.
+  return isolationOf(parseConfig({ dataDir: path.join(dir, 'data'), executor, sandboxRoBind: [AGENTS], localRepos: [os.tmpdir()], ...flags }, {}));
 }
 
 let fallbackSaid = false;

@@ -126,6 +126,29 @@ for (const executor of ['sandbox', 'direct'] as const) {
     }
   });
 
+  test('a local path is read only under --local-repos: elsewhere (a home directory, /) the run fails before anything runs', async (t) => {
+    const dir = scratch(t);
+    const allowed = path.join(dir, 'repos');
+    const home = path.join(dir, 'home', '.ssh');
+    mkdirSync(path.join(allowed, 'fixtures'), { recursive: true });
+    mkdirSync(home, { recursive: true });
+    writeFileSync(path.join(allowed, 'fixtures', 'a.txt'), 'ok');
+    writeFileSync(path.join(home, 'id_ed25519'), 'PRIVATE KEY');
+    const iso = isolation(dir, executor, { localRepos: [allowed] });
+    for (const url of [home, pathToFileURL(home).href, '/']) {
+      const { result, events } = await runIn(spec(dir, { workspaceDir: path.join(dir, `ws-${randomBytes(4).toString('hex')}`), repos: [{ url, path: 'loot' }], agent: { command: ['/bin/sh', '-c', 'cat loot/*'] } }), { isolation: iso });
+      assert.deepEqual([result.state, result.errorCode], ['FAILED', 'repo_failed'], url);
+      assert.equal(result.statusMessage, `repo ${url} is a local path, and the runtime allows local repositories only under ${allowed} (--local-repos); clone it from a URL, or ask the operator to allow its directory`);
+      assert.equal(events.length, 0, 'nothing ran');
+    }
+    const inside = await runIn(spec(dir, { workspaceDir: path.join(dir, 'ws-ok'), repos: [{ url: path.join(allowed, 'fixtures'), path: 'fx' }], agent: { command: ['/bin/sh', '-c', 'cat fx/a.txt'] } }), { isolation: iso });
+    assert.equal(inside.result.state, 'SUCCEEDED', JSON.stringify(inside.result));
+    assert.equal(inside.output, 'ok');
+    // With none allowed (serve's default), the message says so.
+    const none = await runIn(spec(dir, { workspaceDir: path.join(dir, 'ws-none'), repos: [{ url: path.join(allowed, 'fixtures') }] }), { isolation: isolation(dir, executor, { localRepos: [] }) });
+    assert.match(none.result.statusMessage!, /allows local repositories none here \(--local-repos\)/);
+  });
+
   test('a local directory that holds the data dir: the sandbox copies it with the data dir left out; direct refuses to copy it', async (t) => {
     const dir = scratch(t);
     const src = path.join(dir, 'src');

@@ -92,7 +92,7 @@ export async function startChildRuntime(env: Record<string, string> = {}, option
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-child-'));
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
-  const args = ['serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--sandbox-ro-bind', join(ROOT, 'examples/agents'), '--executor', testExecutor(), ...(options.args ?? [])];
+  const args = ['serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', '--sandbox-ro-bind', join(ROOT, 'examples/agents'), '--local-repos', tmpdir(), '--local-repos', ROOT, '--executor', testExecutor(), ...(options.args ?? [])];
   const serving = startCli(args, { cwd: ROOT, env: { ...process.env, FACTORY_MASTER_KEY: '', ...env } as Record<string, string> });
   const proc = serving.child;
   const exited = serving.exited;
