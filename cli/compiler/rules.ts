@@ -8,6 +8,7 @@ import type { ParsedFile } from './parse-file.ts';
 import { PROVIDERS, warpRules } from './warp-rules.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
 import automationSchema from '../../schemas/automation.schema.json' with { type: 'json' };
+import { repoProblems } from '../../core/repo-url.ts';
 
 /** At most 20 webhooks per factory (docs/runtime.md#limits). */
 export const MAX_WEBHOOKS = 20;
@@ -37,8 +38,18 @@ export function crossFileRules(files: ParsedFile[], runtimeWebhooks?: ReadonlyMa
   const pinned = pinnedUids(files, report);
   const environments = new Set(files.filter((f) => f.kind === 'environment').map((f) => f.name));
   for (const f of files) if (f.kind === 'automation') automationRules(f, pinned, environments, report, runtimeWebhooks);
+  for (const f of files) if (f.kind === 'environment') environmentRepoRules(f, report);
   warpRules(files, report);
   return out;
+}
+
+/** Each repo's url and ref as git will take them (core/repo-url.ts). */
+function environmentRepoRules(f: ParsedFile, report: Report): void {
+  const repos = isObject(f.value) && Array.isArray(f.value.repos) ? f.value.repos : [];
+  repos.forEach((repo: unknown, i: number) => {
+    if (!isObject(repo)) return;
+    for (const p of repoProblems(repo)) report(f, `/repos/${i}/${p.key}`, 'environment.invalid_value', p.message);
+  });
 }
 
 function duplicateNames(files: ParsedFile[], report: Report): void {

@@ -5,6 +5,7 @@ import type { Snapshot } from '../../core/snapshot.ts';
 import type { PlanInput } from './state.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
 import { parseSchedule } from '../../core/schedule.ts';
+import { repoProblems } from '../../core/repo-url.ts';
 
 /**
  * The runtime's checks of a snapshot (docs/plan-apply.md): first the snapshot itself (schema,
@@ -184,6 +185,10 @@ export function checkAgainstRuntime(
   }
   const defined = new Set(snapshot.environments.map((e) => e.name));
   for (const env of snapshot.environments) {
+    // The compiler's repo rule, again: a snapshot may come from elsewhere.
+    (env.repos ?? []).forEach((repo, i) => {
+      for (const p of repoProblems(repo)) errors.push({ file: env.source.file, pointer: `/repos/${i}/${p.key}`, code: 'environment.invalid_value', message: p.message });
+    });
     const owner = input.environmentOwners.get(env.name);
     if (owner && owner !== snapshot.factory.name) {
       errors.push({ file: env.source.file, pointer: '', code: 'environment.owned', conflict: true, message: `environment '${env.name}' belongs to ${factoryNamed(owner)}; environment ids are unique across the runtime` });

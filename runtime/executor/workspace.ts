@@ -129,8 +129,11 @@ export async function planRepo(
   }
   const network = local === null;
   const sources = local === null ? [] : [local];
-  const commands: RepoCommand[] = [{ argv: ['git', 'clone', '--quiet', repo.url, inTarget], cwd: ws, network, sources }];
-  if (repo.ref) commands.push({ argv: ['git', 'checkout', '--quiet', repo.ref], cwd: target, network, sources });
+  // `--` ends the options: a url is never read as one, and after the ref it makes a ref that names
+  // no commit an error instead of a checkout of a file by that name. A ref is never an option.
+  if (repo.ref?.startsWith('-')) throw new Error(`repo ${repo.url}: ref "${repo.ref}" starts with "-", which git would read as an option; name a branch, tag or commit`);
+  const commands: RepoCommand[] = [{ argv: ['git', 'clone', '--quiet', '--', repo.url, inTarget], cwd: ws, network, sources }];
+  if (repo.ref) commands.push({ argv: ['git', 'checkout', '--quiet', repo.ref, '--'], cwd: target, network, sources });
   return { kind: 'clone', target, commands };
 }
 

@@ -27,3 +27,16 @@ test('an environment unlike any in the repo is left to plan, which checks the ru
   assert.equal(d?.message, "environment 'gpu-runners' is not defined in this repo (environments/gpu-runners.yaml); plan checks that it exists on the runtime");
   assert.equal(compile(repo('sandbox')).diagnostics.some((x) => x.code === 'automation.unknown_environment'), false);
 });
+
+test('a repo url or ref git would read as an option, and an http(s) URL with a token, are errors at the value; an ssh user is fine', () => {
+  const env = (repos: string) => compile([{ path: 'factory.yaml', text: 'name: shop\n' }, { path: 'environments/sandbox.yaml', text: `repos:\n${repos}agent:\n  command: [node, agent.mjs]\n` }]);
+  const at = (repos: string) => env(repos).diagnostics.filter((d) => d.severity === 'error').map((d) => [d.code, d.pointer, d.line, d.column]);
+  assert.deepEqual(at('  - url: https://x-access-token:ghp_SECRET@github.com/acme/app.git\n'), [['environment.invalid_value', '/repos/0/url', 2, 10]]);
+  assert.deepEqual(at('  - url: https://ghp_SECRET@github.com/acme/app.git\n'), [['environment.invalid_value', '/repos/0/url', 2, 10]]);
+  assert.deepEqual(at('  - url: "--upload-pack=touch /tmp/x"\n'), [['environment.invalid_value', '/repos/0/url', 2, 10]]);
+  assert.deepEqual(at('  - url: https://github.com/acme/app.git\n    ref: "--orphan=x"\n'), [['environment.invalid_value', '/repos/0/ref', 3, 10]]);
+  assert.deepEqual(at('  - url: ssh://git@github.com/acme/app.git\n  - url: git@github.com:acme/app.git\n    ref: main\n'), []);
+  const token = env('  - url: https://ghp_SECRET@github.com/acme/app.git\n').diagnostics.find((d) => d.severity === 'error')!;
+  assert.match(token.message, /must not carry a user name or token/);
+  assert.ok(!token.message.includes('ghp_SECRET'), 'the message does not repeat the token');
+});

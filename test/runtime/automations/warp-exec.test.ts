@@ -102,7 +102,7 @@ test('a Warp repo: a signed delivery runs the agent\'s claude harness with the r
   const commands = events.filter((e) => e.type === 'command');
   // factory.yaml's repositories, from the mirror.
   const clone = commands.find((c) => c.data.phase === 'repo')!;
-  assert.deepEqual(clone.data.argv.slice(0, 4), ['git', 'clone', '--quiet', path.join(base, 'acme', 'app')]);
+  assert.deepEqual(clone.data.argv.slice(0, 5), ['git', 'clone', '--quiet', '--', path.join(base, 'acme', 'app')]);
   assert.equal(clone.data.exit_code, 0);
   // The runner's setupCommands, in order, in the workspace with the clone.
   assert.deepEqual(commands.filter((c) => c.data.phase === 'setup').map((c) => [c.data.text, c.data.exit_code]), [

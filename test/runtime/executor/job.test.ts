@@ -86,6 +86,17 @@ for (const executor of ['sandbox', 'direct'] as const) {
     ]);
   });
 
+  test('a ref that names no commit (a file, an option) ends FAILED instead of running on the default branch', async (t) => {
+    const dir = scratch(t);
+    const repo = makeRepo(dir);
+    const file = await run(spec(dir, { repos: [{ url: repo, ref: 'README.md' }] }));
+    assert.deepEqual([file.result.state, file.result.errorCode], ['FAILED', 'repo_failed'], JSON.stringify(file.result));
+    assert.match(file.result.statusMessage!, /^checking out ref "README\.md" of .*origin-app failed with exit code 128$/);
+    const option = await run(spec(dir, { workspaceDir: path.join(dir, 'ws-option'), repos: [{ url: repo, ref: '--orphan=x' }] }));
+    assert.deepEqual([option.result.state, option.result.errorCode], ['FAILED', 'repo_failed']);
+    assert.equal(option.result.statusMessage, `repo ${repo}: ref "--orphan=x" starts with "-", which git would read as an option; name a branch, tag or commit`);
+  });
+
   test('a local directory that is not a git repository is copied', async (t) => {
     const dir = scratch(t);
     const plain = path.join(dir, 'fixtures');
