@@ -13,6 +13,12 @@ type Stream = 'stdout' | 'stderr';
 /** Output batches are flushed at this size, when the stream changes, or after FLUSH_MS. */
 const BATCH_BYTES = 8 * 1024;
 const FLUSH_MS = 100;
+/**
+ * A line of a JSON format (claude-stream-json, codex-json) is held whole up to this size before it
+ * is read, however the pipe splits it: a tool result of 100 KB is one JSON line, which cut at the
+ * plain-text line cap would come out as raw fragments of JSON (docs/runs.md#agent-output).
+ */
+export const JSON_LINE_BYTES = 4 * 1024 * 1024;
 
 export class AgentOutput {
   private readonly decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
@@ -36,8 +42,9 @@ export class AgentOutput {
       text = text.slice(nl + 1);
     }
     // A line longer than the cap is cut into pieces rather than held in memory.
-    while (Buffer.byteLength(text) > this.caps.lineBytes) {
-      const cut = truncateUtf8(text, this.caps.lineBytes);
+    const cap = this.reader && stream === 'stdout' ? JSON_LINE_BYTES : this.caps.lineBytes;
+    while (text.length > cap / 3 && Buffer.byteLength(text) > cap) {
+      const cut = truncateUtf8(text, cap);
       this.line(stream, cut.text);
       text = text.slice(cut.text.length);
     }
@@ -63,6 +70,17 @@ export class AgentOutput {
         return;
       }
     }
+    // Kept as output: at most the line cap per piece, however long the line came.
+    let rest = line;
+    while (rest.length > this.caps.lineBytes / 3 && Buffer.byteLength(rest) > this.caps.lineBytes) {
+      const cut = truncateUtf8(rest, this.caps.lineBytes);
+      this.output(stream, cut.text);
+      rest = rest.slice(cut.text.length);
+    }
+    if (rest) this.output(stream, rest);
+  }
+
+  private output(stream: Stream, line: string): void {
     if (!this.charge(stream, Buffer.byteLength(line))) return;
     if (this.pending && this.pending.stream !== stream) this.flush();
     if (!this.pending) this.pending = { stream, text: '' };
