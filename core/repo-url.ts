@@ -1,5 +1,5 @@
 /**
- * What is wrong with an environment's repo (docs/definitions.md#environments), in words, or
+ * What is wrong with an environment's repo (docs/definitions.md#decisions), in words, or
  * undefined: a url or ref that git would read as an option, and an http(s) URL that carries a user
  * name or password (a token there would be shown in every clone command of the run's transcript,
  * its status message and the logs). An ssh user such as `git@` is fine. The compiler and the

@@ -16,7 +16,7 @@ const FLUSH_MS = 100;
 /**
  * A line of a JSON format (claude-stream-json, codex-json) is held whole up to this size before it
  * is read, however the pipe splits it: a tool result of 100 KB is one JSON line, which cut at the
- * plain-text line cap would come out as raw fragments of JSON (docs/runs.md#agent-output).
+ * plain-text line cap would come out as raw fragments of JSON (docs/runs.md#transcript).
  */
 export const JSON_LINE_BYTES = 4 * 1024 * 1024;
 
