@@ -78,7 +78,9 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
       .replaceAll('127.0.0.1:8081', `127.0.0.1:${ports[0]}`)
       .replaceAll('127.0.0.1:8082', `127.0.0.1:${ports[1]}`)
       .replace('--port 8081', `--port ${ports[0]}`)
-      .replace('--port 8082', `--port ${ports[1]}`);
+      .replace('--port 8082', `--port ${ports[1]}`)
+      // The checkout the example clones is this project (above), which "$PWD" stands for in the doc.
+      .replaceAll('--local-repos "$PWD"', `--local-repos ${ROOT}`);
 
   const sh = terminal(cwd, terminalEnv());
   children.push(sh.child);
