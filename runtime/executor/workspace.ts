@@ -190,15 +190,26 @@ async function writeNoFollow(file: string, data: Buffer | string, owner?: Owner)
 /** Writes attachments (exact bytes) and prompt.md into the workspace root, owned by `owner` when given; returns the paths written. */
 export async function writeInputs(workspaceDir: string, prompt: string, attachments: { name: string; bytes: Buffer }[], owner?: Owner): Promise<string[]> {
   const written: string[] = [];
+  // A repo cloned to the same name (`path: prompt.md`) is the definition's mistake: the run fails
+  // saying so (repo_failed), not as the runtime's own error.
+  const write = async (name: string, content: string | Buffer) => {
+    const file = path.join(workspaceDir, name);
+    try {
+      await writeNoFollow(file, content, owner);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EISDIR' || code === 'EEXIST' || code === 'ELOOP') {
+        throw new Error(`the workspace already holds ${name} (a repo's path?), where the runtime writes the run's ${name === 'prompt.md' ? 'prompt' : 'attachment'}; give the repo another path`);
+      }
+      throw err;
+    }
+    written.push(file);
+  };
   for (const a of attachments) {
     if (!safeFileName(a.name) || a.name === 'prompt.md') throw new Error(`attachment name "${a.name}" is not a plain file name`);
-    const file = path.join(workspaceDir, a.name);
-    await writeNoFollow(file, a.bytes, owner);
-    written.push(file);
+    await write(a.name, a.bytes);
   }
-  const promptFile = path.join(workspaceDir, 'prompt.md');
-  await writeNoFollow(promptFile, prompt, owner);
-  written.push(promptFile);
+  await write('prompt.md', prompt);
   return written;
 }
 

@@ -51,7 +51,13 @@ test('inputs are written without following a symlink, and handed to the run user
   }
   // A symlink where an input goes (left by a repo step) is an error; what it points at stays root's.
   symlinkSync(path.join(keep, 'admin.key'), path.join(ws, 'image-1.png'));
-  await assert.rejects(writeInputs(ws, 'x', [{ name: 'image-1.png', bytes: Buffer.from('png') }], { uid: 65534, gid: 65534 }), { code: 'ELOOP' });
+  await assert.rejects(writeInputs(ws, 'x', [{ name: 'image-1.png', bytes: Buffer.from('png') }], { uid: 65534, gid: 65534 }), {
+    message: "the workspace already holds image-1.png (a repo's path?), where the runtime writes the run's attachment; give the repo another path",
+  });
   assert.equal(statSync(path.join(keep, 'admin.key')).uid, 0);
   assert.equal(readFileSync(path.join(keep, 'admin.key'), 'utf8'), 'fk_secret\n');
+  // A repo cloned to `path: prompt.md`: the definition's mistake, said as such (the run ends repo_failed).
+  const ws2 = path.join(dir, 'ws2');
+  mkdirSync(path.join(ws2, 'prompt.md'), { recursive: true });
+  await assert.rejects(writeInputs(ws2, 'x', []), { message: "the workspace already holds prompt.md (a repo's path?), where the runtime writes the run's prompt; give the repo another path" });
 });
