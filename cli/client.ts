@@ -5,7 +5,7 @@ import { gzip } from 'node:zlib';
 import type { Command } from 'commander';
 import { CliError, ERROR_CODES, FactoryError, type ErrorCode, type FieldError } from '../core/errors.ts';
 import { fsReason, type CliIO } from './io.ts';
-import type { RuntimeFile } from '../runtime/server.ts';
+import { readRuntimeFile } from '../runtime/runtime-file.ts';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 
@@ -145,13 +145,9 @@ function alive(pid: number): boolean {
 
 function inspect(dir: string): DataDirFinding {
   const finding: DataDirFinding = { dir };
-  const file = join(dir, 'runtime.json');
-  try {
-    const r = JSON.parse(readFileSync(file, 'utf8')) as Partial<RuntimeFile>;
-    if (typeof r.url === 'string' && typeof r.pid === 'number' && alive(r.pid)) finding.runtime = { url: r.url.replace(/\/+$/, ''), file, pid: r.pid };
-  } catch {
-    // Missing or unreadable: no running runtime recorded here.
-  }
+  // Missing or unreadable: no running runtime recorded here.
+  const r = readRuntimeFile(dir);
+  if (r && alive(r.pid)) finding.runtime = { url: r.url.replace(/\/+$/, ''), file: r.path, pid: r.pid };
   const key = join(dir, 'admin.key');
   if (existsSync(key)) finding.adminKey = key;
   return finding;
@@ -280,7 +276,8 @@ export function createClient(options: { server: string; apiKey: string; origin?:
     // One limit for the whole exchange: a runtime that accepts the connection and then never
     // answers (stopped in a debugger, its disk hung) would otherwise hold the command for minutes.
     const signal = AbortSignal.timeout(timeoutMs);
-    const slow = () => new CliError(`the runtime at ${server} did not answer ${method} ${path.split('?')[0]} within ${timeoutMs / 1000} s; FACTORY_TIMEOUT sets this limit in seconds.`);
+    const route = routeOf(path);
+    const slow = () => new CliError(`the runtime at ${server} did not answer ${method} ${route} within ${timeoutMs / 1000} s; FACTORY_TIMEOUT sets this limit in seconds.`);
     let res: Response;
     let text: string;
     try {
@@ -291,7 +288,7 @@ export function createClient(options: { server: string; apiKey: string; origin?:
     try {
       text = await res.text();
     } catch {
-      throw signal.aborted ? slow() : new CliError(`the connection to the runtime at ${server} broke while it answered ${method} ${path.split('?')[0]}; try again.`);
+      throw signal.aborted ? slow() : new CliError(`the connection to the runtime at ${server} broke while it answered ${method} ${route}; try again.`);
     }
     const type = res.headers.get('content-type') ?? '';
     let parsed: unknown;
@@ -310,15 +307,19 @@ export function createClient(options: { server: string; apiKey: string; origin?:
     send,
     request: async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => {
       const res = await send<T>(method, path, body, headers);
+      const route = routeOf(path);
       // Every JSON route of the runtime answers a JSON object; anything else is another server.
       if (res.status !== 204 && (res.body === null || typeof res.body !== 'object' || Array.isArray(res.body))) {
-        throw new CliError(`the server at ${server} did not answer as a factory runtime (${method} ${path.split('?')[0]} gave ${res.status} with ${describeBody(res)}); check --server or FACTORY_SERVER.`);
+        throw new CliError(`the server at ${server} did not answer as a factory runtime (${method} ${route} gave ${res.status} with ${describeBody(res)}); check --server or FACTORY_SERVER.`);
       }
-      lastAnswer = { server, method, path: path.split('?')[0] };
+      lastAnswer = { server, method, path: route };
       return res.body;
     },
   };
 }
+
+/** A request path without its query, as messages name it. */
+const routeOf = (path: string) => path.split('?')[0];
 
 /** What a response that is not a JSON object held, in a few words. */
 function describeBody(res: { headers: Headers; text: string }): string {

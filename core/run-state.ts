@@ -58,3 +58,6 @@ export const RUN_ERROR_CODES = [
   'platform_error',
 ] as const;
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
+
+/** How a cancelled run ends, wherever the cancel lands: the executor, a worker's holder, the route. */
+export const CANCELLED_END = Object.freeze({ statusMessage: 'the run was cancelled', errorCode: 'cancelled' as const });

@@ -67,3 +67,27 @@ export function nextFire(schedule: ParsedSchedule, after: Date, anchor: Date): D
   }
   return schedule.cron.nextRun(after) ?? undefined;
 }
+
+/** What is wrong with one of an automation's schedules: its expression, or a name used before. */
+export type ScheduleProblem<K> = { at: K; error: string } | { at: K; name: string; first: K };
+
+/**
+ * The rules every automation's schedules follow (docs/definitions.md#schedules), for the compiler
+ * and for the runtime's apply check: each expression parses, and no name (or the missing name) is
+ * used twice. `at` is the caller's own handle on each one (a trigger index, a schedule).
+ */
+export function scheduleProblems<K>(schedules: readonly { at: K; cron?: unknown; name?: unknown }[]): ScheduleProblem<K>[] {
+  const problems: ScheduleProblem<K>[] = [];
+  const names = new Map<string, K>();
+  for (const s of schedules) {
+    if (typeof s.cron === 'string') {
+      const parsed = parseSchedule(s.cron);
+      if ('error' in parsed) problems.push({ at: s.at, error: parsed.error });
+    }
+    const name = typeof s.name === 'string' ? s.name : '';
+    const first = names.get(name);
+    if (first !== undefined) problems.push({ at: s.at, name, first });
+    else names.set(name, s.at);
+  }
+  return problems;
+}

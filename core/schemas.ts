@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { escapePointer } from './json-walk.ts';
 import type { Ajv as AjvInstance, ErrorObject, ValidateFunction } from 'ajv';
 import factorySchema from '../schemas/factory.schema.json' with { type: 'json' };
 import webhookSchema from '../schemas/webhook.schema.json' with { type: 'json' };
@@ -111,9 +112,7 @@ export function toProblems(errors: SchemaError[]): SchemaProblem[] {
   });
 }
 
-export function escapePointer(segment: string): string {
-  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
-}
+export { escapePointer };
 
 /**
  * Validates a snapshot against schemas/snapshot.schema.json. The runtime calls this before it

@@ -28,8 +28,10 @@ export const DERIVED_TITLE_CHARS = 80;
  * clients read `title` as a string that is always there.
  */
 export function titleFromPrompt(prompt: string): string {
-  const line = prompt.split(/\r\n|\r|\n/).find((l) => l.trim() !== '')?.trim() ?? '';
-  const chars = [...line];
+  // Every view of a run asks this, and a prompt may be a megabyte on one line: read only the start
+  // of that line (two UTF-16 units a character at most, so this many hold one character more).
+  const line = /\S[^\r\n]*/.exec(prompt)?.[0].trimEnd() ?? '';
+  const chars = [...line.slice(0, 2 * DERIVED_TITLE_CHARS + 2)];
   return chars.length > DERIVED_TITLE_CHARS ? chars.slice(0, DERIVED_TITLE_CHARS - 1).join('') + '…' : line;
 }
 
@@ -46,3 +48,9 @@ export function unstorable(text: string): string | undefined {
   if (LONE_SURROGATE.test(text)) return 'an unpaired UTF-16 surrogate';
   return undefined;
 }
+
+/**
+ * A name a person gives (an API key's, a worker's): 1 to 128 characters, none of them a control
+ * character. Counted in characters (`u`), as the API's schemas count.
+ */
+export const PLAIN_NAME = /^[^\x00-\x1f\x7f]{1,128}$/u;

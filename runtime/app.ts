@@ -57,7 +57,7 @@ export function createApp(options: CreateAppOptions): Koa {
     else deps.log.warn({ err }, 'koa error');
   });
 
-  app.use(accessLog(deps.log));
+  app.use(accessLog(deps));
   app.use(problemMiddleware(deps.log));
   app.use(refuseNul);
 
@@ -89,7 +89,7 @@ export function appListener(app: Koa): (req: IncomingMessage, res: ServerRespons
   return (req, res) => (isIngressUrl(req.url) ? ingress(req, res) : void koa(req, res));
 }
 
-function accessLog(log: Logger): Koa.Middleware {
+function accessLog({ log, services }: AppDeps): Koa.Middleware {
   return async (ctx, next) => {
     const start = performance.now();
     try {
@@ -97,8 +97,8 @@ function accessLog(log: Logger): Koa.Middleware {
     } finally {
       const ms = msSince(start);
       // The ingress's Koa route leaves what it logged, so its line and latency are the raw adapter's.
-      const ingress = ctx.state.ingress as { delivery?: IngressResult['logged']; latency: { observe(seconds: number): void } } | undefined;
-      ingress?.latency.observe(ms / 1000);
+      const ingress = ctx.state.ingress as { delivery?: IngressResult['logged'] } | undefined;
+      if (ingress) services.ingress?.metrics.latency.observe(ms / 1000);
       logRequest(log, { method: ctx.method, url: ctx.originalUrl, status: ctx.status, ms, delivery: ingress?.delivery });
     }
   };

@@ -124,6 +124,8 @@ export interface Config {
    * Null: anywhere the run's user can read (`dev`, where the author is the operator).
    */
   readonly localRepos: readonly string[] | null;
+  /** Whether `--local-repos` or FACTORY_LOCAL_REPOS named any (`dev` allows any local repo otherwise). */
+  readonly localReposChosen: boolean;
 }
 
 /** The database (docs/deploy.md#the-database). */
@@ -354,12 +356,13 @@ export function parseConfig(
   const localRepos: string[] = [];
   // The data dir and the work dir stay out of reach inside any of them (workspace.ts planRepo).
   for (const r of pickList(flags.localRepos, 'localRepos', 'FACTORY_LOCAL_REPOS', ':', Boolean)) localRepos.push(resolve(cwd, r.value));
+  const localReposChosen = localRepos.length > 0;
   // A directory of mirrors for Warp's repositories is local by the operator's own choice.
   if (repositoryBase.startsWith('/')) localRepos.push(repositoryBase);
 
   return deepFreeze({
     port, host, metricsPort, baseUrl, dataDir, database, masterKey, trustProxy, maxConcurrentRuns, executeRuns, leaseSeconds, logLevel, limits, inheritedEnv,
-    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase, localRepos,
+    executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase, localRepos, localReposChosen,
   });
 }
 

@@ -1,9 +1,10 @@
-import { readFileSync, truncateSync } from 'node:fs';
+import { truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { CliError } from '../core/errors.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { tightenMode } from '../core/file-mode.ts';
+import { readRuntimeFile } from './runtime-file.ts';
 
 /**
  * One runtime per data dir (docs/runtime.md#the-data-dir). A second one on the same dir would take
@@ -15,17 +16,14 @@ import { tightenMode } from '../core/file-mode.ts';
  * them gets SQLITE_BUSY at once.
  */
 
-/** Data dirs held by this process, by path: said in the same words as another process's hold. */
-const heldHere = new Set<string>();
-
 export interface DataDirLock {
   /** Releases the lock (idempotent). */
   release(): void;
 }
 
 export function lockDataDir(dataDir: string, then = 'stop it first, or give this one its own --data-dir'): DataDirLock {
+  // A second hold in this same process is SQLITE_BUSY too: SQLite keeps one lock per file and process.
   const path = join(dataDir, 'runtime.lock');
-  if (heldHere.has(path)) throw inUse(dataDir, then);
   let db: Database.Database | undefined;
   for (let attempt = 0; db === undefined; attempt++) {
     let opened: Database.Database;
@@ -53,13 +51,11 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
       throw new CliError(`cannot lock the data dir ${dataDir}: ${(err as Error).message}.`);
     }
   }
-  heldHere.add(path);
   let held = true;
   return {
     release() {
       if (!held) return;
       held = false;
-      heldHere.delete(path);
       db!.close();
     },
   };
@@ -67,16 +63,7 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
 
 /** The one sentence for a data dir in use, naming the other runtime as its runtime.json does. */
 function inUse(dataDir: string, then: string): CliError {
-  const other = runtimeFile(dataDir);
+  const other = readRuntimeFile(dataDir);
   const who = other ? ` (pid ${other.pid}, ${other.url})` : '';
   return new CliError(`the data dir ${dataDir} is in use by another runtime${who}; ${then}.`);
-}
-
-function runtimeFile(dataDir: string): { pid: number; url: string } | undefined {
-  try {
-    const r = JSON.parse(readFileSync(join(dataDir, 'runtime.json'), 'utf8')) as { pid?: unknown; url?: unknown };
-    return typeof r.pid === 'number' && typeof r.url === 'string' ? { pid: r.pid, url: r.url } : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -41,7 +41,7 @@ type PromClient = typeof import('prom-client');
 
 /** Builds the registry: the ingress's own metrics, runs, executor, process. */
 export function buildRegistry(prom: PromClient, deps: {
-  store: { runs: { countByState(): Record<string, number>; queuedCount(): number } };
+  store: { runs: { countByState(): Record<string, number> } };
   maxConcurrentRuns: number;
   ingress: IngressState | undefined;
   executor: ExecutorPool | undefined;
@@ -50,6 +50,12 @@ export function buildRegistry(prom: PromClient, deps: {
   const own = new Registry();
   collectDefaultMetrics({ register: own });
   const { store, executor } = deps;
+  // One count of the runs per scrape serves both gauges: the queue depth is set with the states.
+  const queueDepth = new Gauge({
+    name: 'factory_run_queue_depth',
+    help: 'Runs waiting for an executor slot (QUEUED).',
+    registers: [],
+  });
   new Gauge({
     name: 'factory_runs',
     help: 'Runs in each state, as the database holds them.',
@@ -58,17 +64,10 @@ export function buildRegistry(prom: PromClient, deps: {
     collect() {
       const counts = store.runs.countByState();
       for (const state of RUN_STATES) this.set({ state }, counts[state] ?? 0);
+      queueDepth.set(counts.QUEUED ?? 0);
     },
   });
-  new Gauge({
-    name: 'factory_run_queue_depth',
-    help: 'Runs waiting for an executor slot (QUEUED).',
-    registers: [own],
-    collect() {
-      // Along the state index: not a second count of every run per scrape.
-      this.set(store.runs.queuedCount());
-    },
-  });
+  own.registerMetric(queueDepth);
   new Gauge({
     name: 'factory_executor_slots_in_use',
     help: 'Runs the executor is executing now.',
@@ -181,24 +180,23 @@ export const metricsService: ServiceFactory = {
     const executor = services.executor as ExecutorPool | undefined;
     let server: Server | undefined;
     let port: number | undefined;
-    let registry: Registry | undefined;
-    let runEnded: ((run: RunRecord) => void) | undefined;
+    let built: ReturnType<typeof buildRegistry> | undefined;
     return {
       get registry() {
-        return registry;
+        return built?.registry;
       },
       get port() {
         return port;
       },
       async start() {
-        const built = buildRegistry(await import('prom-client'), {
+        const metrics = buildRegistry(await import('prom-client'), {
           store,
           maxConcurrentRuns: config.maxConcurrentRuns,
           ingress: services.ingress,
           executor,
         });
-        ({ registry, runEnded } = built);
-        executor?.onRunEnd.push(built.runEnded);
+        built = metrics;
+        executor?.onRunEnd.push(metrics.runEnded);
         server = createServer((req, res) => {
           const path = (req.url ?? '/').split('?')[0];
           if (path !== '/metrics') {
@@ -209,8 +207,8 @@ export const metricsService: ServiceFactory = {
             res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }).end('GET /metrics\n');
             return;
           }
-          built.registry.metrics().then(
-            (text) => res.writeHead(200, { 'Content-Type': built.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+          metrics.registry.metrics().then(
+            (text) => res.writeHead(200, { 'Content-Type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
             (err: unknown) => {
               log.warn({ err }, 'collecting metrics failed');
               res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Collecting the metrics failed; see the runtime log.\n');
@@ -231,7 +229,7 @@ export const metricsService: ServiceFactory = {
         log.info({ host: config.host, port }, 'metrics served at /metrics');
       },
       async stop() {
-        if (executor && runEnded) executor.onRunEnd.splice(executor.onRunEnd.indexOf(runEnded) >>> 0, 1);
+        if (executor && built) executor.onRunEnd.splice(executor.onRunEnd.indexOf(built.runEnded) >>> 0, 1);
         if (!server) return;
         server.closeAllConnections();
         await new Promise<void>((resolve) => server!.close(() => resolve()));

@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './log.ts';
 import { SERVICES, type Service, type Services } from './services.ts';
 import { openStore, type Store } from './store/index.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import type { RuntimeFile } from './runtime-file.ts';
 
 export interface RunningServer {
   /** The base URL actually served (with the real port when config.port was 0). */
@@ -191,12 +192,6 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   }
 }
 
-/** What `<dataDir>/runtime.json` holds: where this process listens, for the CLI (docs/runtime.md). */
-export interface RuntimeFile {
-  url: string;
-  pid: number;
-  started_at: string;
-}
 
 /** The URL a CLI on this machine reaches the listener at: a wildcard bind is reached on loopback. */
 function localUrl(host: string, port: number): string {
@@ -244,7 +239,7 @@ const KEY_FILES = ['master.key', 'admin.key', 'runtime.json'];
  * under `--executor direct` as root a run would read a readable one. Such a mode is tightened at
  * start, with one warning line saying what was changed.
  */
-export function tightenDataDir(dataDir: string, log: Logger): void {
+function tightenDataDir(dataDir: string, log: Logger): void {
   const tighten = (path: string, mode: number) => {
     const was = tightenMode(path, mode);
     if (was !== undefined) log.warn({ path, was: was.toString(8), now: mode.toString(8) }, 'this data dir path was readable by other users; its mode was tightened');

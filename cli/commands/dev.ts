@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import type { Command } from 'commander';
 import { newStandardWebhooksSecret, newTokenSecret } from '../../core/ids.ts';
@@ -10,6 +10,7 @@ import type { CliIO } from '../io.ts';
 import { addExecutorOptions } from './serve.ts';
 import { diagnosticFormat } from './validate.ts';
 import { assertFactoryRepo, untilSignalled, watchAndApply } from './watch.ts';
+import { tightenMode } from '../../core/file-mode.ts';
 
 /**
  * `factory dev [dir]` (README.md#commands): the runtime in this process, plus apply and watch, for
@@ -59,12 +60,12 @@ function saveDevSecrets(dataDir: string, created: Map<string, string>): string |
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     // The modes apply only to what is created now: one made earlier by someone else is tightened.
-    chmodSync(dir, 0o700);
+    tightenMode(dir, 0o700);
     for (const [name, value] of created) {
       // Secret names start with a letter or digit and hold no slash; check anyway, it becomes a path.
       if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name)) continue;
       writeFileSync(join(dir, name), value + '\n', { mode: 0o600 });
-      chmodSync(join(dir, name), 0o600);
+      tightenMode(join(dir, name), 0o600);
     }
     return dir;
   } catch {
@@ -125,7 +126,7 @@ export function registerDev(program: Command, io: CliIO): void {
       let config = parseConfig({ ...flags, dataDir }, io.env, io.cwd);
       // The author is the operator here: a local repo may be any directory they can read, unless
       // they name the ones allowed, as serve requires (docs/security.md#local-repositories).
-      if (!flags.localRepos?.length && !io.env.FACTORY_LOCAL_REPOS) config = withAnyLocalRepos(config);
+      if (!config.localReposChosen) config = withAnyLocalRepos(config);
       // Before the server starts: a wrong directory fails at once, with nothing left listening.
       await assertFactoryRepo(io, dir);
       // dev is for laptops: without bubblewrap it carries on unsandboxed and says so, in one line

@@ -160,7 +160,7 @@ export function registerRun(program: Command, io: CliIO): void {
         formatTable([
           ['run', r.run_id],
           ['state', r.state],
-          ['title', r.title ?? ''],
+          ['title', r.title],
           ['environment', r.config.environment_id],
           ['creator', `${r.creator.type} ${r.creator.name}`],
           ['created', r.created_at],
@@ -198,7 +198,7 @@ export function registerRun(program: Command, io: CliIO): void {
       const page = await clientFromFlags(flags, io).request<{ runs: Run[]; page_info: { has_next_page: boolean; next_cursor: string | null } }>('GET', `${RUNS}?${q}`);
       if (flags.json) return void io.stdout(JSON.stringify(page, null, 2) + '\n');
       if (flags.quiet) return void io.stdout(page.runs.map((r) => r.run_id + '\n').join(''));
-      const rows = page.runs.map((r) => [r.run_id, r.state, r.config.environment_id, r.source, r.created_at, r.title ?? '']);
+      const rows = page.runs.map((r) => [r.run_id, r.state, r.config.environment_id, r.source, r.created_at, r.title]);
       io.stdout(formatTable([['RUN', 'STATE', 'ENVIRONMENT', 'SOURCE', 'CREATED', 'TITLE'], ...rows]));
       if (page.page_info.has_next_page) io.stderr(`more: --cursor ${page.page_info.next_cursor}\n`);
     });

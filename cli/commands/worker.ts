@@ -4,6 +4,7 @@ import { CliError, usageError } from '../../core/errors.ts';
 import { addClientOptions, resolveClientFlags, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { addSandboxOptions } from './serve.ts';
+import { PLAIN_NAME } from '../../core/text.ts';
 
 interface WorkerFlags extends ClientFlags {
   concurrency?: string;
@@ -43,7 +44,7 @@ export function registerWorker(program: Command, io: CliIO): void {
         throw usageError(`--concurrency must be an integer from 1 to 1000, got "${flags.concurrency}".`);
       }
       const name = flags.name ?? hostname();
-      if (!/^[^\x00-\x1f\x7f]{1,128}$/.test(name)) throw usageError('--name must be 1 to 128 characters without control characters.');
+      if (!PLAIN_NAME.test(name)) throw usageError('--name must be 1 to 128 characters without control characters.');
       const client = resolveClientFlags(flags, io);
       const [{ parseConfig }, { assertIsolation, isolationOf }, { RemoteWorker }, { closeInheritedDescriptors }] = await Promise.all([
         import('../../runtime/config.ts'),

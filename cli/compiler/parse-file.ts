@@ -5,6 +5,7 @@ import type { Locate } from './schema-diagnostics.ts';
 import { parseYaml, positionOf, toPosition, type ParsedYaml } from './yaml.ts';
 import { readPlainYaml } from './yaml-fast.ts';
 import { unstorable } from '../../core/text.ts';
+import { walkJson } from '../../core/json-walk.ts';
 
 /** Definitions are small; a size cap bounds parse time and memory (docs/definitions.md#rules). */
 export const MAX_FILE_BYTES = 1024 * 1024;
@@ -89,23 +90,18 @@ export function parseFile(path: string, text: string, kind: DefinitionKind, name
 /** Every key and string of a parsed value that `unstorable` refuses, with its JSON pointer. */
 function unstorableText(root: unknown): { pointer: string; what: string }[] {
   const out: { pointer: string; what: string }[] = [];
-  const stack: [unknown, string][] = [[root, '']];
-  while (stack.length > 0) {
-    const [value, at] = stack.pop()!;
-    if (typeof value === 'string') {
-      const odd = unstorable(value);
-      if (odd) out.push({ pointer: at, what: `value has ${odd}` });
-    } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push([v, `${at}/${i}`]));
-    } else if (value !== null && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) {
-        const pointer = `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-        const odd = unstorable(k);
-        if (odd) out.push({ pointer, what: `key has ${odd}` });
-        else stack.push([v, pointer]);
-      }
-    }
-  }
+  walkJson(root, {
+    value(value, pointer) {
+      const odd = typeof value === 'string' ? unstorable(value) : undefined;
+      if (odd) out.push({ pointer, what: `value has ${odd}` });
+    },
+    key(key, _parent, pointer) {
+      const odd = unstorable(key);
+      if (!odd) return undefined;
+      out.push({ pointer, what: `key has ${odd}` });
+      return 'skip';
+    },
+  });
   return out.reverse();
 }
 

@@ -1,6 +1,6 @@
 import { RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { agentRun, isObject, type AgentRun } from './warp-exec.ts';
-import { parseSchedule } from '../../core/schedule.ts';
+import { scheduleProblems } from '../../core/schedule.ts';
 import type { ParsedFile } from './parse-file.ts';
 import { closest } from './suggest.ts';
 
@@ -202,7 +202,7 @@ function integrationRules(f: ParsedFile, v: Record<string, any>, report: Report)
 
 function triggerRules(f: ParsedFile, v: Record<string, any>, report: Report): void {
   if (!Array.isArray(v.triggers)) return;
-  const scheduleNames = new Map<string, number>();
+  const schedules: { at: number; cron?: unknown; name?: unknown }[] = [];
   v.triggers.forEach((t: unknown, i: number) => {
     if (!isObject(t)) return;
     const base = `/triggers/${i}`;
@@ -214,23 +214,20 @@ function triggerRules(f: ParsedFile, v: Record<string, any>, report: Report): vo
     if (t.provider === 'schedule') {
       if (t.filter !== undefined) report(f, `${base}/filter`, 'automation.invalid_value', 'a schedule trigger takes no filter; its schedule says when it fires', 'error', 'key');
       if (t.schedule === undefined) report(f, `${base}/schedule`, 'automation.missing_key', 'a schedule trigger needs schedule: {cron: "<five fields or a descriptor>"}');
-      else if (isObject(t.schedule)) {
-        if (typeof t.schedule.cron === 'string') {
-          const parsed = parseSchedule(t.schedule.cron);
-          if ('error' in parsed) report(f, `${base}/schedule/cron`, 'automation.invalid_schedule', parsed.error);
-        }
-        const name = typeof t.schedule.name === 'string' ? t.schedule.name : '';
-        const other = scheduleNames.get(name);
-        if (other !== undefined) {
-          report(f, `${base}/schedule${name ? '/name' : ''}`, 'automation.invalid_schedule', name
-            ? `schedule name '${name}' is already used by trigger ${other}; names tell an automation's schedules apart`
-            : `trigger ${other} is already an unnamed schedule; give each schedule of an automation a name`);
-        } else scheduleNames.set(name, i);
-      }
+      else if (isObject(t.schedule)) schedules.push({ at: i, cron: t.schedule.cron, name: t.schedule.name });
     } else if (t.schedule !== undefined && typeof t.provider === 'string' && events) {
       report(f, `${base}/schedule`, 'automation.invalid_value', `schedule is only for provider schedule; this trigger's provider is '${t.provider}'`, 'error', 'key');
     }
   });
+  for (const p of scheduleProblems(schedules)) {
+    const base = `/triggers/${p.at}/schedule`;
+    if ('error' in p) report(f, `${base}/cron`, 'automation.invalid_schedule', p.error);
+    else {
+      report(f, `${base}${p.name ? '/name' : ''}`, 'automation.invalid_schedule', p.name
+        ? `schedule name '${p.name}' is already used by trigger ${p.first}; names tell an automation's schedules apart`
+        : `trigger ${p.first} is already an unnamed schedule; give each schedule of an automation a name`);
+    }
+  }
 }
 
 function runnerRules(f: ParsedFile, v: Record<string, any>, report: Report): void {

@@ -14,8 +14,6 @@ import type { ArmedSchedule, WantedSchedule } from '../store/schedules.ts';
  * is what cron promises; a run starts within a tick of its time.
  */
 export const TICK_MS = 5_000;
-/** The last moment an RFC 3339 time (four-digit year) can name: 9999-12-31T23:59:59.999Z. */
-const LAST_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /** Marks where the automation's prompt ends and the runtime's note on the schedule begins. */
 export const SCHEDULE_HEADING = '## Schedule (added by factory)';
@@ -65,8 +63,8 @@ export function wantedSchedules(
       const was = armed.get(id);
       const anchor = was && was.cron === s.cron && !Number.isNaN(Date.parse(was.next)) ? new Date(was.next) : now;
       const next = nextFire(parsed.value, now, anchor);
-      // A time no date can hold is left out alone, never the end of the whole pass.
-      if (!next || !Number.isFinite(next.getTime()) || next.getTime() > LAST_DATE_MS) return;
+      // @every is at most 366 days (core/schedule.ts), so every time here is a date ISO strings hold.
+      if (!next) return;
       wanted.push({ id, cron: s.cron, next: iso(next) });
       byId.set(id, { automation: a, schedule: s });
     });

@@ -6,6 +6,7 @@
 // own module, loaded from the fixed list in runtime/routes/dashboard.ts.
 
 import { loadAutomations, renderAutomations } from './automations.js';
+import { dropDeliveriesInFlight } from './deliveries.js';
 import { $, h } from './dom.js';
 import { dropRunsInFlight, loadRuns, stopTranscript } from './runs.js';
 import { app, KEY_STORAGE, state } from './state.js';
@@ -26,8 +27,8 @@ function showSignedIn(on) {
 function signOut(message) {
   sessionStorage.removeItem(KEY_STORAGE);
   stopTranscript();
-  // The deliveries list drops its own late answers: state.deliveries.webhook is reset below.
   dropRunsInFlight();
+  dropDeliveriesInFlight();
   for (const id of ['webhooks-list', 'deliveries-list', 'automations-list', 'runs-list', 'factories-list', 'test-result', 'transcript-events', 'notifications-list', 'notifications-target', 'secret-once-body', 't-automation', 'factory-names']) {
     $(id).replaceChildren();
   }

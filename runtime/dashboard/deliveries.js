@@ -2,7 +2,7 @@
 // Accepted entries and a way into Test filter.
 
 import { prefillTest } from './automations.js';
-import { $, api, badge, busy, enc, fmtSize, fmtTime, h, showError } from './dom.js';
+import { $, api, badge, busy, enc, fmtSize, fmtTime, h, latestOnly, showError } from './dom.js';
 import { runLink, stateKind } from './runs.js';
 import { state } from './state.js';
 
@@ -15,16 +15,16 @@ export function openDeliveries(w) {
   loadDeliveries(false);
 }
 
-/**
- * Counts the list's loads: only the latest may draw, so a slow answer for a webhook the user has
- * since left (or an older page of it) cannot replace or extend the list under another's heading.
- */
-let deliveriesLoad = 0;
+/** Only the latest load draws: not a slow answer for a webhook the user has since left, nor an older page of it. */
+const deliveriesLoads = latestOnly();
+
+/** Sign-out: an answer still on its way belongs to the key just forgotten. */
+export const dropDeliveriesInFlight = () => deliveriesLoads.drop();
 
 async function loadDeliveries(more) {
   const w = state.deliveries.webhook;
   if (!w) return;
-  const load = ++deliveriesLoad;
+  const load = deliveriesLoads.start();
   if (!more) {
     state.deliveries.cursor = null;
     // "Older deliveries" continues the list on screen only; while a new one loads there is none to continue.
@@ -34,7 +34,7 @@ async function loadDeliveries(more) {
   if (more && state.deliveries.cursor) q.set('cursor', state.deliveries.cursor);
   try {
     const page = await api('GET', `/api/v1/webhooks/${enc(w.uid)}/deliveries?${q}`);
-    if (load !== deliveriesLoad || state.deliveries.webhook !== w) return;
+    if (!deliveriesLoads.isLatest(load) || state.deliveries.webhook !== w) return;
     showError($('deliveries-error'));
     const items = page.deliveries.map((d) => deliveryItem(w, d));
     if (more) $('deliveries-list').append(...items);
@@ -42,7 +42,7 @@ async function loadDeliveries(more) {
     state.deliveries.cursor = page.page_info.next_cursor;
     $('deliveries-more').hidden = !page.page_info.has_next_page;
   } catch (err) {
-    if (load === deliveriesLoad && state.deliveries.webhook === w) showError($('deliveries-error'), err);
+    if (deliveriesLoads.isLatest(load) && state.deliveries.webhook === w) showError($('deliveries-error'), err);
   }
 }
 

@@ -64,6 +64,23 @@ export function showError(el, err) {
 }
 
 export const enc = encodeURIComponent;
+
+/**
+ * A list's loads, counted: only the newest may draw, so a slow answer for what the user has since
+ * left (another webhook, filter or page) cannot draw over what they look at now. `start()` numbers
+ * a load, `isLatest(load)` says whether it still is, `drop()` makes every load on its way stale
+ * (sign-out: an answer for the key just forgotten must not draw).
+ */
+export function latestOnly() {
+  let newest = 0;
+  return {
+    start: () => ++newest,
+    isLatest: (load) => load === newest,
+    drop: () => {
+      newest++;
+    },
+  };
+}
 export const fmtTime = (t) => (t ? h('time', { datetime: t, title: t, text: new Date(t).toLocaleString() }) : '—');
 export const fmtSize = (n) => (n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`);
 export const badge = (text, kind) => h('span', { class: `badge ${kind ?? ''}`, text });

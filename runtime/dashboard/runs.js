@@ -1,7 +1,7 @@
 // Runs and their transcripts (docs/api.md, docs/dashboard.md): newest first, narrowed by factory and state, with the
 // transcript followed in place until the run finishes.
 
-import { $, api, badge, busy, dataTable, enc, fmtTime, h, showError } from './dom.js';
+import { $, api, badge, busy, dataTable, enc, fmtTime, h, latestOnly, showError } from './dom.js';
 import { state } from './state.js';
 import { renderEvent, visible } from './transcript.js';
 
@@ -19,19 +19,14 @@ export const runLink = (id) =>
     },
   });
 
-/**
- * Counts the list's loads: only the latest may draw, so a slow answer for a factory or state the
- * user has since left (or an older page of it) cannot replace or extend the list in front of them.
- */
-let runsLoad = 0;
+/** Only the latest load draws: not a slow answer for a factory or state the user has since left, nor an older page. */
+const runsLoads = latestOnly();
 
-/** Sign-out: an answer still on its way belongs to the key just forgotten, so it must not draw. */
-export function dropRunsInFlight() {
-  runsLoad++;
-}
+/** Sign-out: an answer still on its way belongs to the key just forgotten. */
+export const dropRunsInFlight = () => runsLoads.drop();
 
 export async function loadRuns(more) {
-  const load = ++runsLoad;
+  const load = runsLoads.start();
   // "Older runs" continues the list on screen only; while a new one loads there is none to continue.
   if (!more) $('runs-more').hidden = true;
   const q = new URLSearchParams({ limit: '20' });
@@ -40,7 +35,7 @@ export async function loadRuns(more) {
   if (more && state.runs.cursor) q.set('cursor', state.runs.cursor);
   try {
     const page = await api('GET', `/api/v1/agent/runs?${q}`);
-    if (load !== runsLoad) return;
+    if (!runsLoads.isLatest(load)) return;
     showError($('runs-error'));
     const rows = page.runs.map(runRow);
     const tbody = $('runs-list').querySelector('tbody');
@@ -50,7 +45,7 @@ export async function loadRuns(more) {
     state.runs.cursor = page.page_info.next_cursor;
     $('runs-more').hidden = !page.page_info.has_next_page;
   } catch (err) {
-    if (load !== runsLoad) return;
+    if (!runsLoads.isLatest(load)) return;
     $('runs-list').replaceChildren();
     $('runs-more').hidden = true;
     showError($('runs-error'), err);

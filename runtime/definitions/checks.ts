@@ -4,7 +4,7 @@ import { validateSnapshot } from '../../core/schemas.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
 import type { PlanInput } from './state.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
-import { parseSchedule } from '../../core/schedule.ts';
+import { scheduleProblems } from '../../core/schedule.ts';
 import { repoProblems } from '../../core/repo-url.ts';
 
 /**
@@ -205,15 +205,12 @@ export function checkAgainstRuntime(
   for (const a of snapshot.automations) {
     // The compiler's schedule rules, again: a snapshot may come from elsewhere, and a schedule
     // that does not parse, or two under one name, would never fire while listed as enabled.
-    const scheduleNames = new Set<string>();
-    for (const sch of a.schedules ?? []) {
-      const parsed = parseSchedule(sch.cron);
-      if ('error' in parsed) errors.push({ file: a.source.file, pointer: '/triggers', code: 'automation.invalid_schedule', message: parsed.error });
-      const name = sch.name ?? '';
-      if (scheduleNames.has(name)) {
-        errors.push({ file: a.source.file, pointer: '/triggers', code: 'automation.invalid_schedule', message: name ? `schedule name '${name}' is used twice; names tell an automation's schedules apart` : 'two schedules have no name; give each schedule of an automation a name' });
-      }
-      scheduleNames.add(name);
+    for (const p of scheduleProblems((a.schedules ?? []).map((s, i) => ({ at: i, cron: s.cron, name: s.name })))) {
+      const message =
+        'error' in p ? p.error
+        : p.name ? `schedule name '${p.name}' is used twice; names tell an automation's schedules apart`
+        : 'two schedules have no name; give each schedule of an automation a name';
+      errors.push({ file: a.source.file, pointer: '/triggers', code: 'automation.invalid_schedule', message });
     }
     if (a.notify) {
       // Its runs' notifications are signed with this secret, read when each is sent.

@@ -18,7 +18,21 @@ const FLUSH_MS = 100;
  * is read, however the pipe splits it: a tool result of 100 KB is one JSON line, which cut at the
  * plain-text line cap would come out as raw fragments of JSON (docs/runs.md#transcript).
  */
-export const JSON_LINE_BYTES = 4 * 1024 * 1024;
+const JSON_LINE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Hands `each` the leading pieces of `text` of at most `cap` UTF-8 bytes (cut between characters)
+ * while it is longer than that, and returns the rest. (`length` is UTF-16 units, at most 3 bytes
+ * each, so a text of at most cap/3 units needs no byte count.)
+ */
+function cutPieces(text: string, cap: number, each: (piece: string) => void): string {
+  while (text.length > cap / 3 && Buffer.byteLength(text) > cap) {
+    const cut = truncateUtf8(text, cap);
+    each(cut.text);
+    text = text.slice(cut.text.length);
+  }
+  return text;
+}
 
 export class AgentOutput {
   private readonly decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
@@ -43,12 +57,7 @@ export class AgentOutput {
     }
     // A line longer than the cap is cut into pieces rather than held in memory.
     const cap = this.reader && stream === 'stdout' ? JSON_LINE_BYTES : this.caps.lineBytes;
-    while (text.length > cap / 3 && Buffer.byteLength(text) > cap) {
-      const cut = truncateUtf8(text, cap);
-      this.line(stream, cut.text);
-      text = text.slice(cut.text.length);
-    }
-    this.partial[stream] = text;
+    this.partial[stream] = cutPieces(text, cap, (piece) => this.line(stream, piece));
   }
 
   /** Flushes partial lines and pending output; call once after the process has exited. */
@@ -71,12 +80,7 @@ export class AgentOutput {
       }
     }
     // Kept as output: at most the line cap per piece, however long the line came.
-    let rest = line;
-    while (rest.length > this.caps.lineBytes / 3 && Buffer.byteLength(rest) > this.caps.lineBytes) {
-      const cut = truncateUtf8(rest, this.caps.lineBytes);
-      this.output(stream, cut.text);
-      rest = rest.slice(cut.text.length);
-    }
+    const rest = cutPieces(line, this.caps.lineBytes, (piece) => this.output(stream, piece));
     if (rest) this.output(stream, rest);
   }
 

@@ -18,7 +18,7 @@
 import { chmod, lchown, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentFormat, NetworkPolicy } from '../../core/snapshot.ts';
-import type { RunErrorCode } from '../../core/run-state.ts';
+import { CANCELLED_END, type RunErrorCode } from '../../core/run-state.ts';
 import { AgentOutput } from './agent-output.ts';
 import { formatDuration } from './duration.ts';
 import type { GroupExit } from './process.ts';
@@ -67,7 +67,7 @@ export interface JobOptions {
   onGroup?: (event: 'start' | 'end', pgid: number) => void;
 }
 
-const CANCELLED: JobResult = { state: 'CANCELLED', statusMessage: 'the run was cancelled', errorCode: 'cancelled', agentStarted: false };
+const CANCELLED: JobResult = { state: 'CANCELLED', ...CANCELLED_END, agentStarted: false };
 
 /** "exit code 3" / "signal SIGKILL" for messages. */
 function exitText(e: GroupExit): string {

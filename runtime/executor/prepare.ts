@@ -15,6 +15,7 @@ import type { RunRecord } from '../store/runs.ts';
 import { parseDuration } from './duration.ts';
 import type { JobSpec } from './job.ts';
 import type { Isolation } from './sandbox.ts';
+import type { EnvironmentRecord } from '../definitions/state.ts';
 
 /** A job without its place on disk: the same for every executor. */
 export type PreparedJob = Omit<JobSpec, 'workspaceDir'> & {
@@ -78,16 +79,24 @@ function warpParts(config: Config, warp: WarpExecution, prompt: string): { repos
   return { repos, prompt: warp.instructions ? `${warp.instructions}\n\n---\n\n${prompt}` : prompt };
 }
 
+/**
+ * The environment `run` executes in, or what keeps it from running there (after `the environment
+ * "<id>"`): gone, or passed to another factory. A factory's run uses only its own factory's
+ * environment: the id may have passed to another factory between the delivery and now
+ * (docs/runtime.md#environments-belong-to-their-factory). The retry route asks the same.
+ */
+export function runEnvironment(store: Store, run: RunRecord): { record: EnvironmentRecord } | { problem: string } {
+  const record = store.defs.getEnvironmentRecord(run.config.environment_id);
+  if (!record) return { problem: 'no longer exists' };
+  if (run.factory && record.factory !== run.factory) return { problem: `now belongs to another factory, not to "${run.factory}"` };
+  return { record };
+}
+
 function environmentOf(store: Store, run: RunRecord): EnvironmentDef {
   const id = run.config.environment_id;
-  const record = store.defs.getEnvironmentRecord(id);
-  if (!record) throw new RunSetupError(`the environment "${id}" no longer exists`);
-  // A factory's run uses only its own factory's environment: the id may have passed to another
-  // factory between the delivery and now (docs/runtime.md#environments-belong-to-their-factory).
-  if (run.factory && record.factory !== run.factory) {
-    throw new RunSetupError(`the environment "${id}" now belongs to another factory, not to "${run.factory}"`);
-  }
-  const env = record.def;
+  const found = runEnvironment(store, run);
+  if ('problem' in found) throw new RunSetupError(`the environment "${id}" ${found.problem}`);
+  const env = found.record.def;
   try {
     parseDuration(env.agent.timeout || '30m');
   } catch {

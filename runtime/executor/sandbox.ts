@@ -295,7 +295,7 @@ export class RunSandbox {
  * PATH they are found on (as the start-up probe finds them) and the run's id, the marker crash
  * recovery looks for in /proc (process.ts killOrphanGroup). Nothing the run's definitions set.
  */
-export function wrapperEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+function wrapperEnv(env: Readonly<Record<string, string>>): Record<string, string> {
   return { PATH: SANDBOX_PATH, ...(env.FACTORY_RUN_ID !== undefined ? { FACTORY_RUN_ID: env.FACTORY_RUN_ID } : {}) };
 }
 
@@ -310,7 +310,7 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * left out (an environment's names are checked at compile; only an inherited variable of the
  * runtime's own could be such a name).
  */
-export function envScript(env: Readonly<Record<string, string>>): string {
+function envScript(env: Readonly<Record<string, string>>): string {
   let script = '';
   for (const name of ['PATH', 'FACTORY_RUN_ID', 'PWD']) if (!(name in env)) script += `unset ${name}\n`;
   for (const [name, value] of Object.entries(env)) {

@@ -3,8 +3,8 @@ import type { Context } from 'koa';
 import { FactoryError } from '../../core/errors.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/json-depth.ts';
 import { jsonProblem } from '../../core/json-reason.ts';
-import { escapePointer } from '../../core/schemas.ts';
 import { LONE_SURROGATE } from '../../core/text.ts';
+import { walkJson } from '../../core/json-walk.ts';
 
 export interface ReadJsonOptions {
   /** Hard cap in bytes (config.limits.apiBodyBytes for the management and run APIs). */
@@ -68,25 +68,21 @@ export async function readJsonBody(ctx: Context, options: ReadJsonOptions): Prom
  * UTF-16 surrogate (`"\ud800"`, which UTF-8 cannot hold and would be written as U+FFFD).
  */
 function unrepresentable(root: unknown, keepNul: boolean): string | undefined {
-  const stack: [unknown, string][] = [[root, '']];
-  while (stack.length > 0) {
-    const [value, at] = stack.pop()!;
-    if (typeof value === 'number') {
-      if (!Number.isFinite(value)) return `a number too large to represent at ${at || '/'}`;
-    } else if (typeof value === 'string') {
-      if (LONE_SURROGATE.test(value)) return `a string with an unpaired UTF-16 surrogate escape at ${at || '/'}`;
-      if (!keepNul && value.includes('\0')) return `a string with a NUL character (U+0000) at ${at || '/'}`;
-    } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push([v, `${at}/${i}`]));
-    } else if (value !== null && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) {
-        if (LONE_SURROGATE.test(k)) return `a key with an unpaired UTF-16 surrogate escape in ${at || '/'}`;
-        if (!keepNul && k.includes('\0')) return `a key with a NUL character (U+0000) in ${at || '/'}`;
-        stack.push([v, `${at}/${escapePointer(k)}`]);
-      }
-    }
-  }
-  return undefined;
+  let found: string | undefined;
+  walkJson(root, {
+    value(value, at) {
+      if (typeof value === 'number' && !Number.isFinite(value)) found = `a number too large to represent at ${at || '/'}`;
+      else if (typeof value === 'string' && LONE_SURROGATE.test(value)) found = `a string with an unpaired UTF-16 surrogate escape at ${at || '/'}`;
+      else if (typeof value === 'string' && !keepNul && value.includes('\0')) found = `a string with a NUL character (U+0000) at ${at || '/'}`;
+      return found === undefined ? undefined : 'stop';
+    },
+    key(key, at) {
+      if (LONE_SURROGATE.test(key)) found = `a key with an unpaired UTF-16 surrogate escape in ${at || '/'}`;
+      else if (!keepNul && key.includes('\0')) found = `a key with a NUL character (U+0000) in ${at || '/'}`;
+      return found === undefined ? undefined : 'stop';
+    },
+  });
+  return found;
 }
 
 /**

@@ -31,8 +31,8 @@ export const ingressRoutes: RouteModule = (router, { config, store, clock, servi
   const deps = ingressDeps(config, store, clock, state);
 
   router.all(['/webhooks/w', '/webhooks/w/{*rest}'], async (ctx) => {
-    // Read by the access log (app.ts): the latency histogram, and the outcome once it is known.
-    const seen: { delivery?: IngressResult['logged']; latency: typeof state.metrics.latency } = { latency: state.metrics.latency };
+    // Read by the access log (app.ts), which times it as an ingress request and logs its outcome.
+    const seen: { delivery?: IngressResult['logged'] } = {};
     ctx.state.ingress = seen;
     const result = await handleIngress(
       { method: ctx.method, path: ctx.path, headers: ctx.req.headers, remoteAddress: ctx.req.socket.remoteAddress, body: ctx.req },

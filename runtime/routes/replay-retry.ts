@@ -8,6 +8,7 @@ import type { NewRun } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { creatorOf, findRun, RUNS_PATH, runView } from './runs.ts';
 import { unknownWebhookDetail, webhookFactory } from './webhooks-manage.ts';
+import { runEnvironment } from '../executor/prepare.ts';
 
 /**
  * Starting runs again (docs/api.md#retry, docs/ingress.md#replay):
@@ -44,14 +45,10 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
     if (run.state !== 'FAILED' && run.state !== 'ERROR') {
       throw conflict(`The run "${run.run_id}" is ${run.state}; only a FAILED or ERROR run can be retried.`);
     }
-    const environment = store.defs.getEnvironmentRecord(run.config.environment_id);
-    if (!environment) {
-      throw conflict(`The environment "${run.config.environment_id}" of run "${run.run_id}" no longer exists, so it cannot be retried.`);
-    }
-    // The executor runs a factory's run only in that factory's environment (prepare.ts): a retry it
-    // would fail at once is refused here instead, in the same words.
-    if (run.factory && environment.factory !== run.factory) {
-      throw conflict(`The environment "${run.config.environment_id}" of run "${run.run_id}" now belongs to another factory, not to "${run.factory}", so it cannot be retried.`);
+    // What the executor would fail the new run for at once is refused here, in its words.
+    const environment = runEnvironment(store, run);
+    if ('problem' in environment) {
+      throw conflict(`The environment "${run.config.environment_id}" of run "${run.run_id}" ${environment.problem}, so it cannot be retried.`);
     }
     const attachments = store.runs.attachmentBytes(run.run_id);
     // The same input and attribution; the new run points back at the one it retries.

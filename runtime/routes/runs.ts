@@ -15,6 +15,7 @@ import type { RouteModule } from './index.ts';
 import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
 import { queryParams } from '../http/query.ts';
 import { titleFromPrompt } from '../../core/text.ts';
+import { CANCELLED_INPUT } from '../store/leases.ts';
 
 export const RUNS_PATH = '/api/v1/agent/runs';
 /** Where oz-agent-sdk 1.0.0-alpha.8 creates runs (`client.agent.run`); the same as POST RUNS_PATH. */
@@ -188,7 +189,7 @@ export const runRoutes: RouteModule = (router, deps) => {
       store.notify(CANCEL_CHANNEL, run.run_id);
     } else {
       // INPROGRESS but no live holder: nothing is left to stop.
-      store.runs.finish(run.run_id, 'CANCELLED', { statusMessage: 'the run was cancelled', errorCode: 'cancelled', retryable: false });
+      store.runs.finish(run.run_id, 'CANCELLED', CANCELLED_INPUT);
     }
     ctx.body = { run_id: run.run_id };
   });

@@ -9,7 +9,7 @@ import { LEASE_LOST, type LeaseHolder } from '../store/leases.ts';
 import type { FinalState, RunRecord } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { findRun, runView } from './runs.ts';
-import { charCount } from '../../core/text.ts';
+import { charCount, PLAIN_NAME } from '../../core/text.ts';
 
 export const WORKER_PATH = '/api/v1/worker';
 /** The longest a claim waits for a run (docs/runs.md#workers). */
@@ -30,7 +30,6 @@ export interface WorkerClaim {
 }
 
 const WORKER_ID = /^[A-Za-z0-9_-]{8,64}$/;
-const WORKER_NAME = /^[^\x00-\x1f\x7f]{1,128}$/u;
 const EVENT_TYPES = ['command', 'output', 'message', 'file_change'];
 const FINAL: FinalState[] = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
 
@@ -65,7 +64,7 @@ const workerIdError = (b: Record<string, unknown>, errors: FieldError[]) => {
 export function parseClaim(body: unknown): ClaimInput {
   const b = objectBody(body, ['worker', 'worker_id', 'capacity', 'wait_seconds']);
   const errors: FieldError[] = [];
-  if (typeof b.worker !== 'string' || !WORKER_NAME.test(b.worker)) errors.push({ pointer: '/worker', message: 'worker must be a name of 1 to 128 characters without control characters' });
+  if (typeof b.worker !== 'string' || !PLAIN_NAME.test(b.worker)) errors.push({ pointer: '/worker', message: 'worker must be a name of 1 to 128 characters without control characters' });
   workerIdError(b, errors);
   const intIn = (v: unknown, max: number) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= max;
   if (b.capacity !== undefined && !intIn(b.capacity, 1000)) errors.push({ pointer: '/capacity', message: 'capacity must be an integer from 0 to 1000' });

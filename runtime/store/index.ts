@@ -34,6 +34,8 @@ export interface StoreContext {
    * on SQLite, which one process owns, this process's own listeners, at once (`Store.listen`).
    */
   readonly announce: (channel: Channel) => void;
+  /** `Store.lockUntilCommit`, for the store modules that take turns across replicas. */
+  readonly lockUntilCommit: (name: string) => void;
 }
 
 export interface OpenStoreOptions {
@@ -85,15 +87,15 @@ export class Store {
   /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
   private readonly pg: { notify: Statement; lock: Statement } | undefined;
 
-  /** `ctx` without `announce`: the store makes it for its engine (`announcer`). */
-  constructor(base: Omit<StoreContext, 'announce'>) {
-    const ctx: StoreContext = { ...base, announce: announcer(base.db, this.channels) };
-    this.db = ctx.db;
-    this.engine = ctx.dialect;
+  /** `ctx` without `announce` and `lockUntilCommit`: the store makes them for its engine. */
+  constructor(base: Omit<StoreContext, 'announce' | 'lockUntilCommit'>) {
+    this.db = base.db;
+    this.engine = base.dialect;
     this.pg =
-      ctx.db instanceof PostgresDatabase
-        ? { notify: ctx.db.prepare('SELECT pg_notify(?, ?)'), lock: ctx.db.prepare('SELECT pg_advisory_xact_lock(hashtext(?)) AS locked') }
+      base.db instanceof PostgresDatabase
+        ? { notify: base.db.prepare('SELECT pg_notify(?, ?)'), lock: base.db.prepare('SELECT pg_advisory_xact_lock(hashtext(?)) AS locked') }
         : undefined;
+    const ctx: StoreContext = { ...base, announce: announcer(base.db, this.channels), lockUntilCommit: (name) => this.lockUntilCommit(name) };
     this.location = ctx.db instanceof PostgresDatabase ? ctx.db.url : String((ctx.db as { name?: string }).name ?? '');
     this.keys = new KeyStore(ctx);
     this.secrets = new SecretStore(ctx);

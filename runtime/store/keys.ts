@@ -3,6 +3,7 @@ import { conflict, invalidRequest, notFound, type FieldError } from '../../core/
 import { newApiKey, newId, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
+import { PLAIN_NAME } from '../../core/text.ts';
 
 export const SCOPES = ['runs', 'manage', 'worker', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -38,7 +39,6 @@ interface Row {
   revoked_at: string | null;
 }
 
-const KEY_NAME = /^[^\x00-\x1f\x7f]{1,128}$/u;
 
 const hashKey = (raw: string): Buffer => createHash('sha256').update(raw, 'utf8').digest();
 
@@ -146,7 +146,7 @@ const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every
 export function checkNewKey(input: unknown): { scopes: Scope[]; factories: string[] | null } {
   const errors: FieldError[] = [];
   const b = (input !== null && typeof input === 'object' && !Array.isArray(input) ? input : {}) as Record<string, unknown>;
-  if (typeof b.name !== 'string' || !KEY_NAME.test(b.name)) {
+  if (typeof b.name !== 'string' || !PLAIN_NAME.test(b.name)) {
     errors.push({ pointer: '/name', message: 'name must be a string of 1 to 128 characters without control characters' });
   }
   if (typeof b.kind !== 'string' || !(KEY_KINDS as readonly string[]).includes(b.kind)) {

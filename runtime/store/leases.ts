@@ -1,5 +1,6 @@
 import type { StoreContext } from './index.ts';
 import type { FinalState, FinishInput, RunRecord, RunStore } from './runs.ts';
+import { CANCELLED_END } from '../../core/run-state.ts';
 
 /** Who executes a run: a serve process's pool or a remote worker (docs/runs.md#workers). */
 export interface LeaseHolder {
@@ -40,7 +41,8 @@ export const CANCEL_GRACE_MS = 60_000;
 export const REPORTED_BYTES_CAP = 8 * 1024 * 1024;
 const EVENT_ROW_BYTES = 64;
 
-const CANCELLED_INPUT: FinishInput = { statusMessage: 'the run was cancelled', errorCode: 'cancelled', retryable: false };
+/** How a cancel ends a run (the cancel route and a holder's finish after it say the same). */
+export const CANCELLED_INPUT: Readonly<FinishInput> = { ...CANCELLED_END, retryable: false };
 
 /**
  * Leases on runs in progress (docs/runs.md#workers). A claim gives the claimer the run's lease for
@@ -154,13 +156,15 @@ export class LeaseStore {
       let bytes = Number(row.reportedBytes);
       for (const e of events.slice(skip)) {
         if (bytes > REPORTED_BYTES_CAP) break;
-        const size = Buffer.byteLength(JSON.stringify(e.data)) + EVENT_ROW_BYTES;
+        // Serialised once: measured here, stored as it is, in this transaction.
+        const json = JSON.stringify(e.data);
+        const size = Buffer.byteLength(json) + EVENT_ROW_BYTES;
         if (bytes + size <= REPORTED_BYTES_CAP) {
-          this.runs.appendEvent(runId, e.type, e.data);
+          this.runs.appendEventJsonInTx(runId, e.type, json);
           bytes += size;
         } else {
           const text = `[transcript truncated: the executor reported more than ${REPORTED_BYTES_CAP} bytes of events for this run; the rest were dropped]\n`;
-          this.runs.appendEvent(runId, 'output', { stream: 'stderr', text, truncated: true });
+          this.runs.appendEventJsonInTx(runId, 'output', JSON.stringify({ stream: 'stderr', text, truncated: true }));
           bytes = REPORTED_BYTES_CAP + 1;
         }
       }

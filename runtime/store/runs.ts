@@ -318,7 +318,6 @@ export class RunStore {
         WHERE finished_at IS NOT NULL AND finished_at < ? AND workspace_removed_at IS NULL AND started_at IS NOT NULL
         ORDER BY finished_at LIMIT ?`),
       workspaceRemoved: db.prepare('UPDATE runs SET workspace_removed_at = ? WHERE run_id = ?'),
-      countQueued: db.prepare(`SELECT COUNT(*) AS n FROM runs WHERE state = 'QUEUED'`),
       countByState: db.prepare('SELECT state, COUNT(*) AS n FROM runs GROUP BY state'),
       groupInsert: db.prepare(`INSERT INTO run_process_groups (run_id, pgid, started_at) VALUES (?, ?, ?)
         ON CONFLICT (run_id, pgid) DO UPDATE SET started_at = excluded.started_at`),
@@ -687,10 +686,6 @@ export class RunStore {
     );
   }
 
-  queuedCount(): number {
-    return (this.stmts.countQueued.get() as { n: number }).n;
-  }
-
   /** How many runs are in each state (states without runs are absent); read by the metrics at a scrape. */
   countByState(): Record<string, number> {
     const rows = this.stmts.countByState.all() as { state: string; n: number }[];
@@ -773,8 +768,16 @@ export class RunStore {
   }
 
   private appendEventInTx(runId: string, type: string, data: Record<string, unknown>, time: string): number {
+    return this.appendEventJsonInTx(runId, type, JSON.stringify(data), time);
+  }
+
+  /**
+   * Appends one transcript event whose data is JSON text already, inside the caller's transaction
+   * (a worker's batch, store/leases.ts, which measured that text against its cap).
+   */
+  appendEventJsonInTx(runId: string, type: string, json: string, time: string = this.now()): number {
     const seq = (this.stmts.nextEventSeq.get(runId) as { seq: number }).seq;
-    this.stmts.insertEvent.run(runId, seq, time, type, JSON.stringify(data));
+    this.stmts.insertEvent.run(runId, seq, time, type, json);
     return seq;
   }
 

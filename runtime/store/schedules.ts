@@ -10,11 +10,11 @@ export interface WantedSchedule {
   next: string;
 }
 
+/** The lock replicas take turns under to fire schedules (Store.lockUntilCommit). */
+export const SCHEDULES_LOCK = 'factory-schedules';
+
 /** A schedule's armed state: its expression and next fire time, as the table holds them. */
-export interface ArmedSchedule {
-  cron: string;
-  next: string;
-}
+export type ArmedSchedule = Pick<WantedSchedule, 'cron' | 'next'>;
 
 /** Who paused a schedule, and when (RFC 3339 UTC). */
 export interface SchedulePause {
@@ -35,11 +35,10 @@ export class ScheduleStore {
     this.ctx = ctx;
     const db = ctx.db;
     this.stmts = {
-      all: db.prepare('SELECT schedule_id, cron, next_fire_at FROM schedule_state'),
+      all: db.prepare('SELECT schedule_id, cron, next_fire_at AS "next" FROM schedule_state'),
       upsert: db.prepare(`INSERT INTO schedule_state (schedule_id, cron, next_fire_at) VALUES (?, ?, ?)
         ON CONFLICT (schedule_id) DO UPDATE SET cron = excluded.cron, next_fire_at = excluded.next_fire_at`),
       nextOf: db.prepare('SELECT next_fire_at FROM schedule_state WHERE schedule_id = ?'),
-      lock: ctx.dialect === 'postgres' ? db.prepare("SELECT pg_advisory_xact_lock(hashtext('factory-schedules')) AS locked") : undefined,
       remove: db.prepare('DELETE FROM schedule_state WHERE schedule_id = ?'),
       pauses: db.prepare('SELECT schedule_id, paused_at, paused_by FROM schedule_pauses'),
       pause: db.prepare('INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES (?, ?, ?) ON CONFLICT (schedule_id) DO NOTHING'),
@@ -59,14 +58,15 @@ export class ScheduleStore {
     return this.ctx.db.transaction(() => {
       // Replicas on one PostgreSQL database fire in turns, each reading what the one before moved,
       // so a fire starts one run in total and not one per replica (docs/deploy.md#several-replicas).
-      if (this.ctx.dialect === 'postgres') this.stmts.lock!.get();
-      const known = new Map((this.stmts.all.all() as { schedule_id: string; cron: string; next_fire_at: string }[]).map((r) => [r.schedule_id, r]));
-      const wanted = want(new Map([...known].map(([id, r]) => [id, { cron: r.cron, next: r.next_fire_at }])));
+      this.ctx.lockUntilCommit(SCHEDULES_LOCK);
+      const known = new Map((this.stmts.all.all() as (ArmedSchedule & { schedule_id: string })[]).map((r) => [r.schedule_id, r]));
+      // Asked before the loop below forgets the rows it has seen.
+      const wanted = want(known);
       const due: WantedSchedule[] = [];
       for (const w of wanted) {
         const row = known.get(w.id);
         known.delete(w.id);
-        if (row && row.cron === w.cron && row.next_fire_at > now) continue;
+        if (row && row.cron === w.cron && row.next > now) continue;
         if (row && row.cron === w.cron) due.push(w);
         this.stmts.upsert.run(w.id, w.cron, w.next);
       }

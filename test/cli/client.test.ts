@@ -1,20 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { once } from 'node:events';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { CliError, FactoryError } from '../../core/errors.ts';
-import { API_BODY_BYTES, RUN_CREATE_BODY_BYTES, createClient, dataDirCandidates, resolveClientFlags } from '../../cli/client.ts';
+import { API_BODY_BYTES, RUN_CREATE_BODY_BYTES, createClient, dataDirCandidates, resolveClientFlags, takeLastAnswer } from '../../cli/client.ts';
 import { DEFAULT_LIMITS } from '../../runtime/config.ts';
 import { runCli } from '../../cli/main.ts';
 import { bufferIO } from './helpers.ts';
 import type { CliIO } from '../../cli/io.ts';
 import { startTestRuntime } from '../runtime/helpers.ts';
+import { listenLocally } from '../helpers/listen.ts';
 
 const io = (env: Record<string, string>, cwd: string): CliIO => ({
   stdout: () => {},
@@ -218,9 +217,7 @@ test('what is not a runtime or not a key is said as such, never as an unreachabl
   // A real server that answers 200 to everything, as a web page or as a JSON value that is no object.
   let answer = { type: 'text/html', body: '<html>hello</html>' };
   const server = createServer((_req, res) => res.writeHead(200, { 'Content-Type': answer.type }).end(answer.body));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const url = await listenLocally(server);
   try {
     const page = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], page), 1);
@@ -239,10 +236,13 @@ test('what is not a runtime or not a key is said as such, never as an unreachabl
         /^error: the server at \S+ answered GET \/api\/v1\/\S+ with JSON this CLI cannot read \(.+\); check --server or FACTORY_SERVER, and that the runtime runs the same version as this CLI\.\n$/,
       );
     }
-    // Only an answer of this command counts: a TypeError after none is printed as it is.
+    // Only an answer of this command counts: an answer accepted before a command is forgotten when
+    // the command starts, so a TypeError after none is printed as it is.
+    await createClient({ server: url, apiKey: 'k' }).request('GET', '/api/v1/webhooks');
     const afterNone = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: 'http://127.0.0.1:9' }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], afterNone), 1);
     assert.match(afterNone.err, /^error: cannot reach the runtime/);
+    assert.equal(takeLastAnswer(), undefined, 'the earlier answer was forgotten when the command started');
 
     const withPassword = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: `http://admin:hunter2@127.0.0.1:9` }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], withPassword), 2);
@@ -300,9 +300,7 @@ test('a runtime that takes the connection and never answers ends the command aft
     held.push(res);
     if (mode === 'headers') res.writeHead(200, { 'Content-Type': 'application/json' }).write('{"data":');
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const url = await listenLocally(server);
   try {
     const silent = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url, FACTORY_TIMEOUT: '0.3' }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], silent), 1);

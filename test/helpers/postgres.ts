@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -141,4 +143,47 @@ export function forEachEngine(name: string, fn: (t: TestContext, db: TestDatabas
       if (db) await fn(t, db);
     });
   }
+}
+
+/**
+ * Another replica's turn under the advisory lock `lock` (Store.lockUntilCommit), in a child process
+ * of its own: it takes the lock in a transaction and runs `inTurn` in it; half of `holdMs` later it
+ * runs `meanwhile` on a second connection (a change committed while the lock is held); the other
+ * half later it commits. Resolves once the lock is held, or fails if the child ends first;
+ * `ended` resolves when it has exited.
+ */
+export async function anotherReplicaHolding(
+  url: string,
+  lock: string,
+  options: { inTurn?: string[]; meanwhile?: string[]; holdMs?: number } = {},
+): Promise<{ ended: Promise<void> }> {
+  const { inTurn = [], meanwhile = [], holdMs = 1000 } = options;
+  const script = `import pg from 'pg';
+    const [url, lock, inTurn, meanwhile, half] = JSON.parse(process.argv[1]);
+    const holder = new pg.Client({ connectionString: url });
+    const other = new pg.Client({ connectionString: url });
+    await holder.connect();
+    await other.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lock]);
+    for (const sql of inTurn) await holder.query(sql);
+    process.stdout.write('locked\\n');
+    await new Promise((r) => setTimeout(r, half));
+    for (const sql of meanwhile) await other.query(sql);
+    await new Promise((r) => setTimeout(r, half));
+    await holder.query('COMMIT');
+    await holder.end();
+    await other.end();`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify([url, lock, inTurn, meanwhile, holdMs / 2])], {
+    cwd: new URL('../../', import.meta.url),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const ended = once(child, 'exit').then(() => undefined);
+  await Promise.race([
+    once(child.stdout!, 'data'),
+    ended.then(() => {
+      throw new Error(`the child holding the ${lock} lock ended before it held it`);
+    }),
+  ]);
+  return { ended };
 }

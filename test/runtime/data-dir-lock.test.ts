@@ -5,14 +5,12 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CliError } from '../../core/errors.ts';
-import { execCli, startCli } from '../helpers/cli.ts';
+import { execCli, ROOT, startCli } from '../helpers/cli.ts';
 import { startTestRuntime } from './helpers.ts';
 
 /** One runtime per data dir (docs/runtime.md#the-data-dir): the kernel's lock on runtime.lock, from before the store opens until the stop. */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 test('a second runtime on a data dir in use is refused in one sentence, and the first one keeps its runtime.json and serves on', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'factory-lock-'));

@@ -10,10 +10,10 @@ import { startServer, type RunningServer } from '../../runtime/server.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import { testExecutor } from './executor/helpers.ts';
 import { createTestSchema } from '../helpers/postgres.ts';
+import { ROOT } from '../helpers/cli.ts';
 
 /** The example agents (scripted, failing, claude-stream), which test runtimes let sandboxed runs read. */
 export const EXAMPLE_AGENTS = resolve(import.meta.dirname, '../../examples/agents');
-const PROJECT_ROOT = resolve(import.meta.dirname, '../..');
 
 /** Collects log lines written by a logger, for assertions on what was (not) logged. */
 export class LogCapture extends Writable {
@@ -69,6 +69,8 @@ export async function startTestRuntime(
     keepDataDir?: boolean;
     /** Always the data dir's SQLite file, even under FACTORY_TEST_ENGINE=postgres (a test of that file). */
     sqlite?: boolean;
+    /** Always PostgreSQL at this URL (from `postgresUrl(t)`), with a master key of its own, whatever FACTORY_TEST_ENGINE says. */
+    postgres?: string;
   } = {},
 ): Promise<TestRuntime> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-test-'));
@@ -76,10 +78,14 @@ export async function startTestRuntime(
   // process; no stray FACTORY_* value of the test environment changes the config.
   const inherited = Object.fromEntries(INHERITED_ENV.flatMap((n) => (process.env[n] === undefined ? [] : [[n, process.env[n]]])));
   // Runs execute in the sandbox (the default); the example agents are an installation it may read.
-  const pg = options.sqlite ? undefined : await onPostgres(dataDir, options);
+  const pg =
+    // The schema behind `postgres` is the caller's (postgresUrl drops it when the test ends).
+    options.postgres !== undefined ? { flags: { database: options.postgres }, env: { FACTORY_MASTER_KEY: randomBytes(32).toString('base64') }, drop: async () => {} }
+    : options.sqlite ? undefined
+    : await onPostgres(dataDir, options);
   const config = parseConfig(
     // Local repos: the tests' own (under the system's temp directory) and this project (the example's `url: ../..`).
-    { port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], localRepos: [tmpdir(), PROJECT_ROOT], ...pg?.flags, ...options.flags, dataDir },
+    { port: 0, executor: testExecutor(), sandboxRoBind: [EXAMPLE_AGENTS], localRepos: [tmpdir(), ROOT], ...pg?.flags, ...options.flags, dataDir },
     { ...inherited, ...pg?.env, ...options.env },
   );
   const logs = new LogCapture();

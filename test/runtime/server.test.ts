@@ -160,37 +160,33 @@ test('a data dir or work dir that is a file, or under one, is one clear sentence
 });
 
 test('a data dir and key files readable by others are tightened at start, with a warning; the database is 0600', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-modes-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const dataDir = join(dir, 'data');
-  const first = await startTestRuntime({ dataDir, keepDataDir: true });
-  // On PostgreSQL (FACTORY_TEST_ENGINE) the data dir holds the keys but no database file.
-  const sqlite = first.store.engine === 'sqlite';
+  // The data dir's own SQLite file, whatever FACTORY_TEST_ENGINE says.
+  const first = await startTestRuntime({ keepDataDir: true, sqlite: true });
+  const dataDir = first.dataDir;
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   await first.stop();
   const mode = (p: string) => statSync(p).mode & 0o777;
-  if (sqlite) assert.equal(mode(join(dataDir, 'factory.db')), 0o600, 'the database is made 0600');
+  assert.equal(mode(join(dataDir, 'factory.db')), 0o600, 'the database is made 0600');
   // As `mkdir -p` with a loose umask, or a copy, would leave them.
   chmodSync(dataDir, 0o755);
-  for (const f of sqlite ? ['admin.key', 'factory.db'] : ['admin.key']) chmodSync(join(dataDir, f), 0o644);
-  const rt = await startTestRuntime({ dataDir, keepDataDir: true });
+  for (const f of ['admin.key', 'factory.db']) chmodSync(join(dataDir, f), 0o644);
+  const rt = await startTestRuntime({ dataDir, keepDataDir: true, sqlite: true });
   t.after(() => rt.stop());
   assert.equal(mode(dataDir), 0o700);
   assert.equal(mode(join(dataDir, 'admin.key')), 0o600);
-  if (sqlite) assert.equal(mode(join(dataDir, 'factory.db')), 0o600);
+  assert.equal(mode(join(dataDir, 'factory.db')), 0o600);
   const warned = rt.logs.records().filter((r) => r.msg === 'this data dir path was readable by other users; its mode was tightened').map((r) => [r.path, r.was]);
   assert.deepEqual(warned, [[dataDir, '755'], [join(dataDir, 'admin.key'), '644']]);
 });
 
 test('a master.key gone from beside its database is one clear sentence, and no new key is made', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-nokey-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const dataDir = join(dir, 'data');
-  const first = await startTestRuntime({ dataDir, keepDataDir: true });
-  const sqlite = first.store.engine === 'sqlite';
+  // The data dir's own SQLite file (PostgreSQL takes its key from FACTORY_MASTER_KEY, never from the data dir).
+  const first = await startTestRuntime({ keepDataDir: true, sqlite: true });
+  const dataDir = first.dataDir;
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   await first.stop();
-  if (!sqlite) return; // PostgreSQL takes its key from FACTORY_MASTER_KEY, never from the data dir
   rmSync(join(dataDir, 'master.key'));
-  await assert.rejects(startTestRuntime({ dataDir, keepDataDir: true }), {
+  await assert.rejects(startTestRuntime({ dataDir, keepDataDir: true, sqlite: true }), {
     message: `there is no master.key beside the existing database in ${dataDir}; restore master.key from a backup, or set FACTORY_MASTER_KEY to the key the database was made with.`,
   });
   assert.equal(existsSync(join(dataDir, 'master.key')), false);

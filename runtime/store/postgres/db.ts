@@ -13,6 +13,8 @@ import type { DB, RunResult, Statement, Transaction } from '../db.ts';
 
 /** How long one request may take before the store gives up on it (the connection may be gone). */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** SQLSTATE character_not_in_repertoire: what PostgreSQL answers a text value holding U+0000. */
+const NUL_IN_TEXT = '22021';
 /** No limit worth the name: a day, as Atomics.wait takes a finite wait. */
 const UNLIMITED_MS = 86_400_000;
 
@@ -252,12 +254,6 @@ export class PostgresDatabase implements DB {
 
   /** @internal One statement with its parameters, for PgStatement. */
   query(sql: string, params: unknown[]): Reply {
-    // PostgreSQL's text cannot hold U+0000 and refuses the whole statement; SQLite keeps it. A
-    // value from a request (an id in the path, a query parameter) is the client's mistake: a 400
-    // naming it, not a 500 (docs/api.md#conventions).
-    for (const p of params) {
-      if (typeof p === 'string' && p.includes('\0')) throw new FactoryError('invalid_request', 'A value of this request has a NUL character (U+0000), which cannot be stored or looked up.');
-    }
     return this.request({ mode: 'query', sql, params, inTx: this.depth > 0 });
   }
 
@@ -367,7 +363,13 @@ export class PostgresDatabase implements DB {
         const reply = m.message as Reply;
         if (reply.id !== id) continue;
         if (reply.tx) this.txStatus = reply.tx;
-        if (!reply.ok) throw new PostgresError(reply.error?.message ?? 'PostgreSQL request failed', reply.error?.code, reply.error?.constraint);
+        if (!reply.ok) {
+          // 22021: a value with U+0000, which PostgreSQL's text cannot hold (SQLite keeps it). The
+          // requests refuse one at their edges (docs/api.md#conventions); one that gets here anyway
+          // is still the client's mistake, a 400, not a 500. Checked only when a statement fails.
+          if (reply.error?.code === NUL_IN_TEXT) throw new FactoryError('invalid_request', 'A value of this request has a NUL character (U+0000), which cannot be stored or looked up.');
+          throw new PostgresError(reply.error?.message ?? 'PostgreSQL request failed', reply.error?.code, reply.error?.constraint);
+        }
         return reply;
       }
       const left = deadline - Date.now();

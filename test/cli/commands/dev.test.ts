@@ -111,9 +111,7 @@ test('dev creates a missing notify secret as a Standard Webhooks secret, so the 
   const { devSecretValue, secretNames } = await import('../../../cli/commands/dev.ts');
   const { isNotifySecret } = await import('../../../core/notify.ts');
   const { factoryFiles } = await import('../../runtime/automations/helpers.ts');
-  const files = factoryFiles({ review: {} }).map((f) =>
-    f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', '"environment":"agent","notify":{"url":"https://hooks.example.com/runs","secretName":"review-notify"}') } : f,
-  );
+  const files = factoryFiles({ review: { notify: { url: 'https://hooks.example.com/runs', secretName: 'review-notify' } } });
   const { snapshot, diagnostics } = compile(files);
   assert.ok(snapshot, JSON.stringify(diagnostics));
   assert.ok(secretNames(snapshot).includes('review-notify'));

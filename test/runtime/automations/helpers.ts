@@ -37,6 +37,8 @@ export interface AutomationSpec {
   uids?: string[];
   prompt?: string;
   title?: string;
+  /** The automation's `notify` key, as written (docs/automations.md#notify). */
+  notify?: unknown;
 }
 
 /** The factory's files: `webhooks` names → pinned UIDs; automations by name. */
@@ -54,7 +56,7 @@ export function factoryFiles(automations: Record<string, AutomationSpec>, webhoo
       event: 'received',
       filter: { webhook_ids: [uid], ...(spec.payload !== undefined ? { payload: spec.payload } : {}) },
     }));
-    const front = { triggers, environment: 'agent', ...(spec.enabled === false ? { enabled: false } : {}), ...(spec.title ? { title: spec.title } : {}) };
+    const front = { triggers, environment: 'agent', ...(spec.notify !== undefined ? { notify: spec.notify } : {}), ...(spec.enabled === false ? { enabled: false } : {}), ...(spec.title ? { title: spec.title } : {}) };
     // JSON is YAML: the front matter is written as one JSON line.
     files.push({ path: `automations/${name}.md`, text: `---\n${JSON.stringify(front)}\n---\n${spec.prompt ?? `Automation ${name}: review the pull request.`}\n` });
   }

@@ -1,14 +1,12 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { rmSync } from 'node:fs';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { SCHEDULE_HEADING } from '../../../runtime/automations/scheduler.ts';
 import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
-import { postgresUrl } from '../../helpers/postgres.ts';
+import { anotherReplicaHolding, postgresUrl } from '../../helpers/postgres.ts';
+import { SCHEDULES_LOCK } from '../../../runtime/store/schedules.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 
 const ENV = { path: 'environments/e.yaml', text: 'agent:\n  command: ["true"]\n' };
@@ -204,7 +202,7 @@ test('postgres: a pause committed while this replica waits for the schedules loc
   const url = await postgresUrl(t);
   if (!url) return;
   const clock = new FakeClock('2026-03-02T08:00:00.000Z');
-  const rt = await startTestRuntime({ clock, flags: { database: url }, env: { FACTORY_MASTER_KEY: randomBytes(32).toString('base64') } });
+  const rt = await startTestRuntime({ clock, postgres: url });
   t.after(() => rt.stop());
   rt.services.executor!.pause();
   await rt.services.scheduler!.stop?.();
@@ -212,31 +210,11 @@ test('postgres: a pause committed while this replica waits for the schedules loc
   rt.services.scheduler!.tick();
   clock.set('2026-03-02T09:00:00.000Z');
   // Another replica's turn: it holds the lock while a pause commits through another connection.
-  const other = spawn(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `import pg from 'pg';
-       const holder = new pg.Client({ connectionString: ${JSON.stringify(url)} });
-       const pauser = new pg.Client({ connectionString: ${JSON.stringify(url)} });
-       await holder.connect();
-       await pauser.connect();
-       await holder.query('BEGIN');
-       await holder.query("SELECT pg_advisory_xact_lock(hashtext('factory-schedules'))");
-       process.stdout.write('locked\\n');
-       await new Promise((r) => setTimeout(r, 500));
-       await pauser.query("INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES ('tests/hourly/check', '2026-03-02T08:59:59.000Z', 'ops')");
-       await new Promise((r) => setTimeout(r, 500));
-       await holder.query('COMMIT');
-       await holder.end();
-       await pauser.end();`,
-    ],
-    { cwd: new URL('../../../', import.meta.url), stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  await once(other.stdout!, 'data');
+  const other = await anotherReplicaHolding(url, SCHEDULES_LOCK, {
+    meanwhile: ["INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES ('tests/hourly/check', '2026-03-02T08:59:59.000Z', 'ops')"],
+  });
   // Blocks on the lock until the other replica's turn ends, after the pause committed.
   rt.services.scheduler!.tick();
-  await once(other, 'exit');
+  await other.ended;
   assert.equal(scheduled(rt).length, 0, 'a paused schedule starts no run');
 });

@@ -230,11 +230,7 @@ describe('notifications', { concurrency: true }, () => {
       const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms' } });
       t.after(() => rt.stop());
       await createSecret(rt);
-      const files = factoryFiles({ review: { payload: { action: 'opened' } } }).map((f) =>
-        f.path === 'automations/review.md'
-          ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":{"url":"${listener.url}/auto","secretName":"review-notify"}`) }
-          : f,
-      );
+      const files = factoryFiles({ review: { payload: { action: 'opened' }, notify: { url: `${listener.url}/auto`, secretName: 'review-notify' } } });
       const { snapshot, diagnostics } = compile(files);
       assert.deepEqual(diagnostics.filter((d) => d.severity === 'error'), []);
       assert.deepEqual(snapshot!.automations[0].notify, { url: `${listener.url}/auto`, secretName: 'review-notify' });
@@ -266,12 +262,7 @@ describe('notifications', { concurrency: true }, () => {
   });
 
   describe('the notify key in the compiler', () => {
-    const compileWith = (notify: unknown) =>
-      compile(
-        factoryFiles({ review: {} }).map((f) =>
-          f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":${JSON.stringify(notify)}`) } : f,
-        ),
-      ).diagnostics.filter((d) => d.severity === 'error');
+    const compileWith = (notify: unknown) => compile(factoryFiles({ review: { notify } })).diagnostics.filter((d) => d.severity === 'error');
 
     it('takes an http(s) URL and a secret name, and reports anything else at the key', () => {
       assert.deepEqual(compileWith({ url: 'https://hooks.example.com/a?b=c', secretName: 'review-notify' }), []);
@@ -302,9 +293,7 @@ describe('notifications', { concurrency: true }, () => {
       t.after(() => rt.stop());
       await createSecret(rt);
       assert.equal((await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name: 'review-notify', value: newSecret() } })).status, 201);
-      const files = factoryFiles({ review: { payload: { action: 'opened' } } }).map((f) =>
-        f.path === 'automations/review.md' ? { ...f, text: f.text.replace('"environment":"agent"', `"environment":"agent","notify":{"url":"${listener.url}/auto","secretName":"review-notify"}`) } : f,
-      );
+      const files = factoryFiles({ review: { payload: { action: 'opened' }, notify: { url: `${listener.url}/auto`, secretName: 'review-notify' } } });
       const { snapshot } = compile(files);
       // A snapshot that did not come from this compiler: the runtime checks the URL itself.
       const forged = structuredClone(snapshot!);

@@ -1,10 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { compile } from '../../../cli/compiler/compile.ts';
-import { postgresUrl } from '../../helpers/postgres.ts';
+import { anotherReplicaHolding, postgresUrl } from '../../helpers/postgres.ts';
+import { DEFINITIONS_LOCK } from '../../../runtime/store/definitions.ts';
 import { startTestRuntime } from '../helpers.ts';
 
 /**
@@ -16,7 +14,7 @@ import { startTestRuntime } from '../helpers.ts';
 test('an apply waits for another replica\'s apply and, made against the same base, is refused as stale', async (t) => {
   const url = await postgresUrl(t);
   if (!url) return;
-  const rt = await startTestRuntime({ flags: { database: url }, env: { FACTORY_MASTER_KEY: randomBytes(32).toString('base64') } });
+  const rt = await startTestRuntime({ postgres: url });
   t.after(() => rt.stop());
   const snapshotOf = (description: string) => {
     const { snapshot, diagnostics } = compile([{ path: 'factory.yaml', text: `name: shop\ndescription: ${description}\n` }]);
@@ -27,27 +25,9 @@ test('an apply waits for another replica\'s apply and, made against the same bas
   const planned = (await (await rt.fetch('/api/v1/factories/shop/plan', { method: 'POST', json: { snapshot: snapshotOf('mine') } })).json()) as { base_revision: string };
 
   // The other replica: takes the lock, changes the factory, commits a moment later.
-  const other = spawn(
-    process.execPath,
-    [
-      '--input-type=module',
-      '-e',
-      `import pg from 'pg';
-       const c = new pg.Client({ connectionString: ${JSON.stringify(url)} });
-       await c.connect();
-       await c.query('BEGIN');
-       await c.query("SELECT pg_advisory_xact_lock(hashtext('definitions'))");
-       await c.query("UPDATE factories SET description = 'theirs' WHERE name = 'shop'");
-       process.stdout.write('locked\\n');
-       await new Promise((r) => setTimeout(r, 1000));
-       await c.query('COMMIT');
-       await c.end();`,
-    ],
-    { cwd: new URL('../../../', import.meta.url), stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  await once(other.stdout!, 'data');
+  const other = await anotherReplicaHolding(url, DEFINITIONS_LOCK, { inTurn: ["UPDATE factories SET description = 'theirs' WHERE name = 'shop'"] });
   const res = await rt.fetch('/api/v1/factories/shop/apply', { method: 'POST', json: { snapshot: snapshotOf('mine'), base_revision: planned.base_revision } });
-  await once(other, 'exit');
+  await other.ended;
   const body = (await res.json()) as { code: string; errors?: { code: string }[] };
   assert.equal(res.status, 409, JSON.stringify(body));
   assert.equal(body.errors?.[0].code, 'plan.stale');
