@@ -36,6 +36,16 @@ export function tryAuthenticate(ctx: Context, store: Store): Principal | undefin
   return principal;
 }
 
+/**
+ * Throws the 401 of a revoked key when the principal's key was revoked (or is gone) since the
+ * request authenticated: for a request that waits (a worker's claim), so that revoking stays
+ * immediate for it too (docs/runtime.md#api-keys-and-scopes).
+ */
+export function assertStillValid(principal: Principal, store: Store): void {
+  const key = store.keys.get(principal.keyId);
+  if (!key || key.revoked_at) throw unauthenticated('The API key is not valid or has been revoked.');
+}
+
 /** Like tryAuthenticate, but a missing key is a 401 too. */
 export function authenticate(ctx: Context, store: Store): Principal {
   const principal = tryAuthenticate(ctx, store);

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { conflict, invalidRequest, type FieldError } from '../../core/errors.ts';
 import { RUN_ERROR_CODES } from '../../core/run-state.ts';
-import { principalOf, requireScope } from '../http/auth.ts';
+import { assertStillValid, principalOf, requireScope } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import { jobTimeLimitMs } from '../executor/job.ts';
 import { prepareJob, RunSetupError, type PreparedJob } from '../executor/prepare.ts';
@@ -193,6 +193,8 @@ export const workerRoutes: RouteModule = (router, deps) => {
     while (!claimed && capacity > 0 && Date.now() < until) {
       const waitMore = await (deps.services.leases?.wait(Math.min(CLAIM_POLL_MS, until - Date.now()), gone.signal) ?? Promise.resolve(false));
       if (!waitMore || gone.signal.aborted) break;
+      // The key was checked when the request came; one revoked while it waited gets nothing more.
+      assertStillValid(principalOf(ctx), store);
       claimed = claimOne(holder);
     }
     if (!claimed) {

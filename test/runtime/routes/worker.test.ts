@@ -246,6 +246,20 @@ test('a waiting claim gets the run created while it waits', async () => {
   assert.equal(run.retryable, false);
 });
 
+test('a claim waiting when its key is revoked ends with a 401 and is given no run', async () => {
+  await drain();
+  const res0 = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'w-revoked', kind: 'agent', scopes: ['worker'] } });
+  const { id: keyId, key: doomed } = (await res0.json()) as { id: string; key: string };
+  const waiting = claim('worker-0009', doomed, { wait_seconds: 20, capacity: 1 });
+  // The claim is waiting once a first look found nothing: give the request time to get there.
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal((await rt.fetch(`/api/v1/keys/${keyId}/revoke`, { method: 'POST' })).status, 200);
+  const id = await newRun();
+  await problem(await waiting, 401, 'authentication_required');
+  assert.equal((await readRun(id)).state, 'QUEUED', 'the run stays for a valid worker');
+  await drain();
+});
+
 test('bad worker requests are 400 problem+json naming the field; an unknown run is a 404', async () => {
   await problem(await post('/api/v1/worker/claim', { worker: 'box' }), 400, 'invalid_request');
   await problem(await post('/api/v1/worker/claim', { worker: 'box', worker_id: 'short' }), 400, 'invalid_request');
