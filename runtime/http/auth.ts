@@ -77,9 +77,11 @@ export interface RequireScopeOptions {
    * The factory the request acts on, when the route knows it (a path parameter, or the factory of
    * the webhook in the path). A `manage` key limited to other factories gets a 404, exactly like
    * a factory or webhook that does not exist: a 403 would confirm that it exists and name its
-   * factory. Routes that span factories (lists) filter with canManageFactory instead.
+   * factory. Routes that span factories (lists) filter with canManageFactory instead. `null`
+   * means the resource does not exist: the same 404, for every key, before the route reads a
+   * body or checks its query (so that an unknown resource and another factory's answer alike).
    */
-  factory?: (ctx: Context) => string | undefined;
+  factory?: (ctx: Context) => string | null | undefined;
   /**
    * The 404 detail for a factory the key may not manage: the route's own "not found" sentence, so
    * that the answer cannot be told apart from an unknown resource's. The default suits routes
@@ -104,7 +106,7 @@ export function requireScope(scope: Scope, options: RequireScopeOptions = {}): M
     }
     if (scope === 'manage' && options.factory) {
       const factory = options.factory(ctx);
-      if (factory !== undefined && !canManageFactory(principal, factory)) {
+      if (factory === null || (factory !== undefined && !canManageFactory(principal, factory))) {
         throw notFound(options.notFound ? options.notFound(ctx) : unknownFactoryDetail(factory));
       }
     }

@@ -113,10 +113,10 @@ export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${u
 /**
  * The `:uid` webhook's factory, for the scope check of every route under /api/v1/webhooks/:uid: a
  * webhook of a factory the key may not manage is a 404 with unknownWebhookDetail's sentence,
- * before any body is read. Unknown UIDs pass here and 404 in the route.
+ * before any body or query is checked. An unknown UID is the same 404 here, for every key.
  */
 export const webhookFactory: RequireScopeOptions = {
-  factory: (ctx) => ctx.deps.store.defs.getWebhookByUid(String(ctx.params.uid))?.factory,
+  factory: (ctx) => ctx.deps.store.defs.getWebhookByUid(String(ctx.params.uid))?.factory ?? null,
   notFound: (ctx) => unknownWebhookDetail(String(ctx.params.uid)),
 };
 

@@ -98,6 +98,13 @@ const CASES = (): Case[] => [
   uidCase('DELETE'),
   uidCase('GET', '/deliveries'),
   uidCase('GET', '/deliveries?limit=5'),
+  // A request the route would refuse (a body where none is taken, an unknown query parameter) is
+  // still the unknown webhook's 404 first, or its 400 would tell an unknown UID from a foreign one.
+  uidCase('POST', '/enable', { unexpected: true }),
+  uidCase('POST', '/disable', { unexpected: true }),
+  uidCase('DELETE', '', { unexpected: true }),
+  uidCase('GET', '/deliveries?unexpected=1'),
+  uidCase('GET', '/deliveries?limit=0'),
   uidCase('GET', `/deliveries/${encodeURIComponent(deliveryId)}`),
   // runtime/routes/replay-retry.ts: nothing is replayed, and the answer is the unknown webhook's.
   uidCase('POST', `/deliveries/${encodeURIComponent(deliveryId)}/replay`),
