@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isCredentialHeader } from '../../core/credential-headers.ts';
+import { trimOws } from './schemes/types.ts';
 
 /**
  * Delivery identity (docs/ingress.md#identity), pure. The first of:
@@ -45,8 +46,10 @@ export function identityHeaderNames(sources: IdentitySources): readonly string[]
 export function headerIdentity(get: HeaderGetter, sources: IdentitySources | readonly string[]): string | undefined {
   const names = Array.isArray(sources) ? (sources as readonly string[]) : identityHeaderNames(sources as IdentitySources);
   for (const name of names) {
+    // Trimmed exactly as the signature schemes read the same header (schemes/types.ts trimOws).
     const v = get(name);
-    if (v !== undefined && v !== '') return bounded(v);
+    const trimmed = v === undefined ? '' : trimOws(v);
+    if (trimmed !== '') return bounded(trimmed);
   }
   return undefined;
 }

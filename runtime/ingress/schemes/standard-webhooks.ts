@@ -59,7 +59,9 @@ export const standardWebhooks: SignatureSchemeImpl = {
       if (digest !== undefined && digest.length === 32) presented.push(digest);
     }
     if (presented.length === 0) return fail('malformed_signature');
-    if (!anyDigestEquals(presented, hmac('sha256', key, `${id}.${timestamp}.`, body))) return fail('signature_mismatch');
+    // Header values reach us as one character per byte received (latin1): signing them as latin1
+    // signs the bytes the sender sent, whatever they are.
+    if (!anyDigestEquals(presented, hmac('sha256', key, Buffer.from(`${id}.${timestamp}.`, 'latin1'), body))) return fail('signature_mismatch');
     const late = checkWindowSeconds(seconds, now);
     return late === undefined ? OK : fail(late);
   },

@@ -62,10 +62,24 @@ export function headersFrom(record: Readonly<Record<string, string | readonly st
   return { get: (name) => map.get(name.toLowerCase()) };
 }
 
-/** The trimmed value of a header, or undefined when absent or blank. */
+/**
+ * A header value without the spaces and tabs around it (HTTP's optional whitespace), and nothing
+ * else: String.prototype.trim would also take a no-break space (byte 0xA0), so a signed id with one
+ * added would verify as the same id while the delivery's identity, read from the same header, differs
+ * (one signed message replayed as many deliveries). The identity reads headers through this too.
+ */
+export function trimOws(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && (value.charCodeAt(start) === 32 || value.charCodeAt(start) === 9)) start++;
+  while (end > start && (value.charCodeAt(end - 1) === 32 || value.charCodeAt(end - 1) === 9)) end--;
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
+
+/** The value of a header without optional whitespace (trimOws), or undefined when absent or blank. */
 export function headerValue(headers: Headers, name: string): string | undefined {
   const value = headers.get(name);
   if (typeof value !== 'string') return undefined;
-  const trimmed = value.trim();
+  const trimmed = trimOws(value);
   return trimmed === '' ? undefined : trimmed;
 }

@@ -25,6 +25,12 @@ it('identity: header order, empty values skipped, long values hashed', () => {
   assert.equal(headerIdentity(get, { deliveryIdHeader: 'X-Mine', signed: true }), undefined);
   assert.equal(headerIdentity(get, { schemeHeaders: ['x-github-delivery'], signed: true }), 'gh');
   assert.equal(headerIdentity(() => undefined, {}), undefined);
+  // Only HTTP's optional whitespace (spaces, tabs) is trimmed, as the signature schemes trim it;
+  // a no-break space is part of the value, and a value of only spaces counts as absent.
+  assert.equal(headerIdentity(() => ' \tid-1\t ', {}), 'id-1');
+  assert.equal(headerIdentity(() => 'id-1\xa0', {}), 'id-1\xa0');
+  assert.equal(headerIdentity(() => '\xa0', {}), '\xa0');
+  assert.equal(headerIdentity(() => ' \t ', {}), undefined);
   const long = 'x'.repeat(MAX_IDENTITY_LENGTH + 1);
   assert.match(headerIdentity(() => long, {})!, /^sha256:[0-9a-f]{64}$/);
   assert.equal(bodyIdentity(Buffer.from('')), 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');

@@ -167,3 +167,42 @@ for (const p of PROVIDERS) {
     }
   });
 }
+
+describe('standard-webhooks: one signed message is one delivery, however its id header is padded', () => {
+  let hook: { uid: string; url: string };
+  let secret: string;
+  before(async () => {
+    const created = await createHook(rt, 'interop', { name: 'padded-ids', auth_mode: 'signature', signature_scheme: 'standard-webhooks' });
+    hook = created;
+    secret = created.secret!;
+  });
+
+  it('a no-break space (byte 0xA0) added to the signed id is a different id, so a 401; spaces and tabs around it are trimmed, so the same message again is a Duplicate', async () => {
+    const b = JSON.stringify({ type: 'padded.id' });
+    const id = `msg_${randomUUID()}`;
+    const signed = { 'webhook-id': id, 'webhook-timestamp': String(nowSeconds()), 'webhook-signature': new StandardWebhook(secret).sign(id, new Date(nowSeconds() * 1000), b) };
+    assert.equal((await deliver(hook.url, b, signed)).status, 202);
+    for (const padded of [`${id}\xa0`, `\xa0${id}`, `${id}\xa0\xa0`]) {
+      const res = await deliver(hook.url, b, { ...signed, 'webhook-id': padded });
+      assert.equal(res.status, 401, JSON.stringify(padded));
+    }
+    // Svix's header set with a blank-looking webhook-id beside it selects the webhook-* set, which has no signature.
+    const svix = { 'svix-id': id, 'svix-timestamp': signed['webhook-timestamp'], 'svix-signature': signed['webhook-signature'] };
+    assert.equal((await deliver(hook.url, b, { ...svix, 'webhook-id': '\xa0' })).status, 401);
+    // HTTP's own optional whitespace is not part of a value: the same message again.
+    const again = await deliver(hook.url, b, { ...signed, 'webhook-id': `${id}\t ` });
+    assert.equal(again.status, 202, await again.clone().text());
+    const log = await logOf(rt, hook.uid, 20);
+    assert.deepEqual(log.map((e) => e.outcome_label), ['Duplicate', 'Rejected (auth)', 'Rejected (auth)', 'Rejected (auth)', 'Rejected (auth)', 'Accepted']);
+  });
+
+  it('a non-ASCII id is verified over the bytes received', async () => {
+    const b = JSON.stringify({ type: 'unicode.id' });
+    const id = `msg_ünï_${randomUUID()}`;
+    const signature = new StandardWebhook(secret).sign(id, new Date(nowSeconds() * 1000), b);
+    // What the sender puts on the wire is the id's UTF-8 bytes; a header string is one character per byte.
+    const wire = Buffer.from(id, 'utf8').toString('latin1');
+    const res = await deliver(hook.url, b, { 'webhook-id': wire, 'webhook-timestamp': String(nowSeconds()), 'webhook-signature': signature });
+    assert.equal(res.status, 202, await res.clone().text());
+  });
+});
