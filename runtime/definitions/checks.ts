@@ -173,13 +173,14 @@ export function checkAgainstRuntime(
     } else if (w.uid && !(existing && existing.uid === w.uid)) {
       const holder = input.pinnedUidHolders.get(w.uid);
       if (holder) {
+        const deleted = holder.deletedAt ? 'deleted ' : '';
         const where =
           holder.factory === snapshot.factory.name
-            ? `webhook '${holder.name}'`
+            ? `${deleted}webhook '${holder.name}'`
             : mayName(holder.factory)
-              ? `webhook '${holder.name}' of factory '${holder.factory}'`
-              : 'a webhook of another factory';
-        errors.push({ file, pointer: '/uid', code: 'webhook.uid_taken', conflict: true, message: `uid ${w.uid} belongs to ${holder.deletedAt ? 'deleted ' : ''}${where}; a UID is never reused` });
+              ? `${deleted}webhook '${holder.name}' of factory '${holder.factory}'`
+              : `a ${deleted}webhook of another factory`;
+        errors.push({ file, pointer: '/uid', code: 'webhook.uid_taken', conflict: true, message: `uid ${w.uid} belongs to ${where}; a UID is never reused` });
       }
     }
   }

@@ -87,6 +87,19 @@ test('a pinned UID held by another webhook, live or deleted, is a conflict', () 
   }
 });
 
+test('the uid_taken sentence says which webhook holds the UID, deleted or not, in words', () => {
+  const message = (holder: ReturnType<typeof record>, mayName: boolean) => {
+    const input = emptyInput();
+    input.pinnedUidHolders.set(UID_A, holder);
+    return checkAgainstRuntime(snapshot(), input, { mayName: () => mayName })[0].message;
+  };
+  const gone = { deletedAt: '2026-01-02T00:00:00.000Z' };
+  assert.equal(message(record({ factory: 'other', name: 'x', ...gone }), false), `uid ${UID_A} belongs to a deleted webhook of another factory; a UID is never reused`);
+  assert.equal(message(record({ factory: 'other', name: 'x' }), false), `uid ${UID_A} belongs to a webhook of another factory; a UID is never reused`);
+  assert.equal(message(record({ factory: 'other', name: 'x', ...gone }), true), `uid ${UID_A} belongs to deleted webhook 'x' of factory 'other'; a UID is never reused`);
+  assert.equal(message(record({ name: 'old', ...gone }), true), `uid ${UID_A} belongs to deleted webhook 'old'; a UID is never reused`);
+});
+
 test('the same webhook keeping its pinned UID is fine; changing it is a conflict', () => {
   const input = emptyInput();
   input.webhooks = [record()];
