@@ -76,6 +76,14 @@ test('schedules in Oz\'s shape: next_run, last_ran, enabled; a foreign factory\'
     assert.match(problem.detail, new RegExp(`^schedule ${id} does not exist`));
   }
 
+  // Oz's create, update and delete are not served: schedules are definitions (docs/api.md#schedules).
+  for (const [method, path] of [['POST', '/api/v1/agent/schedules'], ['PUT', `/api/v1/agent/schedules/${encodeURIComponent('tests/triage/mornings')}`], ['DELETE', `/api/v1/agent/schedules/${encodeURIComponent('tests/triage/mornings')}`]]) {
+    const res = await rt.fetch(path, { method, json: method === 'DELETE' ? undefined : { cron_schedule: '@daily' } });
+    assert.equal(res.status, 405, `${method} ${path}`);
+    assert.equal(((await res.json()) as { code: string }).code, 'method_not_allowed');
+    assert.deepEqual(res.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD']);
+  }
+
   // The CLI: a SCHEDULES column with the next fire time, and the schedules in --json.
   const io = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
   assert.equal(await runCli(['automation', 'list', '--factory', 'tests'], io), 0, io.err);
