@@ -48,6 +48,11 @@ export class LeaseSweeper implements Service {
     this.waiters.clear();
   }
 
+  /** How many claims are waiting now. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   /**
    * Resolves after `ms`, or sooner when woken, when `signal` aborts, or when the server drains
    * (then `false`: do not wait again).

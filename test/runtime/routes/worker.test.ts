@@ -2,6 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { jobTimeLimitMs } from '../../../runtime/executor/job.ts';
+import { eventually } from '../../helpers/eventually.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { applyEnvironments, createRun, envYaml } from './runs-helpers.ts';
 import { ROUTE_SCOPES } from './scope-table.ts';
@@ -251,8 +252,7 @@ test('a claim waiting when its key is revoked ends with a 401 and is given no ru
   const res0 = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'w-revoked', kind: 'agent', scopes: ['worker'] } });
   const { id: keyId, key: doomed } = (await res0.json()) as { id: string; key: string };
   const waiting = claim('worker-0009', doomed, { wait_seconds: 20, capacity: 1 });
-  // The claim is waiting once a first look found nothing: give the request time to get there.
-  await new Promise((r) => setTimeout(r, 200));
+  await eventually(() => rt.services.leases!.waiting > 0, 'the claim waits');
   assert.equal((await rt.fetch(`/api/v1/keys/${keyId}/revoke`, { method: 'POST' })).status, 200);
   const id = await newRun();
   await problem(await waiting, 401, 'authentication_required');
