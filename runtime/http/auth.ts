@@ -107,7 +107,7 @@ export function requireScope(scope: Scope, options: RequireScopeOptions = {}): M
     if (scope === 'manage' && options.factory) {
       const factory = options.factory(ctx);
       if (factory === null || (factory !== undefined && !canManageFactory(principal, factory))) {
-        throw notFound(options.notFound ? options.notFound(ctx) : unknownFactoryDetail(factory));
+        throw notFound(options.notFound ? options.notFound(ctx) : unknownFactoryDetail(factory ?? ''));
       }
     }
     await next();
