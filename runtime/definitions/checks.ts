@@ -6,6 +6,7 @@ import type { PlanInput } from './state.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
 import { scheduleProblems } from '../../core/schedule.ts';
 import { repoProblems } from '../../core/repo-url.ts';
+import { standardWebhooksKey } from '../ingress/schemes/standard-webhooks.ts';
 
 /**
  * The runtime's checks of a snapshot (docs/plan-apply.md): first the snapshot itself (schema,
@@ -36,6 +37,14 @@ export const URL_TOKEN_RULE = 'at least 32 characters from A-Z a-z 0-9 - . _ ~';
 /** True when a url_token secret may be the last URL path segment as it is (docs/plan-apply.md). */
 export function isUrlSafeToken(value: string): boolean {
   return URL_SAFE_TOKEN.test(value);
+}
+
+/** What a Standard Webhooks secret must be, in the words every refusal uses (docs/plan-apply.md, `secret.not_signing_key`). */
+export const SIGNING_KEY_RULE = 'the base64 of the signing key, with or without its whsec_ prefix, as the sender shows it';
+
+/** True when a standard-webhooks webhook can verify with this secret (it decodes to a key). */
+export function isSigningKey(value: string): boolean {
+  return standardWebhooksKey(value) !== undefined;
 }
 
 /** `sha256:` + hex of the canonical JSON of the snapshot without its digest (core/snapshot.ts). */
@@ -166,6 +175,8 @@ export function checkAgainstRuntime(
       errors.push({ file, pointer: '/secretName', code: 'secret.pending', message: `team secret '${w.secretName}' has no value yet (pending); a ${w.authMode} webhook needs one: factory secret update ${w.secretName}` });
     } else if (secret && secret.version !== null && w.authMode === 'url_token' && secret.urlSafe === false) {
       errors.push({ file, pointer: '/secretName', code: 'secret.not_url_safe', message: `team secret '${w.secretName}' cannot be a url_token: it must be ${URL_TOKEN_RULE} (RFC 3986 unreserved)` });
+    } else if (secret && secret.version !== null && w.signatureScheme === 'standard-webhooks' && secret.signingKey === false) {
+      errors.push({ file, pointer: '/secretName', code: 'secret.not_signing_key', message: `team secret '${w.secretName}' cannot verify standard-webhooks signatures: it must be ${SIGNING_KEY_RULE}` });
     }
     const existing = live.get(w.name);
     if (w.uid && existing && existing.uid !== w.uid) {

@@ -83,6 +83,8 @@ export interface SecretFacts {
   version: number | null;
   /** For url_token webhooks: RFC 3986 unreserved characters only and at least 32 of them. */
   urlSafe?: boolean;
+  /** For standard-webhooks webhooks: the value decodes to a signing key. */
+  signingKey?: boolean;
   /** The factories that may bind it; null or absent: every factory (docs/runtime.md#which-factories-may-use-a-secret). */
   factories?: string[] | null;
 }

@@ -2,7 +2,7 @@ import { conflict, FactoryError, invalidRequest, notFound, type FieldError } fro
 import { credentialHeaderMessage, isCredentialHeader } from '../../core/credential-headers.ts';
 import { newStandardWebhooksSecret, newTokenSecret, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { SIGNATURE_SCHEMES, type AuthMode, type SignatureScheme } from '../../core/snapshot.ts';
-import { isUrlSafeToken, URL_TOKEN_RULE } from '../definitions/checks.ts';
+import { isSigningKey, isUrlSafeToken, SIGNING_KEY_RULE, URL_TOKEN_RULE } from '../definitions/checks.ts';
 import type { WebhookRecord } from '../definitions/state.ts';
 import webhookSchema from '../../schemas/webhook.schema.json' with { type: 'json' };
 import { DEFINITIONS_LOCK } from '../store/definitions.ts';
@@ -124,8 +124,10 @@ export function createWebhook(store: Store, factory: string, input: CreateWebhoo
         version = existing.current_version;
       } else version = set((shown = newTokenSecret()));
     } else if (input.secret !== undefined) {
+      if (input.signatureScheme === 'standard-webhooks') refuseNonKeyValue(input.secret, '/secret');
       version = set(input.secret);
     } else if (existing?.has_value && input.secretName !== undefined) {
+      if (input.signatureScheme === 'standard-webhooks') refuseNonKeySecret(store, secretName, `the standard-webhooks webhook "${input.name}"`);
       version = existing.current_version;
     } else if (input.signatureScheme === 'standard-webhooks') {
       version = set((shown = newStandardWebhooksSecret()));
@@ -167,6 +169,7 @@ export function enableWebhook(store: Store, uid: string): LifecycleResult {
       throw conflict(`The webhook's secret "${w.secretName}" has no value yet; ${how}, then enable the webhook.`);
     }
     if (w.authMode === 'url_token') refuseUnsafeUrlToken(store, w.secretName, `the url_token webhook "${w.name}"`);
+    if (w.signatureScheme === 'standard-webhooks') refuseNonKeySecret(store, w.secretName, `the standard-webhooks webhook "${w.name}"`);
     return { webhook: store.defs.updateWebhook(uid, { enabled: true, secretVersion: meta.current_version }) };
   });
 }
@@ -209,7 +212,7 @@ export function rotateWebhook(store: Store, uid: string, secret?: string, writer
         throw invalidRequest(`The ${w.signatureScheme} provider generates this secret: rotate it there, then pass the new one to \`factory webhook set-secret ${w.uid}\`.`);
       }
       value = shown = newStandardWebhooksSecret();
-    }
+    } else if (w.signatureScheme === 'standard-webhooks') refuseNonKeyValue(value, '/secret');
     const version = setSecret(store, w.secretName, value, w.factory, writer);
     return { webhook: store.defs.updateWebhook(uid, { secretVersion: version, enabled: w.enabled }), secret: shown };
   });
@@ -224,6 +227,7 @@ export function setWebhookSecret(store: Store, uid: string, secret: unknown, wri
     const w = live(store, uid);
     refuseDefinitions(w);
     if (w.authMode !== 'signature') throw invalidRequest('Only signature webhooks take a provider secret; token and url_token secrets are generated (use rotate).');
+    if (w.signatureScheme === 'standard-webhooks') refuseNonKeyValue(secret, '/secret');
     const version = setSecret(store, w.secretName, secret, w.factory, writer);
     return { webhook: store.defs.updateWebhook(uid, { secretVersion: version, enabled: true }) };
   });
@@ -289,6 +293,11 @@ export function updateSecret(store: Store, name: string, value: string, options:
       const bound = store.defs.listWebhooks().some((w) => w.secretName === name && w.authMode === 'url_token' && !w.deletedAt);
       if (bound) throw invalidRequest(notUrlSafe(name, 'a url_token webhook'), [{ pointer: '/value', message: `must be ${URL_TOKEN_RULE}` }]);
     }
+    // A standard-webhooks webhook verifies only with a value that decodes to a signing key.
+    if (!isSigningKey(value)) {
+      const bound = store.defs.listWebhooks().some((w) => w.secretName === name && w.signatureScheme === 'standard-webhooks' && !w.deletedAt);
+      if (bound) throw invalidRequest(notSigningKey(`The team secret "${name}"`, 'a standard-webhooks webhook'), [{ pointer: '/value', message: `must be ${SIGNING_KEY_RULE}` }]);
+    }
     const secret = store.secrets.update(name, value);
     if (graceSeconds === undefined) return { secret };
     const until = graceSeconds > 0 ? iso(new Date(now.getTime() + graceSeconds * 1000)) : null;
@@ -313,6 +322,21 @@ export function updateSecret(store: Store, name: string, value: string, options:
 /** The sentence of a secret value that cannot be a url_token (docs/plan-apply.md, `secret.not_url_safe`). */
 function notUrlSafe(name: string, user: string): string {
   return `The team secret "${name}" cannot be a url_token, which ${user} uses: it must be ${URL_TOKEN_RULE} (RFC 3986 unreserved).`;
+}
+
+/** The sentence of a value that cannot verify Standard Webhooks signatures (docs/plan-apply.md, `secret.not_signing_key`). */
+function notSigningKey(subject: string, user: string): string {
+  return `${subject} cannot verify the signatures of ${user}: it must be ${SIGNING_KEY_RULE}.`;
+}
+
+/** A secret given in a request for a standard-webhooks webhook (400 when it is no signing key). */
+function refuseNonKeyValue(value: string, pointer: string): void {
+  if (!isSigningKey(value)) throw invalidRequest(notSigningKey('The secret', 'a standard-webhooks webhook'), [{ pointer, message: `must be ${SIGNING_KEY_RULE}` }]);
+}
+
+/** A standard-webhooks webhook binds only an existing secret that decodes to a signing key (409 otherwise). */
+function refuseNonKeySecret(store: Store, name: string, user: string): void {
+  if (!isSigningKey(store.secrets.reveal(name) ?? '')) throw conflict(notSigningKey(`The team secret "${name}"`, user));
 }
 
 /** A url_token webhook binds only a value that can be the last segment of its URL as it is (409 otherwise). */

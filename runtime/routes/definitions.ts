@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { FactoryError, notFound, type FieldError } from '../../core/errors.ts';
 import type { Snapshot } from '../../core/snapshot.ts';
-import { checkAgainstRuntime, checkSnapshot, isUrlSafeToken, type CheckError } from '../definitions/checks.ts';
+import { checkAgainstRuntime, checkSnapshot, isSigningKey, isUrlSafeToken, type CheckError } from '../definitions/checks.ts';
 import { baseRevision, computePlan, type Change } from '../definitions/plan.ts';
 import type { PlanInput, SecretFacts, WebhookRecord } from '../definitions/state.ts';
 import { webhookView } from '../definitions/views.ts';
@@ -146,6 +146,7 @@ function checkFailure(detail: string, errors: CheckError[]): FactoryError {
 function gather(store: Store, snapshot: Snapshot): PlanInput {
   const name = snapshot.factory.name;
   const urlTokenSecrets = new Set(snapshot.webhooks.filter((w) => w.authMode === 'url_token').map((w) => w.secretName));
+  const signingKeySecrets = new Set(snapshot.webhooks.filter((w) => w.signatureScheme === 'standard-webhooks').map((w) => w.secretName));
   const secretNames = new Set<string>(snapshot.webhooks.map((w) => w.secretName));
   for (const env of snapshot.environments) {
     for (const v of Object.values(env.env)) if (typeof v === 'object') secretNames.add(v.secret);
@@ -158,6 +159,7 @@ function gather(store: Store, snapshot: Snapshot): PlanInput {
     const facts: SecretFacts = { version: meta.has_value ? meta.current_version : null, factories: meta.factories };
     // The value is read here only to judge it; it goes no further than this boolean.
     if (meta.has_value && urlTokenSecrets.has(s)) facts.urlSafe = isUrlSafeToken(store.secrets.reveal(s) ?? '');
+    if (meta.has_value && signingKeySecrets.has(s)) facts.signingKey = isSigningKey(store.secrets.reveal(s) ?? '');
     secrets.set(s, facts);
   }
   const environmentOwners = new Map<string, string>();

@@ -112,6 +112,7 @@ test('secrets, apply, plan with no changes, edit, plan, apply, delete a webhook,
 test('a failing apply changes nothing and names the file and key', async () => {
   server.store.secrets.create('owner-token', 'o'.repeat(40));
   server.store.secrets.create('not-url-safe', 'has/slash+and=padding'.repeat(3));
+  server.store.secrets.create('not-a-key', 'my plain secret!');
   const owner = writeRepo('f-owner', {
     'webhooks/hook.yaml': `secretName: owner-token\nuid: ${UID_TAKEN}\n`,
     'environments/shared-env.yaml': ENV_YAML,
@@ -122,6 +123,7 @@ test('a failing apply changes nothing and names the file and key', async () => {
   const cases: { name: string; files: Record<string, string>; code: string; where: RegExp }[] = [
     { name: 'f-missing', files: { 'webhooks/hook.yaml': 'authMode: token\nsecretName: nope\n' }, code: 'secret.not_found', where: /webhooks\/hook\.yaml:2:\d+: error secret\.not_found: .*'nope'/ },
     { name: 'f-unsafe', files: { 'webhooks/hook.yaml': 'authMode: url_token\nsecretName: not-url-safe\n' }, code: 'secret.not_url_safe', where: /webhooks\/hook\.yaml:2:\d+: error secret\.not_url_safe/ },
+    { name: 'f-no-key', files: { 'webhooks/hook.yaml': 'authMode: signature\nsignatureScheme: standard-webhooks\nsecretName: not-a-key\n' }, code: 'secret.not_signing_key', where: /webhooks\/hook\.yaml:3:\d+: error secret\.not_signing_key: team secret 'not-a-key' cannot verify standard-webhooks signatures/ },
     { name: 'f-thief', files: { 'webhooks/hook.yaml': `secretName: owner-token\nuid: ${UID_TAKEN}\n` }, code: 'webhook.uid_taken', where: /webhooks\/hook\.yaml:2:\d+: error webhook\.uid_taken: .*f-owner/ },
     { name: 'f-squatter', files: { 'environments/shared-env.yaml': ENV_YAML }, code: 'environment.owned', where: /environments\/shared-env\.yaml:1:1: error environment\.owned: .*'f-owner'/ },
   ];

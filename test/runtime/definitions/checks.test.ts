@@ -78,6 +78,15 @@ test('a url_token secret that is not URL-safe is an error; token mode does not c
   assert.deepEqual(checkAgainstRuntime(snapshot(), input), []);
 });
 
+test('a standard-webhooks secret that is no signing key is an error; other schemes do not care', () => {
+  const input = emptyInput({ 'ci-secret': { version: 2, signingKey: false } });
+  const sw = snapshot({ webhooks: [webhook('ci', { authMode: 'signature', signatureScheme: 'standard-webhooks', uid: UID_A })] });
+  assert.deepEqual(codes(checkAgainstRuntime(sw, input)), ['secret.not_signing_key']);
+  const gh = snapshot({ webhooks: [webhook('ci', { authMode: 'signature', signatureScheme: 'github', uid: UID_A })] });
+  assert.deepEqual(checkAgainstRuntime(gh, input), []);
+  assert.deepEqual(checkAgainstRuntime(sw, emptyInput({ 'ci-secret': { version: 2, signingKey: true } })), []);
+});
+
 test('a pinned UID held by another webhook, live or deleted, is a conflict', () => {
   for (const holder of [record({ factory: 'other', name: 'x' }), record({ name: 'old', deletedAt: '2026-01-02T00:00:00.000Z' })]) {
     const input = emptyInput();

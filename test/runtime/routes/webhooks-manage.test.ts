@@ -245,6 +245,33 @@ describe('delivery log (7.7)', () => {
     assert.equal(((await (await rt.fetch(`/api/v1/webhooks/${hook.uid}`)).json()) as { enabled: boolean }).enabled, false);
     assert.equal((await deliver(`${base}/short`, '{"u":3}')).status, 404);
   });
+  it('a standard-webhooks secret must decode to a signing key, on every path that sets or binds one', async () => {
+    const refused = async (res: Response, status: number, what: string) => {
+      assert.equal(res.status, status, `${what}: ${await res.clone().text()}`);
+      assert.match(((await res.json()) as { detail: string }).detail, /cannot verify the signatures of .*: it must be the base64 of the signing key/, what);
+    };
+    const sw = { auth_mode: 'signature', signature_scheme: 'standard-webhooks' };
+    await refused(await post('/api/v1/factories/life/webhooks', { name: 'sw-plain', ...sw, secret: 'my plain secret!' }), 400, 'create with a value');
+    rt.store.secrets.create('sw-words', 'not base64 at all!');
+    await refused(await post('/api/v1/factories/life/webhooks', { name: 'sw-bound', ...sw, secret_name: 'sw-words' }), 409, 'create on an existing secret');
+    const listed = (await (await rt.fetch('/api/v1/webhooks?factory=life')).json()) as { webhooks: { name: string }[] };
+    assert.ok(!listed.webhooks.some((w) => w.name.startsWith('sw-')), 'no webhook was made');
+
+    const hook = await createHook(rt, 'life', { name: 'sw-good', ...sw });
+    const secretName = hook.body.webhook.secret_name as string;
+    await refused(await post(`/api/v1/webhooks/${hook.uid}/secret`, { secret: 'whsec_not base64!' }), 400, 'set-secret');
+    await refused(await post(`/api/v1/webhooks/${hook.uid}/rotate`, { secret: 'plain' }), 400, 'rotate with a value');
+    await refused(await rt.fetch(`/api/v1/secrets/${secretName}`, { method: 'PUT', json: { value: 'plain words' } }), 400, 'a new value of its secret');
+    assert.equal(rt.store.secrets.get(secretName)!.current_version, 1, 'no version was written');
+    // A value that got in another way (written by an older release): enable refuses to bind it.
+    assert.equal((await post(`/api/v1/webhooks/${hook.uid}/disable`)).status, 200);
+    rt.store.secrets.update(secretName, 'plain');
+    await refused(await post(`/api/v1/webhooks/${hook.uid}/enable`), 409, 'enable');
+    // A real key is taken, with or without its prefix.
+    const key = Buffer.alloc(32, 9).toString('base64');
+    assert.equal((await post(`/api/v1/webhooks/${hook.uid}/secret`, { secret: key })).status, 200);
+    assert.equal((await post(`/api/v1/webhooks/${hook.uid}/secret`, { secret: `whsec_${key}` })).status, 200);
+  });
   it('a description is at most 2,000 characters, as in a definitions file', async () => {
     const long = await post('/api/v1/factories/life/webhooks', { name: 'wordy', description: 'x'.repeat(2001) });
     assert.equal(long.status, 400);
