@@ -227,9 +227,16 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
       },
     };
     let verdict = verifyWith(scheme, headers, body, secret, receivedAt);
-    if (!verdict.ok && previous !== undefined && verifyWith(scheme, headers, body, previous, receivedAt).ok) {
-      verdict = { ok: true };
-      secretVersion = webhook.previousSecretVersion;
+    if (!verdict.ok && previous !== undefined) {
+      const before = verifyWith(scheme, headers, body, previous, receivedAt);
+      if (before.ok) {
+        verdict = before;
+        secretVersion = webhook.previousSecretVersion;
+      } else if (verdict.reason === 'signature_mismatch' && (before.reason === 'timestamp_too_old' || before.reason === 'timestamp_in_future')) {
+        // Signed with the previous secret but out of the window: the log says so, as it would
+        // without a rotation (the window is checked only once a signature matches).
+        verdict = before;
+      }
     }
     if (!verdict.ok) return rejectAuth(verdict.reason, body);
   }

@@ -48,9 +48,9 @@ describe('secret update --grace', () => {
   const urlToken = async (value: string, id: string) =>
     (await fetch(hookUrl.replace('{token}', value), { method: 'POST', body: `{"id":"${id}"}` })).status;
   /** Signed as Slack documents it, at the runtime's (fake) time, so the five-minute window holds. */
-  const slack = async (secret: string, id: string) => {
+  const slack = async (secret: string, id: string, ageSeconds = 0) => {
     const body = `{"type":"event_callback","event_id":"${id}"}`;
-    const ts = Math.floor(clock.now().getTime() / 1000);
+    const ts = Math.floor(clock.now().getTime() / 1000) - ageSeconds;
     const sig = `v0=${createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex')}`;
     return (await fetch(slackUrl, { method: 'POST', headers: { 'X-Slack-Request-Timestamp': String(ts), 'X-Slack-Signature': sig }, body })).status;
   };
@@ -106,6 +106,11 @@ describe('secret update --grace', () => {
     assert.equal(await slack(SLACK_OLD, 'sl-old'), 202);
     assert.equal(await slack(SLACK_NEW, 'sl-new'), 202);
     assert.equal(await token('neither-of-them', 'tok-bad'), 401);
+    // Signed with the previous value but six minutes old: logged as too old, as without a rotation.
+    assert.equal(await slack(SLACK_OLD, 'sl-stale', 360), 401);
+    const slackUid = slackUrl.split('/').at(-1)!;
+    const [stale] = ((await (await rt.fetch(`/api/v1/webhooks/${slackUid}/deliveries?limit=1`)).json()) as { deliveries: { reason: string }[] }).deliveries;
+    assert.equal(stale.reason, 'timestamp_too_old');
 
     assert.equal(await versionOf(ci, 'tok-old'), 1);
     assert.equal(await versionOf(ci, 'tok-new'), 2);
