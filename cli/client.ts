@@ -156,9 +156,10 @@ function inspect(dir: string): DataDirFinding {
 /**
  * Resolves the server and the key (docs/runtime.md#cli-connection). The server: `--server`, then
  * FACTORY_SERVER, then the running runtime of a data dir, then the default. The key: `--api-key`,
- * then FACTORY_API_KEY, then the data dir's `admin.key`. The data dir: `--data-dir`, then
- * FACTORY_DATA_DIR, else the first of `dataDirCandidates` with a running runtime (the one at the
- * given server, when a server was given), else the first with an admin.key. Each value carries
+ * then FACTORY_API_KEY, then the data dir's `admin.key` (sent only to that data dir's running
+ * runtime or to a server given). The data dir: `--data-dir`, then FACTORY_DATA_DIR, else the
+ * first of `dataDirCandidates` with a running runtime (the one at the given server, when a server
+ * was given), else the first with an admin.key. Each value carries
  * where it came from, so an error can say it. No key anywhere is a CliError that says how to pass one.
  */
 export function resolveClientFlags(flags: ClientFlags, io: CliIO, where: { dir?: string } = {}): ResolvedClient {
@@ -202,6 +203,13 @@ export function resolveClientFlags(flags: ClientFlags, io: CliIO, where: { dir?:
   }
   origin.key = keyFile!;
   if (text.trim() === '') throw new CliError(`no API key: ${keyFile} is empty; set FACTORY_API_KEY or pass --api-key, or restore the key the runtime wrote there.`);
+  // A data dir's admin key goes only to the runtime its runtime.json names, never to a guessed
+  // default URL where another program may listen (docs/runtime.md#cli-connection).
+  if (!explicitServer && !chosen?.runtime) {
+    throw new CliError(
+      `the runtime of ${places([dirname(keyFile!)], io.cwd)}, whose admin key was found, is not running (no runtime.json there names a running process); start it with \`factory dev\` or \`factory serve\`, or pass --server.`,
+    );
+  }
   return { server: server.url, apiKey: text.trim(), origin, timeoutMs };
 }
 

@@ -10,7 +10,7 @@ import { CliError, FactoryError } from '../../core/errors.ts';
 import { API_BODY_BYTES, RUN_CREATE_BODY_BYTES, createClient, dataDirCandidates, resolveClientFlags, takeLastAnswer } from '../../cli/client.ts';
 import { DEFAULT_LIMITS } from '../../runtime/config.ts';
 import { runCli } from '../../cli/main.ts';
-import { bufferIO } from './helpers.ts';
+import { bufferIO, runBuffered } from './helpers.ts';
 import type { CliIO } from '../../cli/io.ts';
 import { startTestRuntime } from '../runtime/helpers.ts';
 import { listenLocally } from '../helpers/listen.ts';
@@ -48,11 +48,11 @@ test('server and key: flags, then env, then <data-dir>/admin.key; each says wher
     mkdirSync(join(dir, 'other'));
     writeFileSync(join(dir, 'other', 'admin.key'), 'fk_other\n');
 
-    const fromFile = resolveClientFlags({}, io({}, dir));
-    assert.deepEqual(plain(fromFile), { server: 'http://127.0.0.1:8080', apiKey: 'fk_fromfile' });
-    assert.deepEqual({ server: fromFile.origin.server, key: fromFile.origin.key }, { server: 'the default', key: join(found, 'admin.key') });
-    assert.deepEqual(resolveClientFlags({ dataDir: 'other' }, io({}, dir)).apiKey, 'fk_other');
-    assert.deepEqual(resolveClientFlags({}, io({ FACTORY_DATA_DIR: join(dir, 'other') }, '/')).apiKey, 'fk_other');
+    const fromFile = resolveClientFlags({ server: 'http://127.0.0.1:8086' }, io({}, dir));
+    assert.deepEqual(plain(fromFile), { server: 'http://127.0.0.1:8086', apiKey: 'fk_fromfile' });
+    assert.deepEqual({ server: fromFile.origin.server, key: fromFile.origin.key }, { server: '--server', key: join(found, 'admin.key') });
+    assert.deepEqual(resolveClientFlags({ dataDir: 'other', server: 'http://h:1' }, io({}, dir)).apiKey, 'fk_other');
+    assert.deepEqual(resolveClientFlags({}, io({ FACTORY_DATA_DIR: join(dir, 'other'), FACTORY_SERVER: 'http://h:1' }, '/')).apiKey, 'fk_other');
     const env = resolveClientFlags({}, io({ FACTORY_SERVER: 'http://h:1/', FACTORY_API_KEY: 'fk_env' }, dir));
     assert.deepEqual(plain(env), { server: 'http://h:1', apiKey: 'fk_env' });
     assert.deepEqual({ server: env.origin.server, key: env.origin.key }, { server: 'FACTORY_SERVER', key: 'FACTORY_API_KEY' });
@@ -80,10 +80,11 @@ test('the runtime is found by its runtime.json: in ./.factory, in the factory re
     assert.deepEqual(plain(r), { server: 'http://127.0.0.1:8081', apiKey: 'fk_here' });
     assert.equal(r.origin.server, join(here, '.factory', 'runtime.json'));
 
-    // A runtime that died without a clean stop: its runtime.json is ignored, its key still used.
+    // A runtime that died without a clean stop: its runtime.json is ignored, its key used only with a server given.
     const stale = join(root, 'stale');
     dataDir(stale, { key: 'fk_stale', runtime: { url: 'http://127.0.0.1:8082', pid: deadPid() } });
-    assert.deepEqual(plain(resolveClientFlags({}, io({}, stale))), { server: 'http://127.0.0.1:8080', apiKey: 'fk_stale' });
+    assert.throws(() => resolveClientFlags({}, io({}, stale)), /^CliError: the runtime of \.\/\.factory, whose admin key was found, is not running/);
+    assert.deepEqual(plain(resolveClientFlags({ server: 'http://127.0.0.1:8082' }, io({}, stale))), { server: 'http://127.0.0.1:8082', apiKey: 'fk_stale' });
 
     // `factory dev repo` keeps its data in repo/.factory; `factory plan repo` from elsewhere finds it.
     const elsewhere = join(root, 'elsewhere');
@@ -123,6 +124,25 @@ test('a server given by flag or environment gets the key of its own data dir, ne
         e instanceof CliError &&
         e.message === `no API key for https://factory.example.com (from --server): ${join(root, '.factory', 'admin.key')} belongs to the runtime at http://127.0.0.1:8085; set FACTORY_API_KEY or pass --api-key.`,
     );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('the admin key of a data dir whose runtime is not running is sent nowhere: one sentence, exit 1, no default URL', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-stopped-'));
+  try {
+    // A stopped runtime's data dir, or a copy of one: admin.key, and no runtime.json or a stale one.
+    const dir = dataDir(root, { key: 'fk_stopped' });
+    const message = 'the runtime of ./.factory, whose admin key was found, is not running (no runtime.json there names a running process); start it with `factory dev` or `factory serve`, or pass --server.';
+    assert.throws(() => resolveClientFlags({}, io({}, root)), (e: unknown) => e instanceof CliError && e.exitCode === 1 && e.message === message);
+    writeFileSync(join(dir, 'runtime.json'), JSON.stringify({ url: 'http://127.0.0.1:8087', pid: deadPid(), started_at: '2026-01-01T00:00:00.000Z' }));
+    assert.throws(() => resolveClientFlags({}, io({}, root)), (e: unknown) => e instanceof CliError && e.message === message);
+    assert.throws(() => resolveClientFlags({ dataDir: dir }, io({}, '/')), (e: unknown) => e instanceof CliError && /^the runtime of \S*factory-stopped-\w+\/\.factory, whose admin key was found, is not running/.test(e.message));
+    const cli = await runBuffered(['key', 'list'], {}, { cwd: root });
+    assert.deepEqual(cli, { code: 1, out: '', err: `error: ${message}\n` });
+    // A key given by the user still goes to the default server; only the data dir's own key is held back.
+    assert.equal(resolveClientFlags({}, io({ FACTORY_API_KEY: 'fk_given' }, root)).server, 'http://127.0.0.1:8080');
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
