@@ -9,6 +9,7 @@ import { PROVIDERS, warpRules } from './warp-rules.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
 import automationSchema from '../../schemas/automation.schema.json' with { type: 'json' };
 import { repoProblems } from '../../core/repo-url.ts';
+import { agentTimeoutProblem } from '../../core/duration.ts';
 
 /** At most 20 webhooks per factory (docs/runtime.md#limits). */
 export const MAX_WEBHOOKS = 20;
@@ -38,19 +39,25 @@ export function crossFileRules(files: ParsedFile[], runtimeWebhooks?: ReadonlyMa
   const pinned = pinnedUids(files, report);
   const environments = new Set(files.filter((f) => f.kind === 'environment').map((f) => f.name));
   for (const f of files) if (f.kind === 'automation') automationRules(f, pinned, environments, report, runtimeWebhooks);
-  for (const f of files) if (f.kind === 'environment') environmentRepoRules(f, report);
+  for (const f of files) if (f.kind === 'environment') environmentRules(f, report);
   warpRules(files, report);
   return out;
 }
 
-/** Each repo's url and ref as git will take them (core/repo-url.ts). */
-function environmentRepoRules(f: ParsedFile, report: Report): void {
+/** Each repo's url, ref and path as git and the executor will take them (core/repo-url.ts), and the agent's timeout (core/duration.ts). */
+function environmentRules(f: ParsedFile, report: Report): void {
   const repos = isObject(f.value) && Array.isArray(f.value.repos) ? f.value.repos : [];
   repos.forEach((repo: unknown, i: number) => {
     if (!isObject(repo)) return;
     for (const p of repoProblems(repo)) report(f, `/repos/${i}/${p.key}`, 'environment.invalid_value', p.message);
   });
+  const timeout = isObject(f.value) && isObject(f.value.agent) ? f.value.agent.timeout : undefined;
+  const problem = typeof timeout === 'string' && TIMEOUT_SHAPE.test(timeout) ? agentTimeoutProblem(timeout) : undefined;
+  if (problem) report(f, '/agent/timeout', 'environment.invalid_value', problem);
 }
+
+/** The schema's shape of a timeout: one that fails it has its schema diagnostic already. */
+const TIMEOUT_SHAPE = /^(?=\d)(\d+h)?(\d+m)?(\d+s)?$/;
 
 function duplicateNames(files: ParsedFile[], report: Report): void {
   const seen = new Map<string, ParsedFile[]>();

@@ -6,6 +6,7 @@ import type { PlanInput } from './state.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
 import { scheduleProblems } from '../../core/schedule.ts';
 import { repoProblems } from '../../core/repo-url.ts';
+import { agentTimeoutProblem } from '../../core/duration.ts';
 import { standardWebhooksKey } from '../ingress/schemes/standard-webhooks.ts';
 
 /**
@@ -197,10 +198,12 @@ export function checkAgainstRuntime(
   }
   const defined = new Set(snapshot.environments.map((e) => e.name));
   for (const env of snapshot.environments) {
-    // The compiler's repo rule, again: a snapshot may come from elsewhere.
+    // The compiler's repo and timeout rules, again: a snapshot may come from elsewhere.
     (env.repos ?? []).forEach((repo, i) => {
       for (const p of repoProblems(repo)) errors.push({ file: env.source.file, pointer: `/repos/${i}/${p.key}`, code: 'environment.invalid_value', message: p.message });
     });
+    const timeoutProblem = agentTimeoutProblem(env.agent.timeout || '30m');
+    if (timeoutProblem) errors.push({ file: env.source.file, pointer: '/agent/timeout', code: 'environment.invalid_value', message: timeoutProblem });
     const owner = input.environmentOwners.get(env.name);
     if (owner && owner !== snapshot.factory.name) {
       errors.push({ file: env.source.file, pointer: '', code: 'environment.owned', conflict: true, message: `environment '${env.name}' belongs to ${factoryNamed(owner)}; environment ids are unique across the runtime` });

@@ -20,7 +20,7 @@ import path from 'node:path';
 import type { AgentFormat, NetworkPolicy } from '../../core/snapshot.ts';
 import { CANCELLED_END, type RunErrorCode } from '../../core/run-state.ts';
 import { AgentOutput } from './agent-output.ts';
-import { formatDuration } from './duration.ts';
+import { formatDuration } from '../../core/duration.ts';
 import type { GroupExit } from './process.ts';
 import { readerFor } from './readers.ts';
 import { RunSandbox, type Isolation } from './sandbox.ts';

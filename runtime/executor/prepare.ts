@@ -12,7 +12,7 @@ import type { EnvironmentDef, RepoDef, WarpExecution } from '../../core/snapshot
 import type { Config } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import type { RunRecord } from '../store/runs.ts';
-import { parseDuration } from './duration.ts';
+import { agentTimeoutProblem, parseDuration } from '../../core/duration.ts';
 import type { JobSpec } from './job.ts';
 import type { Isolation } from './sandbox.ts';
 import type { EnvironmentRecord } from '../definitions/state.ts';
@@ -97,11 +97,9 @@ function environmentOf(store: Store, run: RunRecord): EnvironmentDef {
   const found = runEnvironment(store, run);
   if ('problem' in found) throw new RunSetupError(`the environment "${id}" ${found.problem}`);
   const env = found.record.def;
-  try {
-    parseDuration(env.agent.timeout || '30m');
-  } catch {
-    throw new RunSetupError(`the environment "${id}" has an invalid agent.timeout "${env.agent.timeout}"`);
-  }
+  // Stored before the rule existed, or by a snapshot from elsewhere: refused here too (core/duration.ts).
+  const timeoutProblem = agentTimeoutProblem(env.agent.timeout || '30m');
+  if (timeoutProblem) throw new RunSetupError(`the environment "${id}" has an invalid agent.timeout "${env.agent.timeout}": ${timeoutProblem}`);
   return env;
 }
 

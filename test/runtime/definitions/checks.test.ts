@@ -132,6 +132,20 @@ test('an environment {secret} that does not exist names /env/KEY/secret', () => 
   assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code]), [['environments/sandbox.yaml', '/env/TOKEN/secret', 'secret.not_found']]);
 });
 
+test('a snapshot from elsewhere gets the compiler\'s environment rules: a timeout past a week, a repo path outside the workspace', () => {
+  const s = snapshot({
+    environments: [
+      environment('sandbox', { agent: { command: ['echo'], format: 'text', timeout: '600h' }, repos: [{ url: 'https://github.com/acme/app.git', path: '../escape' }] }),
+      environment('fine', { agent: { command: ['echo'], format: 'text', timeout: '168h' }, repos: [{ url: 'https://github.com/acme/app.git', path: 'app' }] }),
+    ],
+  });
+  const errors = checkAgainstRuntime(s, emptyInput());
+  assert.deepEqual(errors.map((e) => [e.file, e.pointer, e.code]), [
+    ['environments/sandbox.yaml', '/repos/0/path', 'environment.invalid_value'],
+    ['environments/sandbox.yaml', '/agent/timeout', 'environment.invalid_value'],
+  ]);
+});
+
 test('more than 20 webhooks is an error naming each extra file', () => {
   const hooks = Array.from({ length: 21 }, (_, i) => webhook(`h${String(i).padStart(2, '0')}`, { secretName: 'ci-secret' }));
   const errors = checkAgainstRuntime(snapshot({ webhooks: hooks, automations: [] }), emptyInput());

@@ -29,3 +29,22 @@ export function formatDuration(ms: number): string {
   const s = rest - m * 60;
   return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s || (!h && !m) ? `${s}s` : ''}`;
 }
+
+/** The longest `agent.timeout` (docs/definitions.md#decisions): a week. */
+export const MAX_AGENT_TIMEOUT_MS = 7 * 24 * 3_600_000;
+
+/**
+ * What is wrong with an environment's `agent.timeout`, in words, or undefined: not a duration,
+ * zero, or longer than a week (a timer cannot wait much longer than that: Node fires any delay
+ * past about 24.8 days at once, which would end every run as timed out when it starts). The
+ * compiler, the runtime's apply check and the executor all ask this.
+ */
+export function agentTimeoutProblem(text: string): string | undefined {
+  let ms: number;
+  try {
+    ms = parseDuration(text);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return ms > MAX_AGENT_TIMEOUT_MS ? `agent.timeout "${text}" is longer than a week (168h), the longest allowed` : undefined;
+}

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatDuration, parseDuration } from '../../../runtime/executor/duration.ts';
+import { agentTimeoutProblem, formatDuration, MAX_AGENT_TIMEOUT_MS, parseDuration } from '../../core/duration.ts';
 
 test('durations parse to milliseconds', () => {
   assert.equal(parseDuration('30m'), 1_800_000);
@@ -22,4 +22,15 @@ test('durations format for messages', () => {
   assert.equal(formatDuration(1_800_000), '30m');
   assert.equal(formatDuration(5_400_000), '1h30m');
   assert.equal(formatDuration(250), '250ms');
+});
+
+test('agentTimeoutProblem: a duration from a second up to a week', () => {
+  assert.equal(agentTimeoutProblem('1s'), undefined);
+  assert.equal(agentTimeoutProblem('168h'), undefined);
+  assert.match(agentTimeoutProblem('168h1s')!, /longer than a week/);
+  assert.match(agentTimeoutProblem('600h')!, /longer than a week/);
+  assert.match(agentTimeoutProblem('0s')!, /greater than zero/);
+  assert.match(agentTimeoutProblem('soon')!, /invalid duration/);
+  // Every allowed timeout is one a Node timer waits for (longer delays fire at once).
+  assert.ok(MAX_AGENT_TIMEOUT_MS < 2 ** 31 - 1);
 });
