@@ -219,12 +219,19 @@ async function readAll(stream: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Reads one line from a terminal without echoing it. Ctrl-C cancels. */
+/**
+ * Reads one line from a terminal without echoing it (docs/runtime.md#team-secrets). Raw mode turns
+ * off the terminal's own line editing, so the keys of a password prompt are handled here: Backspace
+ * erases a character, Ctrl-U the line, Ctrl-W the last word, Ctrl-C cancels. Any other control
+ * character or escape sequence (Tab, an arrow key) is never stored: the line is still read to its
+ * end, hidden, so the rest of it does not land on the shell's command line, and then refused.
+ */
 function promptHidden(io: CliIO, label: string): Promise<string> {
   const stdin = io.stdin as Readable & { setRawMode?: (mode: boolean) => void };
   io.stderr(label);
   return new Promise((resolvePromise, reject) => {
     let value = '';
+    let refused: string | undefined;
     const raw = typeof stdin.setRawMode === 'function';
     if (raw) stdin.setRawMode!(true);
     stdin.setEncoding('utf8');
@@ -238,9 +245,15 @@ function promptHidden(io: CliIO, label: string): Promise<string> {
     };
     const onData = (chunk: string) => {
       for (const ch of chunk) {
-        if (ch === '\r' || ch === '\n' || ch === '\u0004') return finish();
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+          if (refused === undefined) return finish();
+          return finish(new CliError(`the value typed held ${refused}, which the prompt does not take, so nothing was stored; type it again, or pipe it on stdin or use --from-file.`));
+        }
         if (ch === '\u0003') return finish(new CliError('cancelled', 130));
         if (ch === '\u007f' || ch === '\b') value = Array.from(value).slice(0, -1).join('');
+        else if (ch === '\u0015') value = '';
+        else if (ch === '\u0017') value = value.replace(/\S*\s*$/u, '');
+        else if (/^[\u0000-\u001f\u0080-\u009f]$/u.test(ch)) refused ??= ch === '\u001b' ? 'an escape sequence (an arrow or function key)' : `the control character U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
         else value += ch;
       }
     };

@@ -100,3 +100,46 @@ test('on a terminal the value comes from a hidden prompt (raw mode, backspace wo
     await rt.stop();
   }
 });
+
+test('the hidden prompt: Ctrl-U erases the line, Ctrl-W the last word; a control character or escape sequence is refused and nothing stored', async () => {
+  const rt = await startTestRuntime();
+  try {
+    const { PassThrough } = await import('node:stream');
+    const { runCli } = await import('../../../cli/main.ts');
+    /** Types `keys` at the prompt of `factory secret <args>` on a terminal. */
+    const typed = async (args: string[], keys: string) => {
+      const stdin = Object.assign(new PassThrough(), { setRawMode() {} });
+      const io = { out: '', err: '', stdout: (s: string) => void (io.out += s), stderr: (s: string) => void (io.err += s) };
+      const done = runCli(args, { ...io, env: { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey }, cwd: process.cwd(), stdin, stdinIsTTY: true, stdoutIsTTY: true });
+      stdin.write(keys);
+      const code = await done;
+      return { code, out: io.out, err: io.err, unread: stdin.read() as string | null };
+    };
+
+    const erased = await typed(['secret', 'create', 'line'], 'wrongtoken\u0015righttoken-1234\r');
+    assert.equal(erased.code, 0, erased.err);
+    assert.equal(rt.store.secrets.reveal('line'), 'righttoken-1234');
+    const word = await typed(['secret', 'create', 'word'], 'one two  \u0017three four\u0017five\r');
+    assert.equal(word.code, 0, word.err);
+    assert.equal(rt.store.secrets.reveal('word'), 'one three five');
+
+    const cases: [string, string][] = [
+      ['left\u001b[Dx\r', 'an escape sequence (an arrow or function key)'],
+      ['a\tb\r', 'the control character U+0009'],
+      ['a\u001ab\r', 'the control character U+001A'],
+      ['a\u009b2Jb\r', 'the control character U+009B'],
+    ];
+    for (const [keys, held] of cases) {
+      const r = await typed(['secret', 'create', 'refused'], keys);
+      assert.equal(r.code, 1, JSON.stringify(keys));
+      assert.equal(r.err, `value for refused (input is hidden): \nerror: the value typed held ${held}, which the prompt does not take, so nothing was stored; type it again, or pipe it on stdin or use --from-file.\n`);
+      assert.equal(r.unread, null, 'the rest of the line was read, not left for the shell');
+      assert.equal(rt.store.secrets.reveal('refused'), undefined);
+    }
+    const update = await typed(['secret', 'update', 'line'], 'new\tvalue\r');
+    assert.equal(update.code, 1);
+    assert.equal(rt.store.secrets.reveal('line'), 'righttoken-1234', 'an update refused leaves the value as it was');
+  } finally {
+    await rt.stop();
+  }
+});
