@@ -6,6 +6,7 @@ import type { PlanInput } from './state.ts';
 import { notifyUrlProblem } from '../../core/notify.ts';
 import { scheduleProblems } from '../../core/schedule.ts';
 import { repoProblems } from '../../core/repo-url.ts';
+import { checkFilter } from '../../core/filter.ts';
 import { agentTimeoutProblem } from '../../core/duration.ts';
 import { standardWebhooksKey } from '../ingress/schemes/standard-webhooks.ts';
 
@@ -89,6 +90,16 @@ export function checkSnapshot(
       errors.push({ file: w.source.file, pointer: '/deliveryIdHeader', code: 'webhook.credential_delivery_id_header', message: credentialHeaderMessage(w.deliveryIdHeader) });
     }
     if (snapshot.webhooks.findIndex((o) => o.name === w.name) !== i) errors.push({ file: w.source.file, pointer: '', code: 'webhook.duplicate_name', message: `webhook '${w.name}' appears twice in the snapshot` });
+  }
+  // The compiler's filter grammar, again: a filter it would refuse (an unknown operator, an
+  // operator beside body keys) would otherwise be stored and match other than as written.
+  for (const a of snapshot.automations) {
+    a.triggers.forEach((t, i) => {
+      if (t.filter.payload === undefined) return;
+      for (const p of checkFilter(t.filter.payload)) {
+        errors.push({ file: a.source.file, pointer: `/triggers/${i}/filter/payload${p.pointer}`, code: p.code, message: p.message });
+      }
+    });
   }
   return errors.length ? { ok: false, errors } : { ok: true, snapshot };
 }

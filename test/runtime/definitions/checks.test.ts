@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkAgainstRuntime, checkSnapshot, isUrlSafeToken } from '../../../runtime/definitions/checks.ts';
-import { emptyInput, environment, snapshot, webhook, UID_A, UID_B } from './fixture.ts';
+import { automation, emptyInput, environment, snapshot, webhook, UID_A, UID_B } from './fixture.ts';
 import type { WebhookRecord } from '../../../runtime/definitions/state.ts';
 
 const codes = (errors: { code: string }[]) => errors.map((e) => e.code);
@@ -46,6 +46,18 @@ test('checkSnapshot refuses a wrong digest and a factory name that is not the UR
   if (result.ok) return;
   assert.deepEqual(codes(result.errors), ['snapshot.digest_mismatch', 'factory.name_mismatch']);
   assert.equal(result.errors[1].file, 'factory.yaml');
+});
+
+test('checkSnapshot applies the filter grammar: an unknown operator or one beside body keys is refused, at the trigger', () => {
+  const withFilter = (payload: Record<string, unknown>) =>
+    snapshot({ automations: [automation('triage', UID_A, { triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: [UID_A], payload: payload as never } }] })] });
+  for (const payload of [{ action: { in: ['opened'], bogus: 'x' } }, { sender: { login: { nin: ['bot'] } } }]) {
+    const result = checkSnapshot(withFilter(payload), 'demo');
+    assert.equal(result.ok, false, JSON.stringify(payload));
+    if (result.ok) return;
+    assert.ok(result.errors.every((e) => e.file === 'automations/triage.md' && e.pointer.startsWith('/triggers/0/filter/payload/') && e.code.startsWith('filter.')), JSON.stringify(result.errors));
+  }
+  assert.equal(checkSnapshot(withFilter({ action: { in: ['opened', 'reopened'] } }), 'demo').ok, true);
 });
 
 test('checkSnapshot refuses a non-object', () => {
