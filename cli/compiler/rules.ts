@@ -152,7 +152,6 @@ function automationRules(
       '/environment',
       'automation.unknown_environment',
       unknownEnvironmentMessage(v.environment, environments),
-      'warning',
     );
   }
   if (!Array.isArray(v.triggers)) return;
@@ -231,5 +230,5 @@ function automationRules(
 function unknownEnvironmentMessage(name: string, environments: Set<string>): string {
   const near = closest(name, [...environments].sort());
   const base = `environment '${name}' is not defined in this repo (environments/${name}.yaml)`;
-  return near ? `${base}; did you mean '${near}'?` : `${base}; plan checks that it exists on the runtime`;
+  return near ? `${base}; did you mean '${near}'?` : `${base}; an automation runs only in an environment its own repo defines`;
 }

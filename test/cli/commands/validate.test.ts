@@ -20,8 +20,8 @@ test('a broken tree: exit 1, every problem as path:line:col: severity code: mess
   const lines = io.out.split('\n');
   assert.ok(lines.includes("test/fixtures/broken/webhooks/tok.yaml:3:1: error webhook.unknown_key: unknown key 'secretname' in this file; did you mean 'secretName'?"));
   assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:10:22: error filter.empty_in: ')));
-  assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:2:14: warning automation.unknown_environment: ')));
-  assert.match(io.out, /23 errors, 6 warnings\./);
+  assert.ok(lines.some((l) => l.startsWith('test/fixtures/broken/automations/fm.md:2:14: error automation.unknown_environment: ')));
+  assert.match(io.out, /24 errors, 5 warnings\./);
   assert.equal(io.err, '');
 });
 
@@ -47,7 +47,7 @@ test('github format is chosen inside GitHub Actions', async () => {
   const lines = io.out.trimEnd().split('\n');
   assert.equal(lines.length, 29);
   assert.ok(lines.includes('::error file=test/fixtures/broken/webhooks/gh.yaml,line=3,col=19,title=webhook.invalid_value::/deliveryIdHeader \'bad header\' is not a valid HTTP header name'));
-  assert.ok(lines.some((l) => l.startsWith('::warning file=test/fixtures/broken/automations/fm.md,line=2,col=14,')));
+  assert.ok(lines.some((l) => l.startsWith('::error file=test/fixtures/broken/automations/fm.md,line=2,col=14,')));
   const usage = bufferIO();
   assert.equal(await runCli(['validate', '--format', 'xml'], usage), 2);
 });

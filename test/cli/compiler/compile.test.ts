@@ -24,7 +24,7 @@ test('every error kind of the broken tree is reported at the offending node', as
     'automations/dup/automation.md:5:12 error automation.unknown_event',
     'automations/dup/automation.md:6:28 warning automation.unknown_webhook_uid',
     'automations/dup/automation.md:6:83 error filter.in_and_not_in',
-    'automations/fm.md:2:14 warning automation.unknown_environment',
+    'automations/fm.md:2:14 error automation.unknown_environment',
     'automations/fm.md:3:10 error automation.invalid_value',
     'automations/fm.md:5:15 error automation.unknown_provider',
     'automations/fm.md:8:21 error automation.webhook_ids_file_name',

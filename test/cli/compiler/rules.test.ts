@@ -17,14 +17,14 @@ const repo = (environment: string): SourceFile[] => [
 test('an environment that is a typo of one the repo defines gets a did-you-mean, at the value', () => {
   const d = compile(repo('sandbx')).diagnostics.find((x) => x.code === 'automation.unknown_environment');
   assert.ok(d);
-  assert.equal(d.severity, 'warning');
+  assert.equal(d.severity, 'error');
   assert.deepEqual([d.line, d.column], [2, 14]);
   assert.equal(d.message, "environment 'sandbx' is not defined in this repo (environments/sandbx.yaml); did you mean 'sandbox'?");
 });
 
-test('an environment unlike any in the repo is left to plan, which checks the runtime', () => {
+test('an environment unlike any in the repo is an error too: plan and apply would refuse it', () => {
   const d = compile(repo('gpu-runners')).diagnostics.find((x) => x.code === 'automation.unknown_environment');
-  assert.equal(d?.message, "environment 'gpu-runners' is not defined in this repo (environments/gpu-runners.yaml); plan checks that it exists on the runtime");
+  assert.equal(d?.message, "environment 'gpu-runners' is not defined in this repo (environments/gpu-runners.yaml); an automation runs only in an environment its own repo defines");
   assert.equal(compile(repo('sandbox')).diagnostics.some((x) => x.code === 'automation.unknown_environment'), false);
 });
 
