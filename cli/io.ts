@@ -26,6 +26,12 @@ export interface CliIO {
   readonly stdin: Readable;
   readonly stdinIsTTY: boolean;
   readonly stdoutIsTTY: boolean;
+  /**
+   * True once a write to stdout met a reader that went away (`| head`), so a command that would
+   * go on printing (`run transcript --follow`) ends quietly instead (README.md#commands). Absent:
+   * stdout never closes (a buffer).
+   */
+  stdoutClosed?(): boolean;
 }
 
 let stdoutOpen = true;
@@ -70,6 +76,7 @@ export function processIO(): CliIO {
     stdin: process.stdin,
     stdinIsTTY: Boolean(process.stdin.isTTY),
     stdoutIsTTY: Boolean(process.stdout.isTTY),
+    stdoutClosed: () => !stdoutOpen,
   };
 }
 

@@ -240,6 +240,8 @@ export function registerRun(program: Command, io: CliIO): void {
         if (page.has_more) continue;
         if (!flags.follow || page.finished) return;
         await sleep(every);
+        // A reader that went away (`| head`) ends the following, as it ends any output (README.md#commands).
+        if (io.stdoutClosed?.()) return;
       }
     });
 }

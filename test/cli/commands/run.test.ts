@@ -6,6 +6,7 @@ import { runBuffered } from '../helpers.ts';
 import { startTestRuntime } from '../../runtime/helpers.ts';
 import { AGENTS, applyEnvironments, envYaml, waitForRun } from '../../runtime/routes/runs-helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
+import { startCli, terminalEnv } from '../../helpers/cli.ts';
 
 
 test('factory run create --wait, get, list, transcript and cancel against a real runtime', async (t) => {
@@ -85,4 +86,24 @@ test('run transcript --follow ends when the run finishes; run create --wait exit
   const cancelled = await waiting;
   assert.equal(cancelled.code, 1);
   assert.match(cancelled.out, new RegExp(`^${secondId} CANCELLED: `));
+});
+
+test('run transcript --follow | head: the command ends quietly once its reader has gone, while the run goes on', { timeout: 60_000 }, async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  // An agent that prints a line every 50 ms and never ends on its own.
+  const ticking = ['/bin/sh', '-c', 'i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.05; done'];
+  await applyEnvironments(rt, { ticking: envYaml({ command: ticking }) });
+  const created = await runBuffered(['run', 'create', '--prompt', 'tick', '--environment', 'ticking'], { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
+  const runId = created.out.trim();
+  await waitForRun(rt, runId, (r) => r.state === 'INPROGRESS');
+
+  // A real child with stdout on a pipe; the reader leaves after the first tick, as `head -1` does.
+  const follow = startCli(['run', 'transcript', runId, '--follow', '--poll-interval', '20'], { env: terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey }) });
+  await follow.waitFor(() => /tick 1\n/.test(follow.stdout()), 'the first tick');
+  follow.child.stdout.destroy();
+  assert.equal(await follow.closed, 0);
+  assert.equal(follow.stderr(), '');
+  assert.equal(((await (await rt.fetch(`/api/v1/agent/runs/${runId}`)).json()) as { state: string }).state, 'INPROGRESS', 'it ended for its reader, not for the run');
+  assert.equal((await rt.fetch(`/api/v1/agent/runs/${runId}/cancel`, { method: 'POST' })).status, 200);
 });
