@@ -5,6 +5,7 @@ import type { CliIO } from '../io.ts';
 import { jsonValueDepth } from '../../core/json-depth.ts';
 import { resolveWebhook } from './webhook.ts';
 import { formatTable } from '../table.ts';
+import { visible } from '../terminal.ts';
 
 /** Deeper payloads are not indented (nor re-serialised) by `delivery show`. */
 const MAX_PRINT_DEPTH = 1000;
@@ -97,7 +98,9 @@ export function registerDelivery(program: Command, io: CliIO): void {
       ['secret', d.secret_version == null ? null : `version ${d.secret_version}`],
       ['size', `${d.size} bytes`], ['received', d.received_at], ['sender', d.sender], ['content type', d.content_type], ['user agent', d.user_agent],
     ];
-    io.stdout(lines.filter(([, v]) => v !== null).map(([k, v]) => `${(k + ':').padEnd(14)}${v}\n`).join(''));
+    // The delivery id, the user agent and the payload are whatever the sender sent: shown through
+    // `visible`, so no control character of theirs reaches the terminal (README.md#commands).
+    io.stdout(visible(lines.filter(([, v]) => v !== null).map(([k, v]) => `${(k + ':').padEnd(14)}${v}\n`).join('')));
     const runs = d.runs ?? [];
     if (runs.length) {
       // The REPLAY column only when a replay started some of them (docs/ingress.md#replay).
@@ -111,7 +114,8 @@ export function registerDelivery(program: Command, io: CliIO): void {
       io.stdout(`${'runs:'.padEnd(14)}none (no automation matched)\n`);
     }
     if (d.payload === undefined) return;
-    if (printable) io.stdout(`payload:\n${JSON.stringify(d.payload, null, 2)}\n`);
+    // JSON.stringify escapes C0 controls only; DEL and C1 (U+0080 to U+009F) are left to `visible`.
+    if (printable) io.stdout(`payload:\n${visible(JSON.stringify(d.payload, null, 2))}\n`);
     else io.stdout(`${'payload:'.padEnd(14)}nested more than ${MAX_PRINT_DEPTH} levels deep, too deep to indent; \`--json\` prints it as stored\n`);
   });
 

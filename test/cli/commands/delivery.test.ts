@@ -107,3 +107,22 @@ test('delivery show prints a payload nested 20,000 levels deep without overflowi
   const shallow = await cli(['delivery', 'show', 'orders', 'order-1']);
   assert.match(shallow.out, /payload:\n\{\n  "order": 1\n\}/);
 });
+
+test('delivery show escapes the control characters a sender put in the delivery id, the user agent and the payload (C1 included); --json stays exact', async () => {
+  const payload = { note: '\u009d0;PWNED\u009c\u009b2J\u007f', tab: 'a\tb' };
+  const res = await fetch(hook.url, {
+    method: 'POST',
+    body: JSON.stringify(payload),
+    headers: { Authorization: `Bearer ${hook.secret}`, 'X-Service-Delivery-Id': 'c1-\u009b2J', 'User-Agent': 'ua\u009b2Jx\u009d0;T' },
+  });
+  assert.equal(res.status, 202, await res.text());
+  const show = await cli(['delivery', 'show', 'orders', 'c1-\u009b2J']);
+  assert.equal(show.code, 0, show.err);
+  assert.doesNotMatch(show.out, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/, 'no raw control character reaches the terminal');
+  assert.match(show.out, /^delivery id:  c1-\\x9b2J$/m);
+  assert.match(show.out, /^user agent:   ua\\x9b2Jx\\x9d0;T$/m);
+  assert.match(show.out, /"note": "\\x9d0;PWNED\\x9c\\x9b2J\\x7f"/);
+  const json = JSON.parse((await cli(['delivery', 'show', 'orders', 'c1-\u009b2J', '--json'])).out) as { payload: unknown; user_agent: string };
+  assert.deepEqual(json.payload, payload);
+  assert.equal(json.user_agent, 'ua\u009b2Jx\u009d0;T');
+});
