@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { Command } from 'commander';
-import { CliError, ERROR_CODES, FactoryError, type ErrorCode, type FieldError } from '../core/errors.ts';
+import { CliError, ERROR_CODES, FactoryError, usageError, type ErrorCode, type FieldError } from '../core/errors.ts';
 import { fsReason, type CliIO } from './io.ts';
 import { readRuntimeFile } from '../runtime/runtime-file.ts';
 
@@ -53,6 +53,16 @@ export interface Client {
 
 /** A repeatable option's parser: each occurrence adds its value to the list (undefined until given, without a default). */
 export const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/**
+ * An id or name argument's parser: an empty one (`"$ID"` of an unset variable) is a usage error
+ * (README.md#commands). In a URL it would leave `/runs/` or `/deliveries/`, the list route, and
+ * the command would print a list, or nothing of use, with exit status 0.
+ */
+export const nonEmpty = (what: string) => (value: string): string => {
+  if (value === '') throw usageError(`the ${what} given is empty; pass a ${what} (an unset shell variable gives an empty one).`);
+  return value;
+};
 
 /**
  * Adds `--server`, `--api-key` and `--data-dir` to a command, so every online command finds the

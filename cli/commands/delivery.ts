@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, nonEmpty, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { jsonValueDepth } from '../../core/json-depth.ts';
 import { resolveWebhook } from './webhook.ts';
@@ -48,7 +48,7 @@ export function registerDelivery(program: Command, io: CliIO): void {
   const list = group
     .command('list')
     .description('list deliveries of a webhook, newest first')
-    .argument('<webhook>', 'a webhook UID (wh_...) or name')
+    .argument('<webhook>', 'a webhook UID (wh_...) or name', nonEmpty('webhook UID or name'))
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
     .option('--limit <n>', 'how many (1 to 100)', '20')
     .option('--json', 'print JSON')
@@ -76,8 +76,8 @@ export function registerDelivery(program: Command, io: CliIO): void {
   const show = group
     .command('show')
     .description('show one delivery, with the runs it started and its payload when it was Accepted')
-    .argument('<webhook>', 'a webhook UID (wh_...) or name')
-    .argument('<delivery-id>', 'the delivery id (as `delivery list` shows it)')
+    .argument('<webhook>', 'a webhook UID (wh_...) or name', nonEmpty('webhook UID or name'))
+    .argument('<delivery-id>', 'the delivery id (as `delivery list` shows it)', nonEmpty('delivery id'))
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ factory delivery show github 72d3162e-cc78-11e3-81ab-4c9367dc0958\n');
@@ -122,8 +122,8 @@ export function registerDelivery(program: Command, io: CliIO): void {
   const replay = group
     .command('replay')
     .description("start runs again from an Accepted delivery's stored payload, against the automations as they are now")
-    .argument('<webhook>', 'a webhook UID (wh_...) or name')
-    .argument('<delivery-id>', 'the delivery id (as `delivery list` shows it)')
+    .argument('<webhook>', 'a webhook UID (wh_...) or name', nonEmpty('webhook UID or name'))
+    .argument('<delivery-id>', 'the delivery id (as `delivery list` shows it)', nonEmpty('delivery id'))
     .option('--automation <name>', 'only this automation (it must still match the payload)')
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
     .option('--json', 'print JSON')

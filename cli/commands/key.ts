@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, collect, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, collect, nonEmpty, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 
@@ -64,7 +64,7 @@ export function registerKey(program: Command, io: CliIO): void {
       io.stdout(formatTable([['ID', 'NAME', 'KIND', 'SCOPES', 'CREATED', 'STATUS'], ...rows]));
     });
 
-  addClientOptions(key.command('revoke').description('revoke an API key at once').argument('<id>', 'the key id (key_…)').option('--json', 'print JSON'))
+  addClientOptions(key.command('revoke').description('revoke an API key at once').argument('<id>', 'the key id (key_…)', nonEmpty('key id')).option('--json', 'print JSON'))
     .addHelpText('after', '\nExample:\n  $ factory key revoke key_abcdefghijklmnopqrstuvwxyz\n')
     .action(async (id: string, flags: ClientFlags & { json?: boolean }) => {
       const revoked = await clientFromFlags(flags, io).request<ApiKey>('POST', `/api/v1/keys/${encodeURIComponent(id)}/revoke`);

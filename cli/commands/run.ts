@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { exitWith, usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, collect, type Client, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, collect, nonEmpty, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 import { visible } from '../terminal.ts';
@@ -151,7 +151,7 @@ export function registerRun(program: Command, io: CliIO): void {
       if (created.state !== 'SUCCEEDED') throw exitWith(1);
     });
 
-  addClientOptions(run.command('get').description('show a run').argument('<run_id>').option('--json', 'print JSON'))
+  addClientOptions(run.command('get').description('show a run').argument('<run_id>', 'the run id (run_…)', nonEmpty('run id')).option('--json', 'print JSON'))
     .addHelpText('after', '\nExample:\n  $ factory run get run_abcdefghijklmnopqrstuvwxyz\n')
     .action(async (id: string, flags: ClientFlags & { json?: boolean }) => {
       const r = await clientFromFlags(flags, io).request<Run>('GET', `${RUNS}/${encodeURIComponent(id)}`);
@@ -203,14 +203,14 @@ export function registerRun(program: Command, io: CliIO): void {
       if (page.page_info.has_next_page) io.stderr(`more: --cursor ${page.page_info.next_cursor}\n`);
     });
 
-  addClientOptions(run.command('cancel').description('cancel a QUEUED or INPROGRESS run').argument('<run_id>').option('--json', 'print JSON'))
+  addClientOptions(run.command('cancel').description('cancel a QUEUED or INPROGRESS run').argument('<run_id>', 'the run id (run_…)', nonEmpty('run id')).option('--json', 'print JSON'))
     .addHelpText('after', '\nExample:\n  $ factory run cancel run_abcdefghijklmnopqrstuvwxyz\n')
     .action(async (id: string, flags: ClientFlags & { json?: boolean }) => {
       const r = await clientFromFlags(flags, io).request<{ run_id: string }>('POST', `${RUNS}/${encodeURIComponent(id)}/cancel`);
       io.stdout(flags.json ? JSON.stringify(r) + '\n' : `cancelling ${r.run_id}\n`);
     });
 
-  addClientOptions(run.command('retry').description('start a FAILED or ERROR run again with the same input, as a new run').argument('<run_id>').option('--json', 'print JSON'))
+  addClientOptions(run.command('retry').description('start a FAILED or ERROR run again with the same input, as a new run').argument('<run_id>', 'the run id (run_…)', nonEmpty('run id')).option('--json', 'print JSON'))
     .addHelpText('after', '\nExample:\n  $ factory run retry run_abcdefghijklmnopqrstuvwxyz\n')
     .action(async (id: string, flags: ClientFlags & { json?: boolean }) => {
       const r = await clientFromFlags(flags, io).request<Run>('POST', `${RUNS}/${encodeURIComponent(id)}/retry`);
@@ -221,7 +221,7 @@ export function registerRun(program: Command, io: CliIO): void {
     run
       .command('transcript')
       .description("print a run's transcript")
-      .argument('<run_id>')
+      .argument('<run_id>', 'the run id (run_…)', nonEmpty('run id'))
       .option('--follow', 'keep printing new events until the run finishes')
       .option('--after <seq>', 'start after this event', '0')
       .option('--poll-interval <ms>', 'how often --follow asks, in milliseconds', '1000')

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../../core/errors.ts';
-import { addClientOptions, clientFromFlags, collect, type Client, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, collect, nonEmpty, type Client, type ClientFlags } from '../client.ts';
 import { fsReason, type CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
@@ -59,7 +59,7 @@ export function registerSecret(program: Command, io: CliIO): void {
     secret
       .command('create')
       .description('create a team secret: the value from stdin, --from-file or a hidden prompt')
-      .argument('<name>', 'secret name: letters, digits, _ . -')
+      .argument('<name>', 'secret name: letters, digits, _ . -', nonEmpty('secret name'))
       .option('--from-file <path>', 'read the value from this file')
       .option('--pending', 'create it without a value (set it later with `secret update`)')
       .option('--factory <name>', 'only this factory may use it; repeat for several (default: every factory)', collect, []),
@@ -83,7 +83,7 @@ export function registerSecret(program: Command, io: CliIO): void {
     secret
       .command('update')
       .description('set a new value (a new version): from stdin, --from-file or a hidden prompt')
-      .argument('<name>', 'secret name')
+      .argument('<name>', 'secret name', nonEmpty('secret name'))
       .option('--from-file <path>', 'read the value from this file')
       .option('--grace <duration>', 'move the webhooks that use the secret to the new value now, and let the previous value verify too for this long (e.g. 24h; at most 30d)'),
   )
@@ -131,7 +131,7 @@ export function registerSecret(program: Command, io: CliIO): void {
     secret
       .command('grant')
       .description('let more factories use a secret, or with --all every factory')
-      .argument('<name>', 'secret name')
+      .argument('<name>', 'secret name', nonEmpty('secret name'))
       .option(...factoryOption('the factory to allow; repeat for several'))
       .option('--all', 'let every factory use it (team-wide)'),
   )
@@ -147,7 +147,7 @@ export function registerSecret(program: Command, io: CliIO): void {
     secret
       .command('revoke')
       .description('stop factories from using a secret (refused while they still use it)')
-      .argument('<name>', 'secret name')
+      .argument('<name>', 'secret name', nonEmpty('secret name'))
       .option(...factoryOption('the factory to take off; repeat for several')),
   )
     .addHelpText('after', '\nExample:\n  $ factory secret revoke pay-token --factory billing\n\nRefused while the factory still has a webhook or an environment using the secret, and when no factory would be left (delete the secret instead).\n')
@@ -160,7 +160,7 @@ export function registerSecret(program: Command, io: CliIO): void {
     secret
       .command('limit')
       .description('set exactly which factories may use a secret (e.g. to limit a team-wide one)')
-      .argument('<name>', 'secret name')
+      .argument('<name>', 'secret name', nonEmpty('secret name'))
       .option(...factoryOption('a factory that may use it; repeat for several')),
   )
     .addHelpText('after', '\nExample:\n  $ factory secret limit ci-token --factory shop --factory blog\n\nRefused while a factory left out still uses the secret. `factory secret grant NAME --all` makes it team-wide again.\n')
@@ -169,7 +169,7 @@ export function registerSecret(program: Command, io: CliIO): void {
       await changeUsers(flags, name, 'PUT', 'factories', flags.factory);
     });
 
-  addClientOptions(secret.command('delete').description('delete a team secret and all its versions').argument('<name>', 'secret name'))
+  addClientOptions(secret.command('delete').description('delete a team secret and all its versions').argument('<name>', 'secret name', nonEmpty('secret name')))
     .addHelpText('after', '\nExample:\n  $ factory secret delete old-token\n')
     .action(async (name: string, flags: ClientFlags) => {
       await clientFromFlags(flags, io).request('DELETE', `/api/v1/secrets/${encodeURIComponent(name)}`);

@@ -1,0 +1,36 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runBuffered } from './helpers.ts';
+import { startTestRuntime } from '../runtime/helpers.ts';
+
+/**
+ * An empty id or name (`factory run get "$ID"` with ID unset) is a usage error in one sentence,
+ * never a request: in a URL it would name the list route, and the command would print a list, or
+ * "undefined" fields, with exit status 0.
+ */
+test('an empty id or name argument is a usage error in one sentence (exit 2), for runs, deliveries, secrets and keys', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  const res = await rt.fetch('/api/v1/factories/shop/webhooks', { method: 'POST', json: { name: 'orders' } });
+  assert.equal(res.status, 201, await res.text());
+  const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+  const cases: [string[], string][] = [
+    [['run', 'get', ''], 'run id'],
+    [['run', 'get', '', '--json'], 'run id'],
+    [['run', 'cancel', ''], 'run id'],
+    [['run', 'retry', ''], 'run id'],
+    [['run', 'transcript', '', '--follow'], 'run id'],
+    [['delivery', 'show', 'orders', ''], 'delivery id'],
+    [['delivery', 'show', 'orders', '', '--json'], 'delivery id'],
+    [['delivery', 'replay', 'orders', ''], 'delivery id'],
+    [['delivery', 'list', ''], 'webhook UID or name'],
+    [['secret', 'delete', ''], 'secret name'],
+    [['secret', 'update', ''], 'secret name'],
+    [['secret', 'grant', '', '--all'], 'secret name'],
+    [['key', 'revoke', ''], 'key id'],
+  ];
+  for (const [args, what] of cases) {
+    const r = await runBuffered(args, env);
+    assert.deepEqual(r, { code: 2, out: '', err: `error: the ${what} given is empty; pass a ${what} (an unset shell variable gives an empty one).\n` }, args.join(' '));
+  }
+});
