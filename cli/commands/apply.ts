@@ -108,5 +108,10 @@ async function readPlanFile(path: string): Promise<PlanFile> {
   if (!value || typeof value !== 'object' || typeof value.base_revision !== 'string' || !value.snapshot) {
     throw new CliError(`${path} is not a saved plan (no snapshot or base_revision); make it with \`factory plan --out\`.`);
   }
+  // The factory's name picks the route; the runtime checks the rest of the snapshot itself.
+  const factory = (value.snapshot as { factory?: { name?: unknown } }).factory;
+  if (typeof value.snapshot !== 'object' || typeof factory !== 'object' || factory === null || typeof factory.name !== 'string' || factory.name === '') {
+    throw new CliError(`${path} is not a saved plan (its snapshot names no factory); make it with \`factory plan --out\`.`);
+  }
   return value as PlanFile;
 }

@@ -224,6 +224,21 @@ test('apply --plan applies what was planned, and refuses a plan made before anot
   assert.equal(dump(), before);
 });
 
+test('apply --plan with a file that is no saved plan says so in one sentence, the snapshot without its factory included', async () => {
+  const cases: [string, string][] = [
+    ['{"base_revision":"x","snapshot":{}}', 'its snapshot names no factory'],
+    ['{"base_revision":"x","snapshot":{"factory":null}}', 'its snapshot names no factory'],
+    ['{"base_revision":"x","snapshot":{"factory":{"name":7}}}', 'its snapshot names no factory'],
+    ['{"base_revision":"x","snapshot":"text"}', 'its snapshot names no factory'],
+    ['{"snapshot":{"factory":{"name":"f"}}}', 'no snapshot or base_revision'],
+  ];
+  for (const [text, why] of cases) {
+    writeFileSync(join(tmp, 'bad-plan.json'), text);
+    const r = await cli(['apply', '--plan', 'bad-plan.json']);
+    assert.deepEqual({ code: r.code, stdout: r.stdout, stderr: r.stderr }, { code: 1, stdout: '', stderr: `error: ${join(tmp, 'bad-plan.json')} is not a saved plan (${why}); make it with \`factory plan --out\`.\n` }, text);
+  }
+});
+
 test('a signature webhook whose secret is pending is created disabled, and enabled by the apply after the secret has a value', async () => {
   server.store.secrets.create('later', null);
   const dir = writeRepo('f-pending', { 'webhooks/gh.yaml': 'authMode: signature\nsignatureScheme: github\nsecretName: later\n' });
