@@ -317,7 +317,7 @@ export function createClient(options: { server: string; apiKey: string; origin?:
         parsed = undefined;
       }
     }
-    if (!res.ok) throw toError(res, parsed, server, origin);
+    if (!res.ok) throw toError(res, parsed, text, server, origin);
     return { status: res.status, headers: res.headers, body: parsed as T, text };
   };
   return {
@@ -375,11 +375,16 @@ function withOrigin(detail: string, status: number, server: string, origin: Clie
   return `${base}.`;
 }
 
-function toError(res: Response, parsed: unknown, server: string, origin?: ClientOrigin): FactoryError {
+function toError(res: Response, parsed: unknown, text: string, server: string, origin?: ClientOrigin): FactoryError {
   const p = (parsed ?? {}) as { code?: unknown; detail?: unknown; errors?: unknown; retryable?: unknown };
   const known = typeof p.code === 'string' && p.code in ERROR_CODES;
   const code = (known ? p.code : codeForStatus(res.status)) as ErrorCode;
-  const given = typeof p.detail === 'string' && p.detail ? p.detail : `the runtime at ${server} answered ${res.status} ${res.statusText}.`;
+  // A refusal without a JSON body comes from something else on that port (a web page's 404), and
+  // is named as such (README.md#commands).
+  const given =
+    typeof p.detail === 'string' && p.detail ? p.detail
+    : parsed === null || typeof parsed !== 'object' ? `the server at ${server} answered ${res.status} ${res.statusText} with ${describeBody({ headers: res.headers, text })}, not as a factory runtime would; check --server or FACTORY_SERVER.`
+    : `the runtime at ${server} answered ${res.status} ${res.statusText}.`;
   const detail = withOrigin(given, res.status, server, origin);
   return new FactoryError(code, detail, {
     errors: Array.isArray(p.errors) ? (p.errors as FieldError[]) : undefined,

@@ -235,19 +235,24 @@ test('request: JSON on success, FactoryError from problem+json, CliError when un
 test('what is not a runtime or not a key is said as such, never as an unreachable runtime, and no password is printed', async () => {
   const root = mkdtempSync(join(tmpdir(), 'factory-notrt-'));
   // A real server that answers 200 to everything, as a web page or as a JSON value that is no object.
-  let answer = { type: 'text/html', body: '<html>hello</html>' };
-  const server = createServer((_req, res) => res.writeHead(200, { 'Content-Type': answer.type }).end(answer.body));
+  let answer = { type: 'text/html', body: '<html>hello</html>', status: 200 };
+  const server = createServer((_req, res) => res.writeHead(answer.status, { 'Content-Type': answer.type }).end(answer.body));
   const url = await listenLocally(server);
   try {
     const page = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], page), 1);
     assert.equal(page.err, `error: the server at ${url} did not answer as a factory runtime (GET /api/v1/webhooks gave 200 with a body of type text/html); check --server or FACTORY_SERVER.\n`);
-    answer = { type: 'application/json', body: '[1,2]' };
+    // Another program's refusal (a web server's 404 page) is not called the runtime's.
+    answer = { type: 'text/html', body: '<html>Not Found</html>', status: 404 };
+    const notFound = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
+    assert.equal(await runCli(['key', 'list'], notFound), 1);
+    assert.equal(notFound.err, `error: the server at ${url} answered 404 Not Found with a body of type text/html, not as a factory runtime would; check --server or FACTORY_SERVER.\n`);
+    answer = { type: 'application/json', body: '[1,2]', status: 200 };
     const list = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
     assert.equal(await runCli(['run', 'list'], list), 1);
     assert.match(list.err, /^error: the server at .* did not answer as a factory runtime \(GET \/api\/v1\/agent\/runs gave 200 with a body of type application\/json\)/);
     // A JSON object of the wrong shape (another server, or a runtime of another version).
-    answer = { type: 'application/json', body: '{"x":1}' };
+    answer = { type: 'application/json', body: '{"x":1}', status: 200 };
     for (const argv of [['webhook', 'list'], ['run', 'list'], ['key', 'list']]) {
       const shaped = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: url }, { cwd: root });
       assert.equal(await runCli(argv, shaped), 1, argv.join(' '));
