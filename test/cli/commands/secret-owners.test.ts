@@ -94,7 +94,7 @@ test('bad factory names and missing flags: one-line errors, exit 1 for the runti
   assert.match(unknown.stderr, /No secret is named "no-such-secret"/);
 });
 
-test('plan and apply name the file and the secret a factory may not use, and another factory\'s environment', async () => {
+test('plan and apply name the file and the secret a factory may not use; another factory\'s environment is refused before the runtime', async () => {
   ok(await factory(['secret', 'create', 'shop-token', '--factory', 'shop'], { stdin: 's'.repeat(40) }));
   const shop = writeRepo('shop', {
     'webhooks/hook.yaml': 'secretName: shop-token\n',
@@ -102,17 +102,27 @@ test('plan and apply name the file and the secret a factory may not use, and ano
   });
   ok(await factory(['apply', shop]));
 
+  // Borrowing another factory's environment is refused by the compiler already (the repo does not
+  // define it); the runtime's own refusal of it, environment.not_owned, is for snapshots from elsewhere.
+  const borrow = writeRepo('borrower', {
+    'automations/borrow.md': '---\ntriggers:\n  - provider: webhook\n    event: received\n    filter:\n      webhook_ids: [wh_borrowborrowborrowborrowbo]\nenvironment: agent\n---\nBorrow it.\n',
+  });
+  for (const verb of ['plan', 'apply']) {
+    const r = await factory([verb, borrow]);
+    assert.equal(r.code, 1, `${verb}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, /repos\/borrower\/automations\/borrow\.md:\d+:\d+: error automation\.unknown_environment: environment 'agent' is not defined in this repo/);
+  }
+  assert.equal(rt.store.defs.getFactory('borrower'), undefined, 'nothing applied');
+
   const evil = writeRepo('evil', {
     'webhooks/hook.yaml': 'authMode: token\nsecretName: shop-token\n',
     'environments/steal.yaml': 'agent:\n  command: ["true"]\nenv:\n  T:\n    secret: shop-token\n',
-    'automations/borrow.md': '---\ntriggers:\n  - provider: webhook\n    event: received\n    filter:\n      webhook_ids: [wh_borrowborrowborrowborrowbo]\nenvironment: agent\n---\nBorrow it.\n',
   });
   for (const verb of ['plan', 'apply']) {
     const r = await factory([verb, evil]);
     assert.equal(r.code, 1, `${verb}: ${r.stdout}${r.stderr}`);
     assert.match(r.stderr, /repos\/evil\/webhooks\/hook\.yaml:2:\d+: error secret\.not_allowed: team secret 'shop-token' may not be used by factory 'evil'; an admin can allow it with: factory secret grant shop-token --factory evil/);
     assert.match(r.stderr, /repos\/evil\/environments\/steal\.yaml:\d+:\d+: error secret\.not_allowed: team secret 'shop-token'/);
-    assert.match(r.stderr, /repos\/evil\/automations\/borrow\.md:\d+:\d+: error environment\.not_owned: environment 'agent' belongs to factory 'shop'/);
   }
   assert.equal(rt.store.defs.getFactory('evil'), undefined, 'nothing applied');
 
