@@ -178,8 +178,11 @@ export interface Owner {
  * process a repo step left behind can still be running).
  */
 async function writeNoFollow(file: string, data: Buffer | string, owner?: Owner): Promise<void> {
-  const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+  // O_NONBLOCK: a FIFO left at the name (by a repo's checkout hook) must not block the open, or the
+  // run would hang past its timeout and hold its executor slot; it fails ENXIO, or is refused below.
+  const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
   try {
+    if (!(await fh.stat()).isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'EEXIST' });
     if (owner) await fh.chown(owner.uid, owner.gid);
     await fh.writeFile(data);
   } finally {
@@ -198,7 +201,7 @@ export async function writeInputs(workspaceDir: string, prompt: string, attachme
       await writeNoFollow(file, content, owner);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EISDIR' || code === 'EEXIST' || code === 'ELOOP') {
+      if (code === 'EISDIR' || code === 'EEXIST' || code === 'ELOOP' || code === 'ENXIO') {
         throw new Error(`the workspace already holds ${name} (a repo's path?), where the runtime writes the run's ${name === 'prompt.md' ? 'prompt' : 'attachment'}; give the repo another path`);
       }
       throw err;

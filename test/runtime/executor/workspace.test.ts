@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parsePorcelainZ, repoDirName, repoTarget, safeFileName, writeInputs } from '../../../runtime/executor/workspace.ts';
@@ -60,4 +61,15 @@ test('inputs are written without following a symlink, and handed to the run user
   const ws2 = path.join(dir, 'ws2');
   mkdirSync(path.join(ws2, 'prompt.md'), { recursive: true });
   await assert.rejects(writeInputs(ws2, 'x', []), { message: "the workspace already holds prompt.md (a repo's path?), where the runtime writes the run's prompt; give the repo another path" });
+});
+
+test('a FIFO where an input goes (left by a repo\'s checkout hook) is refused at once, never waited on', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'factory-ws-fifo-'));
+  try {
+    execFileSync('mkfifo', [path.join(dir, 'prompt.md')]);
+    // Without O_NONBLOCK this open would wait for a reader forever, and the test would never end.
+    await assert.rejects(writeInputs(dir, 'x', []), { message: "the workspace already holds prompt.md (a repo's path?), where the runtime writes the run's prompt; give the repo another path" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
