@@ -11,8 +11,9 @@ import { bufferIO } from '../helpers.ts';
 test('plan lists what is validated but not served; apply honours webhook enabled', async (t) => {
   const rt = await startTestRuntime();
   t.after(() => rt.stop());
+  // The billing webhook is standard-webhooks: its secret must be a signing key (docs/signatures.md#configuring-each-scheme).
   for (const name of ['INTERNAL_CI_WEBHOOK_SECRET', 'BILLING_WEBHOOK_SECRET']) {
-    const res = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name, value: `${name.toLowerCase()}-value-0123456789abcdef0123456789` } });
+    const res = await rt.fetch('/api/v1/secrets', { method: 'POST', json: { name, value: name === 'BILLING_WEBHOOK_SECRET' ? `whsec_${Buffer.alloc(32, 7).toString('base64')}` : `${name.toLowerCase()}-value-0123456789abcdef0123456789` } });
     assert.equal(res.status, 201, await res.text());
   }
   const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };

@@ -2,6 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sign } from '@octokit/webhooks-methods';
 import { compile } from '../../../cli/compiler/compile.ts';
+import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
+import type { Snapshot } from '../../../core/snapshot.ts';
 import type { TestRuntime } from '../helpers.ts';
 import { startTestRuntime } from '../helpers.ts';
 import { deliver } from '../ingress/helpers.ts';
@@ -121,7 +123,13 @@ describe('plan and apply', () => {
     assert.equal(applied.status, 200, JSON.stringify(applied.body));
 
     const evilKey = await newKey('evil-manager', ['manage'], ['evil']);
-    const snapshot = snapshotOf('evil', evilFiles);
+    // The compiler refuses an automation whose environment the repo does not define, so the snapshot
+    // is built with shop's environment beside it and sent without it: the runtime's own check is the
+    // one under test (a snapshot may come from elsewhere).
+    const snapshot = snapshotOf('evil', { ...evilFiles, 'environments/agent.yaml': shopFiles['environments/agent.yaml'] }) as Snapshot;
+    snapshot.environments = snapshot.environments.filter((e) => e.name !== 'agent');
+    delete (snapshot.sources as Record<string, unknown>)['environments/agent.yaml'];
+    snapshot.digest = snapshotDigest(snapshot);
     for (const key of [undefined, evilKey]) {
       for (const verb of ['plan', 'apply']) {
         const res = await call('POST', `/api/v1/factories/evil/${verb}`, { snapshot }, key);
