@@ -107,8 +107,10 @@ export async function planRepo(
     throw new Error(`repo ${repo.url} lies inside the runtime's data directory or work directory, which runs may not read; name a repository outside them`);
   }
   // A local path reads the host: only where the operator allows it (docs/security.md#local-repositories).
+  // Allowed only by its real path: a symlink inside an allowed directory may point anywhere.
   const roots = sandbox.iso.localRepos;
-  if (local !== null && roots !== null && !roots.some((r) => within(local, r))) {
+  const reallyWithin = (p: string, dir: string) => isWithin(realPath(p) ?? path.resolve(p), realPath(dir) ?? path.resolve(dir));
+  if (local !== null && roots !== null && !roots.some((r) => reallyWithin(local, r))) {
     const allowed = roots.length ? `only under ${roots.join(', ')}` : 'none here';
     throw new Error(`repo ${repo.url} is a local path, and the runtime allows local repositories ${allowed} (--local-repos); clone it from a URL, or ask the operator to allow its directory`);
   }

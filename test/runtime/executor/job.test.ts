@@ -146,7 +146,9 @@ for (const executor of ['sandbox', 'direct'] as const) {
     writeFileSync(path.join(allowed, 'fixtures', 'a.txt'), 'ok');
     writeFileSync(path.join(home, 'id_ed25519'), 'PRIVATE KEY');
     const iso = isolation(dir, executor, { localRepos: [allowed] });
-    for (const url of [home, pathToFileURL(home).href, '/']) {
+    // A symlink inside the allowed directory leads elsewhere: judged by where it leads.
+    symlinkSync(home, path.join(allowed, 'link-to-home'));
+    for (const url of [home, pathToFileURL(home).href, '/', path.join(allowed, 'link-to-home')]) {
       const { result, events } = await runIn(spec(dir, { workspaceDir: path.join(dir, `ws-${randomBytes(4).toString('hex')}`), repos: [{ url, path: 'loot' }], agent: { command: ['/bin/sh', '-c', 'cat loot/*'] } }), { isolation: iso });
       assert.deepEqual([result.state, result.errorCode], ['FAILED', 'repo_failed'], url);
       assert.equal(result.statusMessage, `repo ${url} is a local path, and the runtime allows local repositories only under ${allowed} (--local-repos); clone it from a URL, or ask the operator to allow its directory`);
