@@ -89,18 +89,36 @@ export interface Isolation {
   runAs?: { uid: number; gid: number };
   /** Never visible to a command: the data dir and the work dir. */
   hidden: readonly string[];
+  /**
+   * Covered with an empty tmpfs where a system directory shows them, before anything else is
+   * bound (so a local repo inside one can still be cloned): the runtime's home and the directory
+   * holding the data dir, when they lie inside `/opt`, `/usr` or another system directory
+   * (a service installed as /opt/factory with its env file and keys beside its data dir).
+   */
+  covered: readonly string[];
   /** Where a repo given as a local path may lie; null: anywhere (config.localRepos). */
   localRepos: readonly string[] | null;
 }
 
-export function isolationOf(config: Config): Isolation {
+export function isolationOf(config: Config, home: string = os.homedir()): Isolation {
   return {
     kind: config.executor,
     sandbox: config.sandbox,
     ...(config.runAs ? { runAs: { ...config.runAs } } : {}),
     hidden: [config.dataDir, config.workDir],
+    covered: coveredDirs([home, path.dirname(config.dataDir)]),
     localRepos: config.localRepos,
   };
+}
+
+/** Those of `dirs` strictly inside a system directory (never a system directory itself, nor `/`). */
+function coveredDirs(dirs: string[]): string[] {
+  const out: string[] = [];
+  for (const dir of dirs) {
+    const abs = path.resolve(dir);
+    if (SYSTEM_DIRS.some((sys) => abs !== sys && isWithin(abs, sys)) && !out.includes(abs)) out.push(abs);
+  }
+  return out;
 }
 
 /** How the host's root looks: which system directories exist, as directories or symlinks. */
@@ -177,6 +195,17 @@ export function bwrapArgs(iso: Isolation, layout: HostLayout, opts: { workspace?
   for (const entry of layout.etc) {
     args.push('--ro-bind', entry, entry);
     visible.push(entry);
+  }
+  // The runtime's home and install directory where a system directory shows them (Isolation.covered),
+  // before the binds below, which stay visible on top (a local repo to clone, an operator's directory).
+  for (const dir of iso.covered) {
+    const real = realPath(dir);
+    if (real === undefined) continue;
+    for (const sys of layout.dirs) {
+      const sysReal = realPath(sys);
+      if (sysReal === undefined || real === sysReal || !isWithin(real, sysReal)) continue;
+      args.push('--tmpfs', path.join(sys, path.relative(sysReal, real)));
+    }
   }
   args.push('--dev', '/dev', '--proc', '/proc');
   args.push('--perms', '1777', '--size', String(iso.sandbox.memoryMb * 1024 * 1024), '--tmpfs', '/tmp');

@@ -9,11 +9,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
 import { removeWorkspace } from '../../../runtime/executor/workspace.ts';
+import { isolationOf } from '../../../runtime/executor/sandbox.ts';
+import { parseConfig } from '../../../runtime/config.ts';
 import { AGENTS, makeRepo, processesOfRun, processesWith, run, sandboxSkip, scratch, spec } from './helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
@@ -248,4 +250,29 @@ test('sandbox: the runtime reads what a run left in its workspace and removes it
   assert.equal(readFileSync(path.join(s.workspaceDir, 'cache/mod/v1/file'), 'utf8'), 'kept\n');
   await removeWorkspace(s.workspaceDir);
   assert.equal(existsSync(s.workspaceDir), false);
+});
+
+// Writing under /opt needs root, as a service installed there would have been installed.
+const OPT_SKIP = SKIP || (process.getuid?.() !== 0 ? 'needs root to make an install directory under /opt' : false);
+
+test('sandbox: an install directory under /opt (its env file beside the data dir) and the runtime\'s home there are covered; a local repo inside is still cloned', { skip: OPT_SKIP }, async (t) => {
+  const dir = scratch(t);
+  const base = mkdtempSync('/opt/factory-test-');
+  t.after(() => rmSync(base, { recursive: true, force: true }));
+  writeFileSync(path.join(base, 'factory.env'), 'FACTORY_MASTER_KEY=do-not-show\n');
+  const dataDir = path.join(base, 'data');
+  const home = path.join(base, 'home');
+  mkdirSync(path.join(home, '.ssh'), { recursive: true });
+  writeFileSync(path.join(home, '.ssh', 'id_ed25519'), 'PRIVATE KEY\n');
+  mkdirSync(dataDir);
+  const repo = makeRepo(base);
+  const iso = isolationOf(parseConfig({ dataDir, executor: 'sandbox', sandboxRoBind: [AGENTS], localRepos: [base] }, {}), home);
+  assert.deepEqual(iso.covered, [home, base]);
+  const look = `cat ${base}/factory.env ${home}/.ssh/id_ed25519 2>&1; ls -A ${base}; cat app/README.md`;
+  const { result, output } = await run(spec(dir, { repos: [{ url: repo, path: 'app' }], agent: { command: ['/bin/sh', '-c', look] } }), { isolation: iso });
+  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+  assert.ok(!output.includes('do-not-show') && !output.includes('PRIVATE KEY'), output);
+  assert.match(output, /# app\n$/, 'the local repo inside the covered directory was cloned');
+  // The home and the data dir's directory are real directories of the host, untouched.
+  assert.equal(readFileSync(path.join(base, 'factory.env'), 'utf8'), 'FACTORY_MASTER_KEY=do-not-show\n');
 });
