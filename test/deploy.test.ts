@@ -94,14 +94,19 @@ test('the deployment of docs/deploy.md: two replicas and two workers on one Post
       assert.equal(step.code, 0, `${line}\n${step.out}\n${step.err}`);
       continue;
     }
-    // A daemon: bash expands its arguments and gives its environment; the test starts it.
-    const words = line.slice(0, -1).trim();
-    assert.match(words, /^factory (serve|worker) /);
+    // A daemon: bash expands its arguments and gives its environment (with the line's own
+    // NAME="..." assignments in front); the test starts it.
+    const daemon = /^((?:[A-Z_][A-Z0-9_]*="[^"]*" )*)factory (serve|worker) /.exec(line.slice(0, -1).trim());
+    assert.ok(daemon, line);
+    const words = line.slice(0, -1).trim().slice(daemon[1].length);
     const expanded = await sh.run(`printf '%s\\n' ${words.slice('factory '.length)}`);
     const args = expanded.out.split('\n').filter(Boolean);
     const envLines = (await sh.run('env')).out.split('\n').filter((l) => l.startsWith('FACTORY_'));
     const env: Record<string, string> = { ...terminalEnv(), FACTORY_LEASE_SECONDS: '6' };
     for (const l of envLines) env[l.slice(0, l.indexOf('='))] = l.slice(l.indexOf('=') + 1);
+    for (const [, name, quoted] of daemon[1].matchAll(/([A-Z_][A-Z0-9_]*)=("[^"]*")/g)) env[name] = (await sh.run(`printf %s ${quoted}`)).out;
+    // Keys are given in the environment, never on a command line any user may read.
+    assert.ok(!args.some((a) => a.startsWith('fk_')), `a key on the command line: ${line}`);
     const extra = executor === 'direct' ? ['--executor', 'direct'] : [];
     const child = startCli([...args, ...extra], { cwd, env });
     children.push(child.child);
