@@ -51,6 +51,13 @@ const ETC_ENTRIES = [
 ];
 
 /**
+ * TLS private keys inside the certificate directories shown above (Debian's /etc/ssl/private, the
+ * RHEL family's under /etc/pki): covered, since a runtime in the group that may read them (a
+ * common way to give a service its TLS key) would otherwise pass that group to its runs.
+ */
+const ETC_PRIVATE_DIRS = ['/etc/ssl/private', '/etc/pki/tls/private', '/etc/pki/CA/private'];
+
+/**
  * The launcher: `$1...` is the command's argv. It first applies the command's variables, read
  * from fd 4 (`envScript`) when that is open: only here, inside the isolation and as the run's
  * user, do they take effect, never in bubblewrap or setpriv, which run before it on the host or as
@@ -126,6 +133,8 @@ interface HostLayout {
   dirs: string[];
   symlinks: { path: string; target: string }[];
   etc: string[];
+  /** Directories of private keys inside the shown /etc entries (ETC_PRIVATE_DIRS), covered. */
+  etcPrivate: string[];
   /** Absolute paths of setpriv and prlimit (util-linux), when found. */
   setpriv?: string;
   prlimit?: string;
@@ -135,7 +144,7 @@ let layoutCache: HostLayout | undefined;
 
 function hostLayout(): HostLayout {
   if (layoutCache) return layoutCache;
-  const layout: HostLayout = { dirs: [], symlinks: [], etc: [] };
+  const layout: HostLayout = { dirs: [], symlinks: [], etc: [], etcPrivate: [] };
   for (const dir of SYSTEM_DIRS) {
     try {
       const st = lstatSync(dir);
@@ -146,6 +155,7 @@ function hostLayout(): HostLayout {
     }
   }
   for (const name of ETC_ENTRIES) if (existsSync(`/etc/${name}`)) layout.etc.push(`/etc/${name}`);
+  for (const dir of ETC_PRIVATE_DIRS) if (existsSync(dir)) layout.etcPrivate.push(dir);
   const find = (name: string) => ['/usr/bin', '/bin', '/usr/sbin', '/sbin'].map((d) => `${d}/${name}`).find((p) => existsSync(p));
   layout.setpriv = find('setpriv');
   layout.prlimit = find('prlimit');
@@ -207,6 +217,7 @@ export function bwrapArgs(iso: Isolation, layout: HostLayout, opts: { workspace?
       args.push('--tmpfs', path.join(sys, path.relative(sysReal, real)));
     }
   }
+  for (const dir of layout.etcPrivate) args.push('--tmpfs', dir);
   args.push('--dev', '/dev', '--proc', '/proc');
   args.push('--perms', '1777', '--size', String(iso.sandbox.memoryMb * 1024 * 1024), '--tmpfs', '/tmp');
 

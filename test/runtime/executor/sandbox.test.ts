@@ -276,3 +276,12 @@ test('sandbox: an install directory under /opt (its env file beside the data dir
   // The home and the data dir's directory are real directories of the host, untouched.
   assert.equal(readFileSync(path.join(base, 'factory.env'), 'utf8'), 'FACTORY_MASTER_KEY=do-not-show\n');
 });
+
+test('sandbox: certificates are shown, the TLS private keys beside them are not', { skip: SKIP || (existsSync('/etc/ssl/private') ? false : 'this host has no /etc/ssl/private') }, async (t) => {
+  const dir = scratch(t);
+  const { result, output } = await run(spec(dir, { agent: { command: ['/bin/sh', '-c', 'ls -A /etc/ssl/private 2>&1 | wc -l; ls /etc/ssl/certs | grep -c .'] } }));
+  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+  const [privateEntries, certs] = output.trim().split('\n').map(Number);
+  assert.equal(privateEntries, 0, 'an empty directory covers the private keys (listing it prints nothing, not even a refusal)');
+  assert.ok(certs > 0, 'the certificates are there');
+});
