@@ -111,7 +111,7 @@ export function registerDev(program: Command, io: CliIO): void {
     )
     .action(async (dir: string, flags: ConfigFlags) => {
       // The runtime (Koa, SQLite, the executor) is loaded when dev runs, never for `factory --help`.
-      const [{ parseConfig, withAnyLocalRepos, withDirectExecutor }, { isolationOf, probeIsolation }, { startServer }, { createLogger }, { prettyDestination }, { closeInheritedDescriptors }] = await Promise.all([
+      const [{ parseConfig, withAnyLocalRepos, withDirectExecutor }, { isolationError, isolationOf, probeIsolation }, { startServer }, { createLogger }, { prettyDestination }, { closeInheritedDescriptors }] = await Promise.all([
         import('../../runtime/config.ts'),
         import('../../runtime/executor/sandbox.ts'),
         import('../../runtime/server.ts'),
@@ -132,6 +132,9 @@ export function registerDev(program: Command, io: CliIO): void {
       // dev is for laptops: without bubblewrap it carries on unsandboxed and says so, in one line
       // (serve refuses instead). An executor chosen explicitly is never replaced.
       const problem = config.executor === 'sandbox' && !config.executorChosen ? probeIsolation(isolationOf(config)) : undefined;
+      // A wrong sandbox setting of the user's own is refused, as serve refuses it: carrying on
+      // without the sandbox they asked to adjust would answer a typo by dropping it.
+      if (problem?.setting) throw isolationError(problem);
       if (problem?.sandboxOnly) {
         io.stderr(`No sandbox for runs: ${problem.what}, so this dev runtime carries on with --executor direct and run commands see this machine as you do (${problem.fix} to sandbox them).\n`);
         config = withDirectExecutor(config);

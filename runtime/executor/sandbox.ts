@@ -367,6 +367,12 @@ export interface IsolationProblem {
   fix: string;
   /** Whether the direct executor would run (the problem is the sandbox's own). */
   sandboxOnly: boolean;
+  /**
+   * The operator's own sandbox setting is wrong (a `--sandbox-ro-bind` that does not exist, a limit
+   * above the hard one): `dev` refuses instead of carrying on without a sandbox, since the fix is a
+   * typo's, not a missing program's.
+   */
+  setting?: boolean;
 }
 
 /**
@@ -430,6 +436,12 @@ function probePlan(iso: Isolation): ProbePlan {
   if (iso.kind !== 'sandbox') return { done: true, problem: undefined };
   const bwrap = iso.sandbox.bwrap;
   if (!layout.prlimit) return { done: true, problem: { what: 'the sandbox sets its limits with prlimit, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: true } };
+  // bubblewrap would say only "Can't find source path": named here as the setting it is.
+  for (const dir of iso.sandbox.roBinds) {
+    if (!realPath(dir) || !lstatSync(realPath(dir)!).isDirectory()) {
+      return { done: true, problem: { what: `--sandbox-ro-bind ${dir} is not a directory on this machine`, fix: 'correct the path or leave it out', sandboxOnly: true, setting: true } };
+    }
+  }
   // A directory standing in for a workspace, so the probe binds what a run binds; gone once judged.
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'factory-probe-'));
   let args: string[];
@@ -457,9 +469,10 @@ function probePlan(iso: Isolation): ProbePlan {
           return { what: `bubblewrap (${bwrap}) is too old for the sandbox's options (${why})`, fix: 'install bubblewrap 0.8 or later (bwrap --version)', sandboxOnly: true };
         }
         if (why.startsWith('prlimit')) {
-          return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true };
+          return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true, setting: true };
         }
-        return { what: `bubblewrap (${bwrap}) cannot create its sandbox here (${why})`, fix: 'allow unprivileged user namespaces, or run the runtime as root', sandboxOnly: true };
+        const fix = iso.runAs ? 'check that this kernel and container allow namespaces (bwrap --version, and the container\'s seccomp and capabilities)' : 'allow unprivileged user namespaces, or run the runtime as root';
+        return { what: `bubblewrap (${bwrap}) cannot create its sandbox here (${why})`, fix, sandboxOnly: true };
       }
       return undefined;
     },
@@ -503,7 +516,8 @@ export async function assertIsolationAsync(iso: Isolation): Promise<void> {
   if (p) throw isolationError(p);
 }
 
-function isolationError(p: IsolationProblem): CliError {
+/** The one sentence of a start refused for `p` (serve, worker, and dev for a wrong setting). */
+export function isolationError(p: IsolationProblem): CliError {
   const direct = p.sandboxOnly ? ', or pass --executor direct to run commands without a sandbox, knowingly (docs/security.md#executors)' : '';
   return new CliError(`runs cannot start: ${p.what}; ${p.fix}${direct}.`);
 }

@@ -80,3 +80,16 @@ test('dev --executor sandbox without bubblewrap refuses, as serve does: an expli
   assert.equal(await cli.exited, 1);
   assert.match(cli.stderr(), /^error: runs cannot start: bubblewrap \(.*\) was not found; .*\n$/);
 });
+
+test('a --sandbox-ro-bind that does not exist is named as such: serve and dev both refuse (dev never answers a typo by dropping the sandbox)', async (t) => {
+  const dir = tempDir(t);
+  writeFileSync(path.join(dir, 'factory.yaml'), 'name: laptop\n');
+  const typo = path.join(dir, 'claude-agnet');
+  const expected = `error: runs cannot start: --sandbox-ro-bind ${typo} is not a directory on this machine; correct the path or leave it out, or pass --executor direct to run commands without a sandbox, knowingly (docs/security.md#executors).\n`;
+  for (const args of [['serve', '--port', '0'], ['dev', dir, '--port', '0']]) {
+    const cli = startCli([...args, '--data-dir', path.join(dir, `data-${args[0]}`), '--sandbox-ro-bind', typo], { cwd: dir, env: terminalEnv() });
+    assert.equal(await cli.exited, 1, `${args[0]}: ${cli.stdout()}${cli.stderr()}`);
+    assert.equal(cli.stderr(), expected, args[0]);
+    assert.doesNotMatch(cli.stdout(), /listening/);
+  }
+});
