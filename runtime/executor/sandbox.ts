@@ -237,9 +237,14 @@ export function bwrapArgs(iso: Isolation, layout: HostLayout, opts: { workspace?
     if (real === undefined) continue;
     for (const v of visible) {
       const vReal = realPath(v);
-      if (vReal === undefined || !isWithin(real, vReal)) continue;
-      const rel = path.relative(vReal, real);
-      args.push('--tmpfs', rel ? path.join(v, rel) : v);
+      if (vReal === undefined) continue;
+      if (isWithin(real, vReal)) {
+        const rel = path.relative(vReal, real);
+        args.push('--tmpfs', rel ? path.join(v, rel) : v);
+      } else if (isWithin(vReal, real)) {
+        // Something shown through a link that leads inside them (config checks the path as written).
+        args.push('--tmpfs', v);
+      }
     }
   }
   if (iso.runAs) args.push('--perms', '0755', '--dir', '/etc/factory', '--ro-bind', SAFE_DIRECTORY_GITCONFIG, SAFE_DIRECTORY_IN_SANDBOX);

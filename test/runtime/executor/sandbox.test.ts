@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
@@ -284,4 +284,17 @@ test('sandbox: certificates are shown, the TLS private keys beside them are not'
   const [privateEntries, certs] = output.trim().split('\n').map(Number);
   assert.equal(privateEntries, 0, 'an empty directory covers the private keys (listing it prints nothing, not even a refusal)');
   assert.ok(certs > 0, 'the certificates are there');
+});
+
+test('sandbox: a --sandbox-ro-bind that is a link into the data dir shows nothing of it', { skip: SKIP }, async (t) => {
+  const dir = scratch(t);
+  const dataDir = path.join(dir, 'data');
+  mkdirSync(path.join(dataDir, 'dev-secrets'), { recursive: true });
+  writeFileSync(path.join(dataDir, 'dev-secrets', 'github-secret'), 'dev secret value\n');
+  const link = path.join(dir, 'tools-link');
+  symlinkSync(path.join(dataDir, 'dev-secrets'), link);
+  const iso = isolationOf(parseConfig({ dataDir, executor: 'sandbox', sandboxRoBind: [AGENTS, link], localRepos: [] }, {}), '/nonexistent');
+  const { result, output } = await run(spec(dir, { agent: { command: ['/bin/sh', '-c', `ls -A ${link}; cat ${link}/github-secret 2>/dev/null; echo end`] } }), { isolation: iso });
+  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+  assert.equal(output, 'end\n');
 });
