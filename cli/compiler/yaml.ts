@@ -50,6 +50,21 @@ export function parseYaml(text: string): ParsedYaml {
       problems.push(problem);
     }
   };
+  const checkAnchorAndTag = (node: Node) => {
+    if (isAlias(node)) return;
+    const n = node as Node & { anchor?: string; tag?: string };
+    // A node's range starts after its anchor and tag; point at the `&` or `!` itself.
+    if (n.anchor) {
+      const at = text.lastIndexOf(`&${n.anchor}`, start(n));
+      once({ code: 'yaml.anchor', message: `anchors (&${n.anchor}) are not allowed`, offset: at < 0 ? start(n) : at });
+    }
+    if (n.tag) {
+      let at = text.lastIndexOf('!', start(n));
+      while (at > 0 && !/[\s,[{]/.test(text[at - 1])) at--;
+      const source = at < 0 ? n.tag : text.slice(at).split(/\s/)[0];
+      problems.push({ code: 'yaml.tag', message: `explicit tags (${source}) are not allowed; write a plain value`, offset: at < 0 ? start(n) : at });
+    }
+  };
   visit(doc, {
     Pair(_, pair) {
       if (isScalar(pair.key) && pair.key.type === 'PLAIN' && pair.key.value === '<<') {
@@ -67,7 +82,10 @@ export function parseYaml(text: string): ParsedYaml {
         problems.push({ code: 'yaml.complex_key', message: `the key ${pair.key.source} is read as ${JSON.stringify(jsKey(pair.key.value))}; quote it ('${pair.key.source}':) to keep it as written`, offset: start(pair.key) });
       }
     },
+    // yaml's visit() calls an explicit Map visitor instead of Node for a map, so a map's anchor
+    // and tag are checked here as well as in Node.
     Map(_, map) {
+      checkAnchorAndTag(map);
       // Keys that differ in YAML (true and "true", 1 and "1") are the same key once plain: a duplicate.
       const seen = new Map<string, { value: unknown; written: string }>();
       for (const pair of map.items) {
@@ -86,19 +104,7 @@ export function parseYaml(text: string): ParsedYaml {
       once({ code: 'yaml.alias', message: `aliases (*${node.source}) are not allowed; write the value out`, offset: start(node) });
     },
     Node(_, node) {
-      if (isAlias(node)) return;
-      const n = node as Node & { anchor?: string; tag?: string };
-      // A node's range starts after its anchor and tag; point at the `&` or `!` itself.
-      if (n.anchor) {
-        const at = text.lastIndexOf(`&${n.anchor}`, start(n));
-        once({ code: 'yaml.anchor', message: `anchors (&${n.anchor}) are not allowed`, offset: at < 0 ? start(n) : at });
-      }
-      if (n.tag) {
-        let at = text.lastIndexOf('!', start(n));
-        while (at > 0 && !/[\s,[{]/.test(text[at - 1])) at--;
-        const source = at < 0 ? n.tag : text.slice(at).split(/\s/)[0];
-        problems.push({ code: 'yaml.tag', message: `explicit tags (${source}) are not allowed; write a plain value`, offset: at < 0 ? start(n) : at });
-      }
+      checkAnchorAndTag(node);
     },
   });
   for (const { problem, more } of firsts.values()) {

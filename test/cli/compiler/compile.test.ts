@@ -87,6 +87,28 @@ test('anchors, aliases, tags, merge keys, complex keys, duplicate keys, extra do
   assert.equal(byFile('webhooks/nultext.yaml'), 'this value has a NUL character (U+0000), which no definition can hold: the runtime refuses it in any request');
 });
 
+test('anchors and tags on maps and lists have the same codes as on scalars', () => {
+  const { diagnostics } = compile([
+    FACTORY,
+    { path: 'environments/sandbox.yaml', text: 'agent: &a\n  command: [agent]\nenv: !custom\n  FOO: bar\n' },
+    { path: 'environments/lists.yaml', text: 'agent:\n  command: &c\n    - agent\n  args: !!seq\n    - x\n' },
+    { path: 'webhooks/plain.yaml', text: '!!map\nsecretName: X\n' },
+    { path: 'webhooks/flow.yaml', text: 'secretName: s\nheaders: &h {a: b}\n' },
+  ]);
+  assert.deepEqual(diagnostics.map(brief), [
+    'environments/lists.yaml:2:12 error yaml.anchor',
+    'environments/lists.yaml:4:9 error yaml.tag',
+    'environments/sandbox.yaml:1:8 error yaml.anchor',
+    'environments/sandbox.yaml:3:6 error yaml.tag',
+    'webhooks/flow.yaml:2:10 error yaml.anchor',
+    'webhooks/plain.yaml:1:1 error yaml.tag',
+  ]);
+  const messages = diagnostics.map((d) => d.message);
+  assert.ok(messages.includes('anchors (&a) are not allowed'));
+  assert.ok(messages.includes('explicit tags (!custom) are not allowed; write a plain value'));
+  assert.ok(messages.includes('explicit tags (!!map) are not allowed; write a plain value'));
+});
+
 test('an alias bomb is rejected without being expanded', () => {
   const lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
   for (let i = 1; i < 9; i++) lines.push(`${'abcdefghi'[i]}: &${'abcdefghi'[i]} [*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]},*${'abcdefghi'[i - 1]}]`);
