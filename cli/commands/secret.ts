@@ -205,7 +205,8 @@ export function stripOneNewline(text: string): string {
   return text;
 }
 
-function decode(bytes: Buffer, source: string): string {
+/** UTF-8 text, or one sentence naming the source: a byte that is not UTF-8 is refused, never turned into U+FFFD. */
+export function decode(bytes: Buffer, source: string): string {
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
@@ -213,7 +214,7 @@ function decode(bytes: Buffer, source: string): string {
   }
 }
 
-async function readAll(stream: Readable): Promise<Buffer> {
+export async function readAll(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
   return Buffer.concat(chunks);

@@ -5,7 +5,7 @@ import { SIGNATURE_SCHEMES } from '../../core/snapshot.ts';
 import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
-import { stripOneNewline } from './secret.ts';
+import { decode, readAll, stripOneNewline } from './secret.ts';
 import { resolveWebhook } from './webhook.ts';
 
 /**
@@ -130,12 +130,13 @@ function print(io: CliIO, answer: LifecycleAnswer, json: boolean | undefined, he
   if (answer.next_step) io.stdout(`\nNext: ${answer.next_step}\n`);
 }
 
-/** The secret piped on stdin, minus one trailing newline (docs/runtime.md). Never from argv. */
+/**
+ * The secret piped on stdin, minus one trailing newline, refused when it is not UTF-8 text, as a
+ * team secret's value is (docs/runtime.md#team-secrets). Never from argv.
+ */
 async function readStdinSecret(io: CliIO): Promise<string> {
   if (io.stdinIsTTY) throw usageError('pipe the secret on stdin, e.g. printf %s "$SECRET" | factory webhook ...');
-  const chunks: Buffer[] = [];
-  for await (const chunk of io.stdin as Readable) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  const text = stripOneNewline(Buffer.concat(chunks).toString('utf8'));
+  const text = stripOneNewline(decode(await readAll(io.stdin as Readable), 'stdin'));
   if (text === '') throw new CliError('the secret on stdin is empty.');
   return text;
 }

@@ -12,7 +12,7 @@ let rt: TestRuntime;
 before(async () => (rt = await startTestRuntime()));
 after(() => rt.stop());
 
-async function cli(args: string[], stdin?: string) {
+async function cli(args: string[], stdin?: string | Buffer) {
   const io = {
     out: '',
     err: '',
@@ -88,4 +88,26 @@ test('a definitions-managed webhook refuses rotate with the instruction to use f
   const res = await cli(['webhook', 'rotate', 'ci', '--factory', 'defs']);
   assert.equal(res.code, 1);
   assert.match(res.err, /factory secret update defs-ci/);
+});
+
+test('a provider secret on stdin that is not UTF-8 is refused, as secret update refuses it, and nothing changes', async () => {
+  const bad = Buffer.concat([Buffer.from('pdl_ntfset_'), Buffer.from([0xff, 0xfe]), Buffer.from('abc\n')]);
+  const refused = { code: 1, out: '', err: 'error: the value from stdin is not valid UTF-8 text.\n' };
+
+  assert.deepEqual(await cli(['webhook', 'create', 'bad', '--factory', 'utf', '--auth-mode', 'signature', '--scheme', 'github', '--secret-stdin'], bad), refused);
+  assert.equal((await cli(['webhook', 'show', 'bad', '--factory', 'utf'])).code, 1, 'create sent nothing');
+
+  const created = await cli(['webhook', 'create', 'gh', '--factory', 'utf', '--auth-mode', 'signature', '--scheme', 'github', '--json']);
+  assert.equal(created.code, 0, created.err);
+  const { webhook } = JSON.parse(created.out) as { webhook: { uid: string; url: string } };
+  assert.deepEqual(await cli(['webhook', 'set-secret', webhook.uid], bad), refused);
+  let shown = JSON.parse((await cli(['webhook', 'show', webhook.uid, '--json'])).out) as { enabled: boolean; secret_version: number | null };
+  assert.deepEqual([shown.enabled, shown.secret_version], [false, null], 'still pending and disabled');
+
+  assert.equal((await cli(['webhook', 'set-secret', webhook.uid], 'good-secret\n')).code, 0);
+  assert.deepEqual(await cli(['webhook', 'rotate', webhook.uid, '--secret-stdin'], bad), refused);
+  shown = JSON.parse((await cli(['webhook', 'show', webhook.uid, '--json'])).out) as { enabled: boolean; secret_version: number | null };
+  assert.deepEqual([shown.enabled, shown.secret_version], [true, 1], 'rotate wrote no new version');
+  const body = '{"action":"opened"}';
+  assert.equal((await fetch(webhook.url, { method: 'POST', body, headers: { 'X-Hub-Signature-256': await sign('good-secret', body) } })).status, 202, 'the secret set before still verifies');
 });
