@@ -26,7 +26,7 @@ import type { FinalState, FinishInput, RunRecord } from '../store/runs.ts';
 import { runJob, type JobResult } from './job.ts';
 import { agentNotFoundMessage, applyIsolation, prepareJob, RunSetupError, type PreparedJob } from './prepare.ts';
 import { killOrphanGroup } from './process.ts';
-import { assertIsolationAsync, isolationOf, type Isolation } from './sandbox.ts';
+import { assertIsolationAsync, isolationOf, workDirMode, type Isolation } from './sandbox.ts';
 import { removeWorkspace } from './workspace.ts';
 
 declare module '../services.ts' {
@@ -133,7 +133,7 @@ export class ExecutorPool implements Service {
   }
 
   private async makeWorkDir(): Promise<void> {
-    const mode = this.isolation.kind === 'direct' && this.isolation.runAs ? 0o711 : 0o700;
+    const mode = workDirMode(this.isolation);
     await mkdir(this.workspacesDir, { recursive: true, mode });
     await chmod(this.workspacesDir, mode);
     // Its default sits next to the data dir, often inside a git repo: keep it out of commits.

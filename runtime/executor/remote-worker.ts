@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { WorkerClaim } from '../routes/worker.ts';
 import { runJob, type JobResult, type TranscriptEventInput } from './job.ts';
 import { agentNotFoundMessage, applyIsolation, type PreparedJob } from './prepare.ts';
-import type { Isolation } from './sandbox.ts';
+import { workDirMode, type Isolation } from './sandbox.ts';
 import { removeWorkspace } from './workspace.ts';
 
 export const WORKER_STOPPED_MESSAGE = 'the worker executing the run stopped while the run was in progress';
@@ -259,7 +259,7 @@ export class RemoteWorker {
     try {
       prepared = { ...claim.job, attachments: claim.job.attachments.map((a) => ({ name: a.name, bytes: Buffer.from(a.data, 'base64') })) };
       await mkdir(this.opts.workDir, { recursive: true, mode: 0o700 });
-      await chmod(this.opts.workDir, this.opts.isolation.runAs ? 0o711 : 0o700);
+      await chmod(this.opts.workDir, workDirMode(this.opts.isolation));
       result = await runJob(applyIsolation(prepared, this.opts.isolation, workspace), {
         signal: job.abort.signal,
         onEvent: (e) => {

@@ -118,6 +118,15 @@ export function isolationOf(config: Config, home: string = os.homedir()): Isolat
   };
 }
 
+/**
+ * The mode of the directory that holds the runs' workspaces: 0711 only where run commands are
+ * another user that reaches its workspace by path on the host (direct, runtime root), else 0700
+ * (a sandboxed command sees its workspace at /workspace, never through this directory).
+ */
+export function workDirMode(iso: Isolation): number {
+  return iso.kind === 'direct' && iso.runAs ? 0o711 : 0o700;
+}
+
 /** Those of `dirs` strictly inside a system directory (never a system directory itself, nor `/`). */
 function coveredDirs(dirs: string[]): string[] {
   const out: string[] = [];

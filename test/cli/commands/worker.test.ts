@@ -1,6 +1,6 @@
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FakeClock } from '../../../runtime/clock.ts';
@@ -117,6 +117,8 @@ describe('factory worker', { concurrency: true }, () => {
     await w.waitFor(() => w.stdout().includes(`finished ${id} SUCCEEDED`), 'the finished line');
     assert.match(w.stdout(), new RegExp(`started ${id}`));
     assert.ok(!readdirSync(workDir).includes(id), 'the workspace is removed when the run ends');
+    // Only run commands of another user that reach their workspace by path need to pass through it.
+    assert.equal(statSync(workDir).mode & 0o777, executor === 'direct' && process.getuid?.() === 0 ? 0o711 : 0o700);
 
     const slow = await run(rt, 'slow');
     await w.waitFor(() => w.stdout().includes(`started ${slow}`), 'the slow run to start');
