@@ -84,7 +84,7 @@ async function runtimeWebhookUids(client: Client, factory: string | undefined): 
  */
 export async function printRuntimeErrors(io: CliIO, err: unknown, dir: string, files: SourceFile[], format: DiagnosticFormat): Promise<boolean> {
   if (!(err instanceof FactoryError)) return false;
-  const { formatDiagnostics, locate } = await import('../compiler/index.ts');
+  const { formatDiagnostics, locate, sortDiagnostics } = await import('../compiler/index.ts');
   const diags: Diagnostic[] = [];
   for (const e of err.errors ?? []) {
     const code = e.code ?? err.code;
@@ -95,7 +95,8 @@ export async function printRuntimeErrors(io: CliIO, err: unknown, dir: string, f
     const { line, column } = locate(files, e.file, e.pointer);
     diags.push({ file: e.file, line, column, code, message: e.message, pointer: e.pointer, severity: 'error' });
   }
-  if (diags.length) io.stderr(formatDiagnostics(asGiven(dir, diags), format === 'json' ? 'text' : format));
+  // Sorted by file and line, as validate prints the compiler's (docs/definitions.md#decisions).
+  if (diags.length) io.stderr(formatDiagnostics(asGiven(dir, sortDiagnostics(diags)), format === 'json' ? 'text' : format));
   io.stderr(`error: ${err.message}\n`);
   return true;
 }

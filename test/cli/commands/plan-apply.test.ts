@@ -262,3 +262,21 @@ test('webhook show finds a webhook by name or UID; an unknown one is an error', 
   assert.match(byUid.stdout, /secret: +owner-token \(bound to version 1\)/);
   assert.equal((await cli(['webhook', 'show', 'wh_zzzzzzzzzzzzzzzzzzzzzzzzzz'])).code, 1);
 });
+
+test('plan and apply print the runtime errors sorted by file and line', async () => {
+  const dir = writeRepo('f-sorted', {
+    'environments/sandbox.yaml': 'agent:\n  command: ["true"]\nenv:\n  TOKEN: {secret: no-such-env-secret}\n',
+    'webhooks/zeta.yaml': 'secretName: no-such-zeta-secret\n',
+    'webhooks/alpha.yaml': 'description: first\nsecretName: no-such-alpha-secret\n',
+  });
+  for (const command of ['plan', 'apply']) {
+    const r = await cli([command, dir]);
+    assert.equal(r.code, 1, r.stderr);
+    const placed = r.stderr.split('\n').filter((l) => l.includes(': error secret.not_found:')).map((l) => l.split(': error')[0]);
+    assert.deepEqual(placed, [
+      'repos/f-sorted/environments/sandbox.yaml:4:19',
+      'repos/f-sorted/webhooks/alpha.yaml:2:13',
+      'repos/f-sorted/webhooks/zeta.yaml:1:13',
+    ], `${command}: ${r.stderr}`);
+  }
+});
