@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, sta
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { getSystemErrorMap } from 'node:util';
 import type Koa from 'koa';
 import { CliError } from '../core/errors.ts';
 import { tightenMode } from '../core/file-mode.ts';
@@ -46,8 +47,8 @@ export interface StartServerOptions {
 const FORCE_CLOSE_MS = 10_000;
 
 /**
- * Starts the runtime (docs/runtime.md): master key, store (migrations), admin key bootstrap,
- * listen, services. Installs no signal handlers: `factory serve` does that.
+ * Starts the runtime (docs/runtime.md): listen, master key, store (migrations), admin key
+ * bootstrap, services. Installs no signal handlers: `factory serve` does that.
  */
 export async function startServer(config: Config, options: StartServerOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger({ level: config.logLevel });
@@ -77,50 +78,52 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   if (config.masterKey === undefined && config.database.engine === 'sqlite' && existsSync(join(config.dataDir, 'factory.db')) && !existsSync(join(config.dataDir, 'master.key'))) {
     throw new CliError(`there is no master.key beside the existing database in ${config.dataDir}; restore master.key from a backup, or set FACTORY_MASTER_KEY to the key the database was made with.`);
   }
-  const masterKey = config.masterKey ?? loadOrCreateMasterKey(config.dataDir).key;
-  const store = openStore({
-    path: join(config.dataDir, 'factory.db'),
-    databaseUrl: config.database.engine === 'postgres' ? config.database.url : undefined,
-    clock,
-    masterKey,
-    // The WAL's checkpoints in a thread of their own, off the event loop (docs/runtime.md#checkpoints).
-    checkpointThread: { onFallback: (reason) => log.warn({ reason }, 'checkpoints are back on the main connection') },
+  // Requests that arrive before the app is ready wait for it instead of being dropped.
+  let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  let stopping = false;
+  // While stopping, a keep-alive connection is closed as soon as its response is done, instead
+  // of idling until the keep-alive timeout holds close() up. One listener function for every
+  // response, and no promise per request once the app is ready: this runs for every delivery.
+  const closeIdle = () => server.closeIdleConnections();
+  const onFinish = () => {
+    if (stopping) setImmediate(closeIdle);
+  };
+  const server = createServer((req, res) => {
+    res.on('finish', onFinish);
+    if (handler) handler(req, res);
+    else void ready.then(() => handler!(req, res));
   });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, log));
+  // Listen before any key or database is made: a --host or --port that cannot be listened on
+  // leaves none of them behind (docs/runtime.md#the-data-dir).
+  await listen(server, config.host, config.port);
+  const stopListening = () => {
+    server.closeAllConnections();
+    server.close();
+  };
+
+  let store: Store;
+  try {
+    const masterKey = config.masterKey ?? loadOrCreateMasterKey(config.dataDir).key;
+    store = openStore({
+      path: join(config.dataDir, 'factory.db'),
+      databaseUrl: config.database.engine === 'postgres' ? config.database.url : undefined,
+      clock,
+      masterKey,
+      // The WAL's checkpoints in a thread of their own, off the event loop (docs/runtime.md#checkpoints).
+      checkpointThread: { onFallback: (reason) => log.warn({ reason }, 'checkpoints are back on the main connection') },
+    });
+  } catch (err) {
+    stopListening();
+    throw err;
+  }
 
   try {
     const admin = bootstrapAdminKey(store, config.dataDir, log);
     tightenDataDir(config.dataDir, log);
 
-    // Requests that arrive before the app is ready wait for it instead of being dropped.
-    let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-    let markReady!: () => void;
-    const ready = new Promise<void>((resolve) => (markReady = resolve));
-    let stopping = false;
-    // While stopping, a keep-alive connection is closed as soon as its response is done, instead
-    // of idling until the keep-alive timeout holds close() up. One listener function for every
-    // response, and no promise per request once the app is ready: this runs for every delivery.
-    const closeIdle = () => server.closeIdleConnections();
-    const onFinish = () => {
-      if (stopping) setImmediate(closeIdle);
-    };
-    const server = createServer((req, res) => {
-      res.on('finish', onFinish);
-      if (handler) handler(req, res);
-      else void ready.then(() => handler!(req, res));
-    });
-    server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, log));
-    await new Promise<void>((resolve, reject) => {
-      const onError = (err: NodeJS.ErrnoException) => {
-        if (err.code === 'EADDRINUSE') reject(new CliError(`${config.host}:${config.port} is already in use; stop the other process or pass --port.`));
-        else if (err.code === 'EACCES') reject(new CliError(`not allowed to listen on ${config.host}:${config.port}; use a port above 1023.`));
-        else reject(err);
-      };
-      server.once('error', onError);
-      server.listen(config.port, config.host, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    });
     const port = (server.address() as AddressInfo).port;
     // With port 0 the default base URL names port 0; use the port actually bound.
     const baseUrl = config.baseUrl.endsWith(':0') ? config.baseUrl.slice(0, -1) + String(port) : config.baseUrl;
@@ -141,7 +144,6 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
       }
     } catch (err) {
       await stopServices();
-      server.close();
       throw err;
     }
 
@@ -187,8 +189,44 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
       close,
     };
   } catch (err) {
+    stopListening();
     store.close();
     throw err;
+  }
+}
+
+/**
+ * Listens on host:port; when that cannot be, one sentence naming both and why, never Node's bare
+ * `listen EADDRNOTAVAIL` or `getaddrinfo ENOTFOUND` (docs/runtime.md#the-data-dir).
+ */
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => reject(new CliError(listenFailure(err, host, port)));
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+function listenFailure(err: NodeJS.ErrnoException, host: string, port: number): string {
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return `${where} is already in use; stop the other process or pass --port.`;
+    case 'EACCES':
+      return `not allowed to listen on ${where}; use a port above 1023.`;
+    case 'EADDRNOTAVAIL':
+      return `cannot listen on ${where}: ${host} is no address of this machine; pass --host with one of its addresses, e.g. 127.0.0.1, or 0.0.0.0 for all of them.`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_FAIL':
+      return `cannot listen on port ${port} of ${JSON.stringify(host)}: the host name does not resolve to an address (${err.code}); pass --host with an address of this machine, e.g. 127.0.0.1, or 0.0.0.0 for all of them.`;
+    default: {
+      const reason = (typeof err.errno === 'number' && getSystemErrorMap().get(err.errno)?.[1]) || err.message;
+      return `cannot listen on ${where}: ${reason} (${err.code ?? 'no error code'}).`;
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execCli, startCli } from '../../helpers/cli.ts';
@@ -46,4 +46,22 @@ test('factory serve: an invalid flag is a usage error naming it', async () => {
   const bad = await execCli(['serve', '--port', 'http'], { env: { PATH: process.env.PATH ?? '' } });
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--port must be an integer/);
+});
+
+test('factory serve: a --host it cannot listen on is one sentence naming the address and why, exit 1, and no key is written', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-serve-host-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const cases: [string, RegExp][] = [
+    // TEST-NET-1 (RFC 5737): never an address of this machine.
+    ['192.0.2.1', /^error: cannot listen on 192\.0\.2\.1:0: 192\.0\.2\.1 is no address of this machine; pass --host with one of its addresses, e\.g\. 127\.0\.0\.1, or 0\.0\.0\.0 for all of them\.\n$/],
+    ['not a host', /^error: cannot listen on port 0 of "not a host": the host name does not resolve to an address \((ENOTFOUND|EAI_AGAIN|EAI_FAIL)\); pass --host with an address of this machine, e\.g\. 127\.0\.0\.1, or 0\.0\.0\.0 for all of them\.\n$/],
+  ];
+  for (const [host, sentence] of cases) {
+    const dataDir = join(dir, host.replace(/\W/g, '-'));
+    const res = await execCli(['serve', '--host', host, '--port', '0', '--data-dir', dataDir, '--executor', 'direct'], { env: { PATH: process.env.PATH ?? '', FACTORY_LOG_LEVEL: 'warn' } });
+    assert.equal(res.code, 1, host);
+    assert.match(res.stderr, sentence);
+    assert.equal(res.stdout, '', host);
+    assert.deepEqual(readdirSync(dataDir), ['runtime.lock'], `no admin.key, master.key or database for ${host}`);
+  }
 });
