@@ -89,7 +89,7 @@ export function registerSecret(program: Command, io: CliIO): void {
   )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ factory secret update github-signing < new-secret.txt\n  $ factory secret update github-signing --grace 24h < new-secret.txt\n\nWithout --grace, webhooks stay bound to the version they were applied with: re-apply, or disable and enable the webhook, to use the new value.\nWith --grace, every webhook that uses the secret takes the new value at once and also accepts the previous one until the grace ends (docs/runtime.md#graceful-rotation).\n',
+      '\nExamples:\n  $ factory secret update github-signing < new-secret.txt\n  $ factory secret update github-signing --grace 24h < new-secret.txt\n\nWithout --grace, webhooks stay bound to the version they were applied or enabled with: re-apply their factory (definitions-managed), or run `factory webhook enable` on them, to use the new value; the update names the webhooks that need it.\nWith --grace, every webhook that uses the secret takes the new value at once and also accepts the previous one until the grace ends (docs/runtime.md#graceful-rotation).\n',
     )
     .action(async (name: string, flags: ValueFlags) => {
       const graceSeconds = flags.grace === undefined ? undefined : parseGrace(flags.grace);
@@ -98,14 +98,14 @@ export function registerSecret(program: Command, io: CliIO): void {
       const body = graceSeconds === undefined ? { value } : { value, grace_seconds: graceSeconds };
       const meta = await client.request<SecretMeta & Pick<SecretUpdate, 'grace'>>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, body);
       io.stdout(`updated secret ${meta.name} (version ${meta.current_version})\n`);
-      if (!meta.grace) {
-        await hintStaleBindings(client, io, meta);
-        return;
+      if (meta.grace) {
+        const hooks = meta.grace.webhooks.map((w) => `${w.factory}/${w.name}`).join(', ');
+        if (!meta.grace.webhooks.length) io.stdout('no webhook is bound to it, so there was nothing to move\n');
+        else if (meta.grace.until === null) io.stdout(`moved to version ${meta.current_version} at once, the previous value no longer verifies: ${hooks}\n`);
+        else io.stdout(`moved to version ${meta.current_version}; the previous value also verifies until ${meta.grace.until}: ${hooks}\n`);
       }
-      const hooks = meta.grace.webhooks.map((w) => `${w.factory}/${w.name}`).join(', ');
-      if (!meta.grace.webhooks.length) io.stdout('no webhook uses it, so there was nothing to move\n');
-      else if (meta.grace.until === null) io.stdout(`moved to version ${meta.current_version} at once, the previous value no longer verifies: ${hooks}\n`);
-      else io.stdout(`moved to version ${meta.current_version}; the previous value also verifies until ${meta.grace.until}: ${hooks}\n`);
+      // A grace moves only the webhooks bound to a version: one held disabled while the secret was pending still needs its hint.
+      await hintStaleBindings(client, io, meta);
     });
 
   addClientOptions(secret.command('list').description('list team secrets (names and versions, never values)').option('--json', 'print JSON'))
@@ -265,21 +265,47 @@ function promptHidden(io: CliIO, label: string): Promise<string> {
 
 /**
  * Webhooks keep the secret version they were applied or enabled with
- * (docs/ingress.md#webhook-lifecycle), so after an update say which ones still use an older value
- * and how to move them. Best effort: a key that may not list webhooks just gets no hint.
+ * (docs/ingress.md#webhook-lifecycle), so after an update say which ones still use an older value,
+ * and which were held disabled while the secret was pending, and the command that binds the new
+ * version: `factory apply` only for a definitions-managed factory (apply refuses an API-managed
+ * one), `factory webhook enable` for any. A disabled webhook that has a version needs nothing: its
+ * next enable binds the current one. Best effort: a key that may not list webhooks gets no hint.
  */
 async function hintStaleBindings(client: Client, io: CliIO, meta: SecretMeta): Promise<void> {
   let webhooks: WebhookView[];
   try {
-    ({ webhooks } = await client.request<{ webhooks: WebhookView[] }>('GET', '/api/v1/webhooks'));
+    ({ webhooks } = await client.request<{ webhooks: WebhookView[] }>('GET', `/api/v1/webhooks`));
   } catch {
     return;
   }
-  const stale = webhooks.filter((w) => w.secret_name === meta.name && w.secret_version !== null && w.secret_version < meta.current_version);
-  if (!stale.length) return;
-  const names = stale.map((w) => `${w.factory}/${w.name} (version ${w.secret_version})`).join(', ');
-  io.stderr(
-    `${stale.length === 1 ? 'This webhook still uses' : 'These webhooks still use'} an older value: ${names}. ` +
-      `Run \`factory apply\` for ${stale.length === 1 ? 'its' : 'their'} factory, or disable and enable ${stale.length === 1 ? 'it' : 'them'}, to move to version ${meta.current_version}.\n`,
-  );
+  const users = webhooks.filter((w) => w.secret_name === meta.name && !w.deleted_at);
+  const stale = users.filter((w) => w.enabled && w.secret_version !== null && w.secret_version < meta.current_version);
+  const pending = users.filter((w) => !w.enabled && w.secret_version === null);
+  const version = meta.current_version;
+  for (const group of [stale.filter(byDefinitions), stale.filter((w) => !byDefinitions(w))]) {
+    if (!group.length) continue;
+    const one = group.length === 1;
+    const names = group.map((w) => `${w.factory}/${w.name} (version ${w.secret_version})`).join(', ');
+    const how = byDefinitions(group[0])
+      ? `Run \`factory apply\` for ${one ? 'its' : 'their'} factory, or disable and enable ${one ? 'it' : 'them'},`
+      : `Run ${enableCommands(group)}`;
+    io.stderr(`${one ? 'This webhook still uses' : 'These webhooks still use'} an older value: ${names}. ${how} to move to version ${version}.\n`);
+  }
+  for (const group of [pending.filter(byDefinitions), pending.filter((w) => !byDefinitions(w))]) {
+    if (!group.length) continue;
+    const one = group.length === 1;
+    const names = group.map((w) => `${w.factory}/${w.name}`).join(', ');
+    const how = byDefinitions(group[0])
+      ? `Run \`factory apply\` for ${one ? 'its' : 'their'} factory, or ${enableCommands(group)},`
+      : `Run ${enableCommands(group)}`;
+    io.stderr(
+      `${one ? 'This webhook was' : 'These webhooks were'} held disabled while the secret had no value, and ${one ? 'is' : 'are'} still disabled: ${names}. ` +
+        `${how} to bind version ${version} and enable ${one ? 'it' : 'them'}.\n`,
+    );
+  }
 }
+
+const byDefinitions = (w: WebhookView) => w.managed_by === 'definitions';
+
+/** `factory webhook enable wh_...` for each webhook: enabling binds the secret's current version. */
+const enableCommands = (webhooks: WebhookView[]) => webhooks.map((w) => `\`factory webhook enable ${w.uid}\``).join(' and ');
