@@ -15,6 +15,16 @@ export interface SourceFile {
    * symbolic link leads there): that real path. The compiler reports it as file.outside_repo.
    */
   outsideRepo?: string;
+  /** Set by the loader, instead of the text, when the file cannot be read: reported as is. */
+  unreadable?: Unreadable;
+}
+
+/** Why the loader could not read a file, and where (docs/diagnostics.md). */
+export interface Unreadable {
+  code: 'file.too_large' | 'file.invalid_encoding' | 'file.not_a_file' | 'file.unreadable';
+  message: string;
+  line: number;
+  column: number;
 }
 
 export interface CompileResult {
@@ -58,6 +68,14 @@ export function compile(files: SourceFile[], options: CompileOptions = {}): Comp
     sources.push(source);
     if (c.kind !== 'factory' && !isValidName(c.name)) {
       at1(source.path, 'file.invalid_name', `'${c.name}' is not a valid ${c.kind} name: lowercase letters, digits and -, starting with a letter or digit, at most 63 characters`);
+    }
+    if (source.unreadable !== undefined) {
+      // Kept as a file whose value could not be read, as after a YAML error: its name still
+      // exists for the other files' references, and factory.yaml is not reported missing.
+      const { code, message, line, column } = source.unreadable;
+      diagnostics.push({ file: source.path, line, column, code, message, pointer: '', severity: 'error' });
+      parsed.push({ path: source.path, text: '', kind: c.kind, name: c.name, scope: c.scope, value: undefined, at: () => ({ line, column }) });
+      continue;
     }
     const r = parseFile(source.path, source.text, c.kind, c.name, c.scope);
     for (const d of r.diagnostics) diagnostics.push(d);

@@ -19,6 +19,9 @@ export interface Diagnostic {
 
 export const DIAGNOSTIC_CODES = [
   'file.too_large',
+  'file.invalid_encoding',
+  'file.not_a_file',
+  'file.unreadable',
   'file.unexpected',
   'file.invalid_name',
   'file.outside_repo',

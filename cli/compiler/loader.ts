@@ -3,14 +3,16 @@ import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { CliError } from '../../core/errors.ts';
 import { fsReason } from '../io.ts';
-import type { SourceFile } from './compile.ts';
+import type { SourceFile, Unreadable } from './compile.ts';
 import { MAX_FILE_BYTES } from './parse-file.ts';
 import { DEFINITION_DIRS, classifyPath, dirDepth, expectedDefinitionFile } from './paths.ts';
 
 /**
  * Reads a factory repo from disk: factory.yaml and the files under the definitions directories
- * (DEFINITION_DIRS) that the compiler looks at (dotfiles and other files are not read). Anything that
- * stops a file from being read is a CliError with one sentence naming the file.
+ * (DEFINITION_DIRS) that the compiler looks at (dotfiles and other files are not read). A repo that
+ * cannot be read at all is a CliError with one sentence; a file that cannot be read comes back with
+ * `unreadable` set, so that the compiler reports it beside every other file's problems
+ * (docs/definitions.md#decisions).
  */
 export async function loadRepo(given: string, options: { cwd?: string } = {}): Promise<SourceFile[]> {
   // Messages name the directory as the user gave it; `cwd` resolves it (the CLI's io.cwd).
@@ -40,10 +42,15 @@ export async function loadRepo(given: string, options: { cwd?: string } = {}): P
     // Unexpected files are only named in a warning; their content is not needed.
     const read = async (p: string): Promise<SourceFile> => {
       if (classifyPath(p).kind === 'unexpected') return { path: p, text: '' };
-      // A regular file reached through real directories only is inside the repo: read at once.
-      if (listed.get(p)) return { path: p, text: readPlainFile(dir, p) };
-      const outside = await outsideRepo(realRoot, join(dir, p));
-      return outside === undefined ? { path: p, text: await readText(dir, p) } : { path: p, text: '', outsideRepo: outside };
+      try {
+        // A regular file reached through real directories only is inside the repo: read at once.
+        if (listed.get(p)) return { path: p, text: readPlainFile(dir, p) };
+        const outside = await outsideRepo(realRoot, join(dir, p));
+        return outside === undefined ? { path: p, text: await readText(dir, p) } : { path: p, text: '', outsideRepo: outside };
+      } catch (err) {
+        if (err instanceof NotLoaded) return { path: p, text: '', unreadable: err.problem };
+        throw err;
+      }
     };
     files.push(...(await Promise.all(batch.map(read))));
   }
@@ -96,19 +103,28 @@ async function outsideRepo(realRoot: string, full: string): Promise<string | und
   return rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel) ? real : undefined;
 }
 
+/** A file that cannot be read: the compiler reports it as a diagnostic (docs/diagnostics.md). */
+class NotLoaded extends Error {
+  constructor(readonly problem: Unreadable) {
+    super(problem.message);
+  }
+}
+
+const notLoaded = (code: Unreadable['code'], message: string, line = 1, column = 1) => new NotLoaded({ code, message, line, column });
+
 async function readText(root: string, path: string): Promise<string> {
   const full = join(root, path);
   const info = await stat(full).catch(async (err: NodeJS.ErrnoException) => {
     const link = await lstat(full).catch(() => undefined);
-    if (link?.isSymbolicLink()) throw new CliError(`cannot read ${path}: it is a symbolic link to a file that does not exist`);
-    throw new CliError(`cannot read ${path}: ${fsReason(err)}`);
+    if (link?.isSymbolicLink()) throw notLoaded('file.unreadable', `cannot read ${path}: it is a symbolic link to a file that does not exist`);
+    throw notLoaded('file.unreadable', `cannot read ${path}: ${fsReason(err)}`);
   });
-  if (info.isDirectory()) throw new CliError(`cannot read ${path}: it is a directory, but a file is expected there`);
+  if (info.isDirectory()) throw notLoaded('file.not_a_file', `cannot read ${path}: it is a directory, but a file is expected there`);
   // A FIFO or a device would block or never end; only regular files are definitions.
-  if (!info.isFile()) throw new CliError(`cannot read ${path}: it is not a regular file (a pipe, socket or device)`);
+  if (!info.isFile()) throw notLoaded('file.not_a_file', `cannot read ${path}: it is not a regular file (a pipe, socket or device)`);
   checkSize(path, info.size);
   const bytes = await readFile(full).catch((err: NodeJS.ErrnoException) => {
-    throw new CliError(`cannot read ${path}: ${fsReason(err)}`);
+    throw notLoaded('file.unreadable', `cannot read ${path}: ${fsReason(err)}`);
   });
   return decode(path, bytes);
 }
@@ -123,7 +139,7 @@ function readPlainFile(root: string, path: string): string {
   try {
     fd = openSync(join(root, path), 'r');
   } catch (err) {
-    throw new CliError(`cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
+    throw notLoaded('file.unreadable', `cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
   }
   try {
     let length = 0;
@@ -134,8 +150,8 @@ function readPlainFile(root: string, path: string): string {
     if (length === readBuffer.length) checkSize(path, fstatSync(fd).size);
     return decode(path, readBuffer.subarray(0, length));
   } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw new CliError(`cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
+    if (err instanceof NotLoaded) throw err;
+    throw notLoaded('file.unreadable', `cannot read ${path}: ${fsReason(err as NodeJS.ErrnoException)}`);
   } finally {
     closeSync(fd);
   }
@@ -146,7 +162,7 @@ const readBuffer = Buffer.allocUnsafe(MAX_FILE_BYTES + 1);
 
 function checkSize(path: string, size: number): void {
   if (size > MAX_FILE_BYTES) {
-    throw new CliError(`${path} is ${size} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
+    throw notLoaded('file.too_large', `${path} is ${size} bytes; definitions files may be at most ${MAX_FILE_BYTES} bytes (1 MiB)`);
   }
 }
 
@@ -157,7 +173,13 @@ function decode(path: string, bytes: Uint8Array): string {
   try {
     return utf8.decode(bytes);
   } catch {
-    throw new CliError(`${path} is not valid UTF-8 (at byte offset ${firstInvalidUtf8(bytes)}); save it as UTF-8`);
+    const offset = firstInvalidUtf8(bytes);
+    // The line and column of the bad byte, counted as the compiler counts them: a BOM takes no column.
+    const before = utf8.decode(bytes.subarray(0, offset));
+    const lineStart = before.lastIndexOf('\n') + 1;
+    const line = before.slice(0, lineStart).split('\n').length;
+    const column = before.length - lineStart + 1 - (lineStart === 0 && before.charCodeAt(0) === 0xfeff ? 1 : 0);
+    throw notLoaded('file.invalid_encoding', `${path} is not valid UTF-8 (at byte offset ${offset}); save it as UTF-8`, line, column);
   }
 }
 

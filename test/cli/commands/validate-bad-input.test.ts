@@ -10,7 +10,8 @@ import { execCli, runCliInProcess, type CliResult } from '../../helpers/cli.ts';
  * Issue 2: bad input never crashes the CLI. Each case runs `factory validate` on a repo holding one
  * kind of bad input: an unreadable file, invalid UTF-8, a 5 MB YAML file, YAML alias bombs, YAML
  * nested too deeply, a FIFO, a directory without factory.yaml. Each ends with exit 1 and says what
- * is wrong, with no stack trace. Most run in-process; the unreadable file (the CLI runs as another
+ * is wrong, with no stack trace: a file that cannot be read as a diagnostic beside the others, a
+ * repo that cannot be read in one sentence. Most run in-process; the unreadable file (the CLI runs as another
  * user) and the FIFO (a regression would block forever) run the real bin/factory.js as a child.
  */
 
@@ -53,6 +54,20 @@ async function oneSentence(dir: string, expected: RegExp, run: (dir: string) => 
   assert.match(r.stderr, expected);
 }
 
+/**
+ * The file's diagnostic on stdout, among the others (the webhook without secretName is still
+ * reported), nothing on stderr, exit 1.
+ */
+async function fileDiagnostic(dir: string, expected: string, run: (dir: string) => Promise<CliResult> = validate) {
+  const r = await run(dir);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stderr, '');
+  const problems = r.stdout.split('\n').filter((l) => l.startsWith(`${dir}/`));
+  assert.deepEqual(problems, [`${dir}/${expected}`, `${dir}/webhooks/other.yaml:1:1: error webhook.missing_key: missing required key 'secretName' in this file`]);
+}
+
+const OTHER = { 'webhooks/other.yaml': 'description: no secret\n' };
+
 /** Billion laughs: nine levels, each a list of nine aliases of the level before. */
 function aliasBomb(): string {
   const names = 'abcdefghi';
@@ -63,22 +78,22 @@ function aliasBomb(): string {
 
 // Side by side, each in a repo of its own: the two child processes start while the others run.
 describe('bad input to factory validate', { concurrency: true }, () => {
-  test('an unreadable file: one sentence naming it, exit 1', async () => {
-    const dir = repo('unreadable', { 'webhooks/a.yaml': 'secretName: s\n' });
+  test('an unreadable file: a diagnostic naming it, the other files still checked, exit 1', async () => {
+    const dir = repo('unreadable', { 'webhooks/a.yaml': 'secretName: s\n', ...OTHER });
     chmodSync(join(dir, 'webhooks/a.yaml'), 0o000);
     // root reads any file whatever its mode, so as root the CLI runs as nobody.
     const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-    await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: permission denied/, (d) => validateChild(d, asNobody));
+    await fileDiagnostic(dir, 'webhooks/a.yaml:1:1: error file.unreadable: cannot read webhooks/a.yaml: permission denied', (d) => validateChild(d, asNobody));
   });
 
-  test('invalid UTF-8: one sentence with the byte offset, exit 1', async () => {
-    const dir = repo('utf8', { 'webhooks/a.yaml': Buffer.from([0x73, 0x65, 0x63, 0x72, 0x65, 0x74, 0x4e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0xc3, 0x28, 0x0a]) });
-    await oneSentence(dir, /^error: webhooks\/a\.yaml is not valid UTF-8 \(at byte offset 12\); save it as UTF-8\n$/);
+  test('invalid UTF-8: a diagnostic at the bad byte, with its byte offset, exit 1', async () => {
+    const dir = repo('utf8', { 'webhooks/a.yaml': Buffer.from([0x73, 0x65, 0x63, 0x72, 0x65, 0x74, 0x4e, 0x61, 0x6d, 0x65, 0x3a, 0x20, 0xc3, 0x28, 0x0a]), ...OTHER });
+    await fileDiagnostic(dir, 'webhooks/a.yaml:1:13: error file.invalid_encoding: webhooks/a.yaml is not valid UTF-8 (at byte offset 12); save it as UTF-8');
   });
 
-  test('a 5 MB YAML file: one sentence with its size and the limit, exit 1', async () => {
-    const dir = repo('big', { 'webhooks/big.yaml': 'secretName: s\n' + '# padding\n'.repeat(512 * 1024) });
-    await oneSentence(dir, /^error: webhooks\/big\.yaml is 5242894 bytes; definitions files may be at most 1048576 bytes \(1 MiB\)\n$/);
+  test('a 5 MB YAML file: file.too_large with its size and the limit, exit 1', async () => {
+    const dir = repo('big', { 'webhooks/big.yaml': 'secretName: s\n' + '# padding\n'.repeat(512 * 1024), ...OTHER });
+    await fileDiagnostic(dir, 'webhooks/big.yaml:1:1: error file.too_large: webhooks/big.yaml is 5242894 bytes; definitions files may be at most 1048576 bytes (1 MiB)');
   });
 
   test('a directory without factory.yaml, and one that does not exist: one sentence, exit 1', async () => {
@@ -89,8 +104,8 @@ describe('bad input to factory validate', { concurrency: true }, () => {
   });
 
   test('a FIFO named like a definitions file is refused instead of read forever', async () => {
-    const dir = repo('fifo', { 'webhooks/a.yaml': (path) => execFileSync('mkfifo', [path]) });
-    await oneSentence(dir, /^error: cannot read webhooks\/a\.yaml: it is not a regular file/, (d) => validateChild(d));
+    const dir = repo('fifo', { 'webhooks/a.yaml': (path) => execFileSync('mkfifo', [path]), ...OTHER });
+    await fileDiagnostic(dir, 'webhooks/a.yaml:1:1: error file.not_a_file: cannot read webhooks/a.yaml: it is not a regular file (a pipe, socket or device)', (d) => validateChild(d));
   });
 
   test('a YAML alias bomb: one line for its aliases and one for its anchors, never expanded, exit 1', async () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../../cli/main.ts';
@@ -52,19 +52,36 @@ test('github format is chosen inside GitHub Actions', async () => {
   assert.equal(await runCli(['validate', '--format', 'xml'], usage), 2);
 });
 
-test('bad input: one sentence on stderr, exit 1, no stack trace', async (t) => {
+test('a repo that cannot be read: one sentence on stderr, exit 1, no stack trace', async () => {
+  const io = bufferIO();
+  assert.equal(await runCli(['validate', 'test/fixtures/no-factory'], io), 1);
+  assert.equal(io.err, 'error: test/fixtures/no-factory has no factory.yaml, so it is not a factory repo\n');
+  assert.equal(io.out, '');
+});
+
+test('a file that cannot be read is a diagnostic in every format, beside the other files\' problems, exit 1', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'factory-validate-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   await writeFile(join(dir, 'factory.yaml'), Buffer.from([0x6e, 0x3a, 0x20, 0xff, 0x0a]));
-  for (const [args, message] of [
-    [['validate', 'test/fixtures/no-factory'], 'error: test/fixtures/no-factory has no factory.yaml, so it is not a factory repo\n'],
-    [['validate', dir], `error: factory.yaml is not valid UTF-8 (at byte offset 3); save it as UTF-8\n`],
-  ] as const) {
-    const io = bufferIO();
-    assert.equal(await runCli([...args], io), 1);
-    assert.equal(io.err, message);
-    assert.equal(io.out, '');
-  }
+  await mkdir(join(dir, 'webhooks'));
+  await writeFile(join(dir, 'webhooks', 'a.yaml'), 'secretname: s\n');
+  const utf8 = 'factory.yaml is not valid UTF-8 (at byte offset 3); save it as UTF-8';
+
+  const text = bufferIO();
+  assert.equal(await runCli(['validate', dir], text), 1);
+  assert.equal(text.err, '');
+  assert.deepEqual(text.out.split('\n').filter((l) => l.startsWith(dir)).map((l) => l.slice(dir.length + 1).split(': error')[0]), ['factory.yaml:1:4', 'webhooks/a.yaml:1:1', 'webhooks/a.yaml:1:1']);
+  assert.ok(text.out.includes(`${dir}/factory.yaml:1:4: error file.invalid_encoding: ${utf8}\n`));
+
+  const json = bufferIO();
+  assert.equal(await runCli(['validate', dir, '--format', 'json'], json), 1);
+  const rows = JSON.parse(json.out) as Record<string, unknown>[];
+  assert.deepEqual(rows[0], { file: `${dir}/factory.yaml`, line: 1, column: 4, code: 'file.invalid_encoding', pointer: '', severity: 'error', message: utf8 });
+  assert.deepEqual(rows.slice(1).map((r) => r.code), ['webhook.missing_key', 'webhook.unknown_key']);
+
+  const github = bufferIO({ GITHUB_ACTIONS: 'true' });
+  assert.equal(await runCli(['validate', dir], github), 1);
+  assert.ok(github.out.split('\n').some((l) => l.startsWith(`::error file=${dir}/factory.yaml,line=1,col=4,title=file.invalid_encoding::`)), github.out);
 });
 
 test('a real child process (a smoke test of bin/factory.js): validate exits 0 on examples/factory, 1 on a broken repo', async () => {
