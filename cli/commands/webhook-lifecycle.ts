@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { CliError, usageError } from '../../core/errors.ts';
 import { SIGNATURE_SCHEMES } from '../../core/snapshot.ts';
-import { addClientOptions, clientFromFlags, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, nonEmpty, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
 import { decode, readAll, stripOneNewline } from './secret.ts';
@@ -28,7 +28,7 @@ export function addLifecycle(group: Command, io: CliIO): void {
   const create = group
     .command('create')
     .description('create a webhook on an API-managed factory (the factory is created if it does not exist)')
-    .argument('<name>', 'the webhook name')
+    .argument('<name>', 'the webhook name', nonEmpty('webhook name'))
     .requiredOption('--factory <name>', 'the factory')
     .option('--auth-mode <mode>', 'token, url_token or signature', 'token')
     .option('--scheme <scheme>', `signature scheme: ${SIGNATURE_SCHEMES.join(', ')}`)
@@ -65,7 +65,7 @@ export function addLifecycle(group: Command, io: CliIO): void {
   const rotate = group
     .command('rotate')
     .description('give a webhook a new secret, shown once; the old one stops working at once')
-    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name')
+    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name', nonEmpty('webhook UID or name'))
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
     .option('--secret-stdin', "read the provider's new signing secret from stdin (signature schemes other than standard-webhooks)")
     .option('--json', 'print JSON')
@@ -81,7 +81,7 @@ export function addLifecycle(group: Command, io: CliIO): void {
   const setSecret = group
     .command('set-secret')
     .description("give a signature webhook the provider's signing secret (from stdin) and enable it")
-    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name')
+    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name', nonEmpty('webhook UID or name'))
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ printf %s "$PADDLE_SECRET" | factory webhook set-secret paddle\n');
@@ -98,7 +98,7 @@ function simple(group: Command, io: CliIO, name: 'enable' | 'disable' | 'delete'
   const cmd = group
     .command(name)
     .description(description)
-    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name')
+    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name', nonEmpty('webhook UID or name'))
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
     .option('--json', 'print JSON')
     .addHelpText('after', `\nExamples:\n  $ factory webhook ${name} deploys\n  $ factory webhook ${name} wh_abcdefghijklmnopqrstuvwxyz --json\n`);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CliError } from '../../core/errors.ts';
 import { WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
-import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
+import { addClientOptions, clientFromFlags, nonEmpty, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import type { WebhookView } from '../../runtime/definitions/views.ts';
 import { addLifecycle } from './webhook-lifecycle.ts';
@@ -73,7 +73,7 @@ function addShow(group: Command, io: CliIO): void {
   const cmd = group
     .command('show')
     .description('show one webhook')
-    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name')
+    .argument('<uid-or-name>', 'a webhook UID (wh_...) or name', nonEmpty('webhook UID or name'))
     .option('--factory <name>', 'the factory, when several have a webhook with that name')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ factory webhook show github\n  $ factory webhook show wh_abcdefghijklmnopqrstuvwxyz --json\n');

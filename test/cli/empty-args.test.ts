@@ -8,7 +8,7 @@ import { startTestRuntime } from '../runtime/helpers.ts';
  * never a request: in a URL it would name the list route, and the command would print a list, or
  * "undefined" fields, with exit status 0.
  */
-test('an empty id or name argument is a usage error in one sentence (exit 2), for runs, deliveries, secrets and keys', async (t) => {
+test('an empty id or name argument is a usage error in one sentence (exit 2), for runs, deliveries, secrets, keys and webhooks', async (t) => {
   const rt = await startTestRuntime();
   t.after(() => rt.stop());
   const res = await rt.fetch('/api/v1/factories/shop/webhooks', { method: 'POST', json: { name: 'orders' } });
@@ -28,6 +28,14 @@ test('an empty id or name argument is a usage error in one sentence (exit 2), fo
     [['secret', 'update', ''], 'secret name'],
     [['secret', 'grant', '', '--all'], 'secret name'],
     [['key', 'revoke', ''], 'key id'],
+    [['webhook', 'show', ''], 'webhook UID or name'],
+    [['webhook', 'show', '', '--json'], 'webhook UID or name'],
+    [['webhook', 'enable', ''], 'webhook UID or name'],
+    [['webhook', 'disable', ''], 'webhook UID or name'],
+    [['webhook', 'delete', ''], 'webhook UID or name'],
+    [['webhook', 'rotate', ''], 'webhook UID or name'],
+    [['webhook', 'set-secret', ''], 'webhook UID or name'],
+    [['webhook', 'create', '', '--factory', 'shop'], 'webhook name'],
   ];
   for (const [args, what] of cases) {
     const r = await runBuffered(args, env);
