@@ -72,7 +72,7 @@ export function addLifecycle(group: Command, io: CliIO): void {
     .addHelpText('after', '\nExamples:\n  $ factory webhook rotate deploys\n  $ printf %s "$NEW" | factory webhook rotate gh --secret-stdin\n');
   addClientOptions(rotate).action(async (ref: string, opts: Flags) => {
     const client = clientFromFlags(opts, io);
-    const w = await resolveWebhook(client, ref, opts.factory);
+    const w = live(await resolveWebhook(client, ref, opts.factory), 'rotated');
     const body = opts.secretStdin ? { secret: await readStdinSecret(io) } : {};
     const answer = await client.request<LifecycleAnswer>('POST', `/api/v1/webhooks/${w.uid}/rotate`, body);
     print(io, answer, opts.json, `Rotated the secret of ${w.name} (now version ${answer.webhook.secret_version})`);
@@ -87,7 +87,7 @@ export function addLifecycle(group: Command, io: CliIO): void {
     .addHelpText('after', '\nExamples:\n  $ printf %s "$PADDLE_SECRET" | factory webhook set-secret paddle\n');
   addClientOptions(setSecret).action(async (ref: string, opts: Flags) => {
     const client = clientFromFlags(opts, io);
-    const w = await resolveWebhook(client, ref, opts.factory);
+    const w = live(await resolveWebhook(client, ref, opts.factory), 'given a secret');
     const secret = await readStdinSecret(io);
     const answer = await client.request<LifecycleAnswer>('POST', `/api/v1/webhooks/${w.uid}/secret`, { secret });
     print(io, answer, opts.json, `Set the secret of ${w.name}; the webhook is enabled`);
@@ -104,13 +104,25 @@ function simple(group: Command, io: CliIO, name: 'enable' | 'disable' | 'delete'
     .addHelpText('after', `\nExamples:\n  $ factory webhook ${name} deploys\n  $ factory webhook ${name} wh_abcdefghijklmnopqrstuvwxyz --json\n`);
   addClientOptions(cmd).action(async (ref: string, opts: Flags) => {
     const client = clientFromFlags(opts, io);
-    const w = await resolveWebhook(client, ref, opts.factory);
+    const w = live(await resolveWebhook(client, ref, opts.factory), name === 'delete' ? 'deleted' : name === 'enable' ? 'enabled' : 'disabled');
     const answer =
       name === 'delete'
         ? await client.request<LifecycleAnswer>('DELETE', `/api/v1/webhooks/${w.uid}`)
         : await client.request<LifecycleAnswer>('POST', `/api/v1/webhooks/${w.uid}/${verb}`);
     print(io, answer, opts.json, `${name === 'delete' ? 'Deleted' : name === 'enable' ? 'Enabled' : 'Disabled'} webhook ${w.name} (${w.uid})`);
   });
+}
+
+/**
+ * A UID finds a deleted webhook too (`webhook show` shows it as deleted), and a deleted one stays
+ * deleted for good (docs/ingress.md#webhook-lifecycle): say so, rather than the runtime's "no
+ * webhook has the UID" for a webhook `show` has just found.
+ */
+function live(w: WebhookView, done: 'enabled' | 'disabled' | 'deleted' | 'rotated' | 'given a secret'): WebhookView {
+  if (!w.deleted_at) return w;
+  const which = `the webhook ${w.factory}/${w.name} (${w.uid})`;
+  if (done === 'deleted') throw new CliError(`${which} was already deleted at ${w.deleted_at}.`);
+  throw new CliError(`${which} was deleted at ${w.deleted_at}, so it cannot be ${done}: a deleted webhook stays deleted.`);
 }
 
 function print(io: CliIO, answer: LifecycleAnswer, json: boolean | undefined, headline: string): void {

@@ -111,3 +111,26 @@ test('a provider secret on stdin that is not UTF-8 is refused, as secret update 
   const body = '{"action":"opened"}';
   assert.equal((await fetch(webhook.url, { method: 'POST', body, headers: { 'X-Hub-Signature-256': await sign('good-secret', body) } })).status, 202, 'the secret set before still verifies');
 });
+
+test('a deleted webhook, which show still finds by its UID, is named as deleted by delete, enable, disable, rotate and set-secret', async () => {
+  const created = await cli(['webhook', 'create', 'gone', '--factory', 'del', '--json']);
+  assert.equal(created.code, 0, created.err);
+  const uid = (JSON.parse(created.out) as { webhook: { uid: string } }).webhook.uid;
+  assert.equal((await cli(['webhook', 'delete', uid])).code, 0);
+  const shown = JSON.parse((await cli(['webhook', 'show', uid, '--json'])).out) as { deleted_at: string };
+  assert.ok(shown.deleted_at);
+
+  assert.deepEqual(await cli(['webhook', 'delete', uid]), { code: 1, out: '', err: `error: the webhook del/gone (${uid}) was already deleted at ${shown.deleted_at}.\n` });
+  for (const [args, done, stdin] of [
+    [['enable'], 'enabled'],
+    [['disable'], 'disabled'],
+    [['rotate'], 'rotated'],
+    [['set-secret'], 'given a secret', 'a-secret\n'],
+  ] as const) {
+    assert.deepEqual(
+      await cli(['webhook', ...args, uid], stdin),
+      { code: 1, out: '', err: `error: the webhook del/gone (${uid}) was deleted at ${shown.deleted_at}, so it cannot be ${done}: a deleted webhook stays deleted.\n` },
+      args[0],
+    );
+  }
+});
