@@ -183,7 +183,7 @@ function automationRules(
         if (WEBHOOK_UID_PATTERN.test(id)) {
           const seenAt = byUid.get(id);
           if (seenAt !== undefined) {
-            report(f, pointer, 'automation.duplicate_trigger', `trigger ${i} selects webhook ${id} again (trigger ${seenAt} already does); use one trigger per webhook and combine the filters`);
+            report(f, pointer, 'automation.duplicate_trigger', `trigger ${i + 1} selects webhook ${id} again (trigger ${seenAt + 1} already does); use one trigger per webhook and combine the filters`);
           } else byUid.set(id, i);
           if (!pinned.has(id)) {
             report(

@@ -224,8 +224,8 @@ function triggerRules(f: ParsedFile, v: Record<string, any>, report: Report): vo
     if ('error' in p) report(f, `${base}/cron`, 'automation.invalid_schedule', p.error);
     else {
       report(f, `${base}${p.name ? '/name' : ''}`, 'automation.invalid_schedule', p.name
-        ? `schedule name '${p.name}' is already used by trigger ${p.first}; names tell an automation's schedules apart`
-        : `trigger ${p.first} is already an unnamed schedule; give each schedule of an automation a name`);
+        ? `schedule name '${p.name}' is already used by trigger ${p.first + 1}; names tell an automation's schedules apart`
+        : `trigger ${p.first + 1} is already an unnamed schedule; give each schedule of an automation a name`);
     }
   }
 }

@@ -153,6 +153,8 @@ test('a webhook name in webhook_ids gets the pinned uid as a hint; a repeated UI
     'automations/c.md:7:21 error automation.webhook_ids_not_uid',
   ]);
   assert.match(diagnostics[0].message, new RegExp(`pins uid ${UID}`));
+  // Triggers count from 1, as plan's notes count them: the second trigger repeats the first.
+  assert.equal(diagnostics[1].message, `trigger 2 selects webhook ${UID} again (trigger 1 already does); use one trigger per webhook and combine the filters`);
 });
 
 test('the snapshot fills defaults, sorts by name, validates against its schema and resolves ./ repos', () => {

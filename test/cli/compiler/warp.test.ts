@@ -231,6 +231,16 @@ test('schedules: descriptors and @every are accepted; what never fires, or fires
   }
 });
 
+test('schedule names used twice name the earlier trigger counting from 1, as plan does', () => {
+  const named = (name: string) => `  - provider: schedule\n    event: cron_fired\n    schedule: {name: ${name}, cron: "@daily"}\n`;
+  const unnamed = '  - provider: schedule\n    event: cron_fired\n    schedule: {cron: "@hourly"}\n';
+  const base = { 'factory.yaml': 'name: t\n', 'environments/e.yaml': 'agent: {command: [a]}\n' };
+  const twice = compileFiles({ ...base, 'automations/a.md': `---\nenvironment: e\ntriggers:\n${named('a')}${named('b')}${named('a')}---\nGo.\n` });
+  assert.equal(only(twice.diagnostics, 'automation.invalid_schedule').message, "schedule name 'a' is already used by trigger 1; names tell an automation's schedules apart");
+  const bare = compileFiles({ ...base, 'automations/a.md': `---\nenvironment: e\ntriggers:\n${named('a')}${unnamed}${unnamed}---\nGo.\n` });
+  assert.equal(only(bare.diagnostics, 'automation.invalid_schedule').message, 'trigger 2 is already an unnamed schedule; give each schedule of an automation a name');
+});
+
 test('locate() finds pointers in agents, skills and scorers front matter', () => {
   const files: SourceFile[] = [{ path: 'agents/x/agent.md', text: '---\ndescription: d\nrunner: r\n---\nBody\n' }];
   assert.deepEqual(locate(files, 'agents/x/agent.md', '/runner'), { line: 3, column: 9 });
