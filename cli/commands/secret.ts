@@ -94,6 +94,8 @@ export function registerSecret(program: Command, io: CliIO): void {
     .action(async (name: string, flags: ValueFlags) => {
       const graceSeconds = flags.grace === undefined ? undefined : parseGrace(flags.grace);
       const client = clientFromFlags(flags, io);
+      // Before a value is typed at the prompt: a secret that does not exist is said at once.
+      if (!flags.fromFile && io.stdinIsTTY) await client.request<SecretMeta>('GET', `/api/v1/secrets/${encodeURIComponent(name)}`);
       const value = await readValue(io, flags, name, 'update');
       const body = graceSeconds === undefined ? { value } : { value, grace_seconds: graceSeconds };
       const meta = await client.request<SecretMeta & Pick<SecretUpdate, 'grace'>>('PUT', `/api/v1/secrets/${encodeURIComponent(name)}`, body);

@@ -101,7 +101,7 @@ test('on a terminal the value comes from a hidden prompt (raw mode, backspace wo
   }
 });
 
-test('the hidden prompt: Ctrl-U erases the line, Ctrl-W the last word; a control character or escape sequence is refused and nothing stored', async () => {
+test('the hidden prompt: Ctrl-U erases the line, Ctrl-W the last word; a control character or escape sequence is refused and nothing stored; an unknown secret is said before the prompt', async () => {
   const rt = await startTestRuntime();
   try {
     const { PassThrough } = await import('node:stream');
@@ -136,6 +136,8 @@ test('the hidden prompt: Ctrl-U erases the line, Ctrl-W the last word; a control
       assert.equal(r.unread, null, 'the rest of the line was read, not left for the shell');
       assert.equal(rt.store.secrets.reveal('refused'), undefined);
     }
+    const unknown = await typed(['secret', 'update', 'nosuch'], 'typed-for-nothing\r');
+    assert.deepEqual([unknown.code, unknown.err], [1, 'error: No secret is named "nosuch".\n'], 'said before the prompt asks for a value');
     const update = await typed(['secret', 'update', 'line'], 'new\tvalue\r');
     assert.equal(update.code, 1);
     assert.equal(rt.store.secrets.reveal('line'), 'righttoken-1234', 'an update refused leaves the value as it was');
