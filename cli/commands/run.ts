@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { exitWith, usageError } from '../../core/errors.ts';
+import { RUN_STATES } from '../../core/run-state.ts';
 import { addClientOptions, clientFromFlags, collect, nonEmpty, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
 import { formatTable } from '../table.ts';
@@ -138,6 +139,8 @@ export function registerRun(program: Command, io: CliIO): void {
     .addHelpText('after', '\nExamples:\n  $ factory run create --prompt "Fix the flaky test" --environment sandbox\n  $ factory run create --prompt "Update deps" --environment sandbox --wait\n')
     .action(async (flags: ClientFlags & { prompt: string; environment: string; title?: string; idempotencyKey?: string; wait?: boolean; pollInterval?: string; json?: boolean }) => {
       const every = pollMs(flags.pollInterval);
+      // An unset shell variable gives an empty key: refused, not sent as no key (a retry would then create twice).
+      if (flags.idempotencyKey === '') throw usageError('--idempotency-key is empty; pass a key (an unset shell variable gives an empty one), or leave the option out.');
       const client = clientFromFlags(flags, io);
       const body = { prompt: flags.prompt, config: { environment_id: flags.environment }, ...(flags.title ? { title: flags.title } : {}) };
       let created = await client.request<Run>('POST', RUNS, body, flags.idempotencyKey ? { 'Idempotency-Key': flags.idempotencyKey } : {});
@@ -191,8 +194,13 @@ export function registerRun(program: Command, io: CliIO): void {
     )
     .action(async (flags: ClientFlags & { state: string[]; environment?: string; limit: string; cursor?: string; json?: boolean; quiet?: boolean }) => {
       if (flags.json && flags.quiet) throw usageError('--json and --quiet print different things; choose one.');
+      // Checked here, as delivery list checks its own: a usage error (exit 2), before any request.
+      if (!/^\d+$/.test(flags.limit) || Number(flags.limit) < 1 || Number(flags.limit) > 100) throw usageError(`--limit must be an integer from 1 to 100, got "${flags.limit}".`);
+      const states = flags.state.map((st) => st.toUpperCase());
+      const unknown = states.find((st) => !(RUN_STATES as readonly string[]).includes(st));
+      if (unknown !== undefined) throw usageError(`--state must be one of ${RUN_STATES.join(', ')}, got "${unknown}".`);
       const q = new URLSearchParams({ limit: flags.limit });
-      for (const s of flags.state) q.append('state', s.toUpperCase());
+      for (const st of states) q.append('state', st);
       if (flags.environment) q.set('environment_id', flags.environment);
       if (flags.cursor) q.set('cursor', flags.cursor);
       const page = await clientFromFlags(flags, io).request<{ runs: Run[]; page_info: { has_next_page: boolean; next_cursor: string | null } }>('GET', `${RUNS}?${q}`);

@@ -42,3 +42,19 @@ test('an empty id or name argument is a usage error in one sentence (exit 2), fo
     assert.deepEqual(r, { code: 2, out: '', err: `error: the ${what} given is empty; pass a ${what} (an unset shell variable gives an empty one).\n` }, args.join(' '));
   }
 });
+
+test('run create with an empty --idempotency-key, and run list with a bad --limit or --state, are usage errors before any request (exit 2)', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  const env = { FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey };
+  const cases: [string[], string][] = [
+    [['run', 'create', '--prompt', 'p', '--environment', 'e', '--idempotency-key', ''], "error: --idempotency-key is empty; pass a key (an unset shell variable gives an empty one), or leave the option out.\n"],
+    [['run', 'list', '--limit', '0'], 'error: --limit must be an integer from 1 to 100, got "0".\n'],
+    [['run', 'list', '--limit', 'abc'], 'error: --limit must be an integer from 1 to 100, got "abc".\n'],
+    [['run', 'list', '--state', 'bogus'], 'error: --state must be one of QUEUED, INPROGRESS, SUCCEEDED, FAILED, ERROR, CANCELLED, got "BOGUS".\n'],
+  ];
+  for (const [args, err] of cases) assert.deepEqual(await runBuffered(args, env), { code: 2, out: '', err }, args.join(' '));
+  // The accepted forms still work: a state in any case, the largest limit.
+  const ok = await runBuffered(['run', 'list', '--state', 'failed', '--limit', '100', '--quiet'], env);
+  assert.deepEqual(ok, { code: 0, out: '', err: '' });
+});
