@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Metric, Registry } from 'prom-client';
-import { CliError } from '../core/errors.ts';
 import { RUN_STATES } from '../core/run-state.ts';
 import type { ExecutorPool } from './executor/pool.ts';
 import type { Buckets, IngressMetrics } from './ingress/metrics.ts';
@@ -9,6 +8,7 @@ import { WEBHOOK_OUTCOMES } from './ingress/metrics.ts';
 import type { IngressState } from './ingress/state.ts';
 import type { Service, ServiceFactory } from './services.ts';
 import type { RunRecord } from './store/runs.ts';
+import { listen } from './listen.ts';
 
 /**
  * `GET /metrics` in the Prometheus text format (docs/runtime.md#metrics), on a port of its own
@@ -176,7 +176,8 @@ function histogram(name: string, help: string, series: [Record<string, string>, 
 export const metricsService: ServiceFactory = {
   name: 'metrics',
   create({ config, store, log, services }): MetricsService {
-    if (config.metricsPort === undefined) return { port: undefined, registry: undefined };
+    const metricsPort = config.metricsPort;
+    if (metricsPort === undefined) return { port: undefined, registry: undefined };
     const executor = services.executor as ExecutorPool | undefined;
     let server: Server | undefined;
     let port: number | undefined;
@@ -215,16 +216,7 @@ export const metricsService: ServiceFactory = {
             },
           );
         });
-        await new Promise<void>((resolve, reject) => {
-          server!.once('error', (err: NodeJS.ErrnoException) =>
-            reject(
-              err.code === 'EADDRINUSE'
-                ? new CliError(`${config.host}:${config.metricsPort} (--metrics-port) is already in use; pick another port.`)
-                : err,
-            ),
-          );
-          server!.listen(config.metricsPort, config.host, () => resolve());
-        });
+        await listen(server, config.host, metricsPort, '--metrics-port');
         port = (server.address() as AddressInfo).port;
         log.info({ host: config.host, port }, 'metrics served at /metrics');
       },

@@ -2,7 +2,6 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, sta
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { getSystemErrorMap } from 'node:util';
 import type Koa from 'koa';
 import { CliError } from '../core/errors.ts';
 import { tightenMode } from '../core/file-mode.ts';
@@ -16,6 +15,7 @@ import { createLogger, type Logger } from './log.ts';
 import { SERVICES, type Service, type Services } from './services.ts';
 import { openStore, type Store } from './store/index.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
+import { listen } from './listen.ts';
 import type { RuntimeFile } from './runtime-file.ts';
 
 export interface RunningServer {
@@ -194,42 +194,6 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
     throw err;
   }
 }
-
-/**
- * Listens on host:port; when that cannot be, one sentence naming both and why, never Node's bare
- * `listen EADDRNOTAVAIL` or `getaddrinfo ENOTFOUND` (docs/runtime.md#the-data-dir).
- */
-function listen(server: Server, host: string, port: number): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) => reject(new CliError(listenFailure(err, host, port)));
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-}
-
-function listenFailure(err: NodeJS.ErrnoException, host: string, port: number): string {
-  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
-  switch (err.code) {
-    case 'EADDRINUSE':
-      return `${where} is already in use; stop the other process or pass --port.`;
-    case 'EACCES':
-      return `not allowed to listen on ${where}; use a port above 1023.`;
-    case 'EADDRNOTAVAIL':
-      return `cannot listen on ${where}: ${host} is no address of this machine; pass --host with one of its addresses, e.g. 127.0.0.1, or 0.0.0.0 for all of them.`;
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-    case 'EAI_FAIL':
-      return `cannot listen on port ${port} of ${JSON.stringify(host)}: the host name does not resolve to an address (${err.code}); pass --host with an address of this machine, e.g. 127.0.0.1, or 0.0.0.0 for all of them.`;
-    default: {
-      const reason = (typeof err.errno === 'number' && getSystemErrorMap().get(err.errno)?.[1]) || err.message;
-      return `cannot listen on ${where}: ${reason} (${err.code ?? 'no error code'}).`;
-    }
-  }
-}
-
 
 /** The URL a CLI on this machine reaches the listener at: a wildcard bind is reached on loopback. */
 function localUrl(host: string, port: number): string {

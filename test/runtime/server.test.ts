@@ -122,10 +122,11 @@ test('close() waits for an in-flight request, then closes the database; it is id
   assert.equal(rt.store.ping(), false);
 });
 
-test('a port in use is one clear sentence', async () => {
+test('a port in use is one clear sentence, the metrics port\'s too, naming its own flag', async () => {
   const rt = await startTestRuntime();
   try {
     await assert.rejects(startTestRuntime({ flags: { port: rt.port } }), /127\.0\.0\.1:\d+ is already in use; stop the other process or pass --port\./);
+    await assert.rejects(startTestRuntime({ flags: { metricsPort: rt.port } }), new RegExp(`^CliError: 127\\.0\\.0\\.1:${rt.port} is already in use; stop the other process or pass --metrics-port\\.$`));
   } finally {
     await rt.stop();
   }
