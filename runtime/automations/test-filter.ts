@@ -70,7 +70,8 @@ export function testFilter(automation: MatchableAutomation, webhook: TestFilterW
     );
   }
 
-  const webhookCheck = { passed: true, detail: `trigger ${selected[0].index} selects ${label}, which received this delivery` };
+  // Sentences count triggers from 1, as the compiler and plan do; the `trigger` field stays the index.
+  const webhookCheck = { passed: true, detail: `trigger ${selected[0].index + 1} selects ${label}, which received this delivery` };
   let firstMiss: PayloadCheck | undefined;
   for (const { index, trigger } of selected) {
     const filter = triggerPayloadFilter(trigger);

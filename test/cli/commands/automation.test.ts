@@ -53,7 +53,7 @@ describe('factory automation', () => {
     assert.equal(code, 0);
     assert.equal(
       out,
-      `Would trigger\n  webhook check: passed: trigger 0 selects webhook github (${GITHUB_UID}), which received this delivery\n  payload check: passed: the payload filter matches\n`,
+      `Would trigger\n  webhook check: passed: trigger 1 selects webhook github (${GITHUB_UID}), which received this delivery\n  payload check: passed: the payload filter matches\n`,
     );
   });
 
@@ -64,7 +64,7 @@ describe('factory automation', () => {
       out,
       [
         'Would not trigger',
-        `  webhook check: passed: trigger 0 selects webhook github (${GITHUB_UID}), which received this delivery`,
+        `  webhook check: passed: trigger 1 selects webhook github (${GITHUB_UID}), which received this delivery`,
         '  payload check: failed',
         '    key path: action',
         '    reason:   "closed" is not one of "opened", "reopened"',

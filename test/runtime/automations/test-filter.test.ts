@@ -95,7 +95,7 @@ describe('Test filter', () => {
       automation: { factory: FACTORY, name: 'not-draft' },
       delivery: { delivery_id: d.deliveryId, webhook_uid: GITHUB_UID, webhook_name: 'github', outcome: 'accepted', received_at: answer.delivery.received_at },
       would_trigger: false,
-      webhook_check: { passed: true, detail: `trigger 0 selects webhook github (${GITHUB_UID}), which received this delivery` },
+      webhook_check: { passed: true, detail: `trigger 1 selects webhook github (${GITHUB_UID}), which received this delivery` },
       payload_check: {
         passed: false,
         trigger: 0,
@@ -184,6 +184,6 @@ describe('Test filter', () => {
     assert.match(((await res.json()) as Record<string, any>).detail, /give webhook_uid/);
     const answer = (await (await test(rt, 'two-triggers', { delivery_id: 'same-id', webhook_uid: OTHER_UID })).json()) as Record<string, any>;
     assert.equal(answer.delivery.webhook_uid, OTHER_UID);
-    assert.equal(answer.webhook_check.detail, `trigger 1 selects webhook other (${OTHER_UID}), which received this delivery`);
+    assert.equal(answer.webhook_check.detail, `trigger 2 selects webhook other (${OTHER_UID}), which received this delivery`);
   });
 });
