@@ -26,6 +26,13 @@ export interface IdentitySources {
   signed?: boolean;
 }
 
+/**
+ * `.` and `..` are not ids: in a URL path (the API's, the dashboard's, the CLI's
+ * `/deliveries/<id>`) clients remove them as dot segments, so such an entry could never be shown
+ * or replayed. A header holding one counts as absent (docs/ingress.md#identity).
+ */
+const DOT_SEGMENT = /^\.\.?$/;
+
 export type HeaderGetter = (lowercaseName: string) => string | undefined;
 
 /**
@@ -49,7 +56,7 @@ export function headerIdentity(get: HeaderGetter, sources: IdentitySources | rea
     // Trimmed exactly as the signature schemes read the same header (schemes/types.ts trimOws).
     const v = get(name);
     const trimmed = v === undefined ? '' : trimOws(v);
-    if (trimmed !== '') return bounded(trimmed);
+    if (trimmed !== '' && !DOT_SEGMENT.test(trimmed)) return bounded(trimmed);
   }
   return undefined;
 }

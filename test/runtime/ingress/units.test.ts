@@ -31,6 +31,10 @@ it('identity: header order, empty values skipped, long values hashed', () => {
   assert.equal(headerIdentity(() => 'id-1\xa0', {}), 'id-1\xa0');
   assert.equal(headerIdentity(() => '\xa0', {}), '\xa0');
   assert.equal(headerIdentity(() => ' \t ', {}), undefined);
+  // Dot segments are no ids (a URL cannot carry them as a path segment): the next source is used.
+  assert.equal(headerIdentity(() => '..', {}), undefined);
+  assert.equal(headerIdentity((n) => (n === 'x-mine' ? '.' : n === 'x-service-delivery-id' ? 'svc' : undefined), { deliveryIdHeader: 'X-Mine' }), 'svc');
+  assert.equal(headerIdentity(() => '...', {}), '...');
   const long = 'x'.repeat(MAX_IDENTITY_LENGTH + 1);
   assert.match(headerIdentity(() => long, {})!, /^sha256:[0-9a-f]{64}$/);
   assert.equal(bodyIdentity(Buffer.from('')), 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
