@@ -6,9 +6,8 @@
 // own module, loaded from the fixed list in runtime/routes/dashboard.ts.
 
 import { loadAutomations, renderAutomations } from './automations.js';
-import { dropDeliveriesInFlight } from './deliveries.js';
-import { $, h } from './dom.js';
-import { dropRunsInFlight, loadRuns, stopTranscript } from './runs.js';
+import { $, currentSession, h, newSession, sameSession } from './dom.js';
+import { loadRuns, stopTranscript } from './runs.js';
 import { app, KEY_STORAGE, state } from './state.js';
 import { loadWebhooks, renderWebhooks, suggestSecretName, syncMode } from './webhooks.js';
 
@@ -26,9 +25,9 @@ function showSignedIn(on) {
 /** Forgets the key and every piece of data shown with it. */
 function signOut(message) {
   sessionStorage.removeItem(KEY_STORAGE);
+  // Every answer still on its way (any section) belongs to the key just forgotten: none may draw.
+  newSession();
   stopTranscript();
-  dropRunsInFlight();
-  dropDeliveriesInFlight();
   for (const id of ['webhooks-list', 'deliveries-list', 'automations-list', 'runs-list', 'factories-list', 'test-result', 'transcript-events', 'notifications-list', 'notifications-target', 'secret-once-body', 't-automation', 'factory-names']) {
     $(id).replaceChildren();
   }
@@ -59,6 +58,7 @@ $('signin-form').addEventListener('submit', async (e) => {
   const key = $('signin-key').value.trim();
   if (!key) return;
   sessionStorage.setItem(KEY_STORAGE, key);
+  newSession();
   $('signin-key').value = '';
   $('signin-error').textContent = '';
   showSignedIn(true);
@@ -67,8 +67,9 @@ $('signin-form').addEventListener('submit', async (e) => {
 $('signout').addEventListener('click', () => signOut('Signed out.'));
 
 async function loadAll() {
+  const session = currentSession();
   await Promise.all([loadWebhooks(), loadAutomations()]);
-  if (!signedIn()) return;
+  if (!sameSession(session)) return;
   renderFactories();
   await loadRuns(false);
 }

@@ -1,7 +1,7 @@
 // Automations (docs/automations.md, docs/dashboard.md): the list with its triggers and payload filters, its
 // schedules with Pause and Resume, and Test filter, which asks whether a stored delivery would start an automation.
 
-import { $, api, badge, busy, dataTable, enc, h, showError } from './dom.js';
+import { $, api, badge, busy, dataTable, enc, h, isStale, showError } from './dom.js';
 import { app, state } from './state.js';
 
 export async function loadAutomations() {
@@ -11,6 +11,7 @@ export async function loadAutomations() {
     state.schedules = schedules.schedules;
     showError($('automations-error'));
   } catch (err) {
+    if (isStale(err)) return;
     state.automations = [];
     state.schedules = [];
     showError($('automations-error'), err);
@@ -101,6 +102,7 @@ $('test-form').addEventListener('submit', async (e) => {
       showError($('test-error'));
       renderTestResult(r);
     } catch (err) {
+      if (isStale(err)) return;
       $('test-result').replaceChildren();
       showError($('test-error'), err);
     }

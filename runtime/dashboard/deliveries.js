@@ -2,7 +2,7 @@
 // Accepted entries and a way into Test filter.
 
 import { prefillTest } from './automations.js';
-import { $, api, badge, busy, enc, fmtSize, fmtTime, h, latestOnly, showError } from './dom.js';
+import { $, api, badge, busy, enc, fmtSize, fmtTime, h, isStale, latestOnly, showError } from './dom.js';
 import { runLink, stateKind } from './runs.js';
 import { state } from './state.js';
 
@@ -17,9 +17,6 @@ export function openDeliveries(w) {
 
 /** Only the latest load draws: not a slow answer for a webhook the user has since left, nor an older page of it. */
 const deliveriesLoads = latestOnly();
-
-/** Sign-out: an answer still on its way belongs to the key just forgotten. */
-export const dropDeliveriesInFlight = () => deliveriesLoads.drop();
 
 async function loadDeliveries(more) {
   const w = state.deliveries.webhook;
@@ -90,6 +87,7 @@ function deliveryItem(w, d) {
               button.setAttribute('aria-expanded', 'true');
               button.textContent = 'Hide payload';
             } catch (err) {
+              if (isStale(err)) return;
               payloadBox.replaceChildren(h('p', { class: 'error' }));
               showError(payloadBox.firstChild, err);
             }
@@ -116,6 +114,7 @@ function deliveryItem(w, d) {
                 if (!out.runs.length) return void (replayNote.textContent = out.detail ?? 'No automation matches this delivery now.');
                 await loadDeliveries(false);
               } catch (err) {
+                if (isStale(err)) return;
                 replayNote.className = 'error small';
                 showError(replayNote, err);
               }

@@ -27,17 +27,54 @@ class ApiError extends Error {
   }
 }
 
-/** One management or run API call with the signed-in key; a problem+json answer throws ApiError. */
+/**
+ * An answer that arrived after a sign-out or sign-in: it belongs to a key the page has since
+ * forgotten, so whatever asked for it must not draw it, show it as an error or act on it.
+ */
+class StaleAnswer extends Error {
+  constructor() {
+    super('An answer for an earlier sign-in, dropped.');
+  }
+}
+
+/** Whether `err` is an answer for an earlier sign-in (api() throws it): the caller draws nothing. */
+export const isStale = (err) => err instanceof StaleAnswer;
+
+/** Counts sign-ins and sign-outs: an api() call started under an older one is stale when it answers. */
+let session = 0;
+
+/** Sign-in and sign-out: every answer still on its way belongs to the key before, and is dropped. */
+export function newSession() {
+  session++;
+}
+
+/** The current sign-in, to compare with later (`sameSession`), for work that spans several calls. */
+export const currentSession = () => session;
+export const sameSession = (s) => s === session;
+
+/**
+ * One management or run API call with the signed-in key; a problem+json answer throws ApiError,
+ * and an answer that comes after a sign-out or sign-in throws StaleAnswer (isStale) instead.
+ */
 export async function api(method, path, body) {
+  const asked = session;
   const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY_STORAGE) ?? ''}` };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
     res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
   } catch {
+    if (asked !== session) throw new StaleAnswer();
     throw new ApiError(0, { detail: 'The runtime did not answer; is it running?' });
   }
-  const text = await res.text();
+  let text;
+  try {
+    text = await res.text();
+  } catch (err) {
+    if (asked !== session) throw new StaleAnswer();
+    throw err;
+  }
+  if (asked !== session) throw new StaleAnswer();
   let data = null;
   try {
     data = text ? JSON.parse(text) : null;
@@ -54,6 +91,7 @@ export async function api(method, path, body) {
 
 /** Shows an error's problem detail (and its field errors) in `el`; a falsy `err` clears it. */
 export function showError(el, err) {
+  if (isStale(err)) return;
   el.replaceChildren();
   if (!err) return;
   el.append(err instanceof ApiError || err instanceof Error ? err.message : String(err));
@@ -68,17 +106,14 @@ export const enc = encodeURIComponent;
 /**
  * A list's loads, counted: only the newest may draw, so a slow answer for what the user has since
  * left (another webhook, filter or page) cannot draw over what they look at now. `start()` numbers
- * a load, `isLatest(load)` says whether it still is, `drop()` makes every load on its way stale
- * (sign-out: an answer for the key just forgotten must not draw).
+ * a load, `isLatest(load)` says whether it still is. (An answer for an earlier sign-in is dropped
+ * by api() itself: isStale.)
  */
 export function latestOnly() {
   let newest = 0;
   return {
     start: () => ++newest,
     isLatest: (load) => load === newest,
-    drop: () => {
-      newest++;
-    },
   };
 }
 export const fmtTime = (t) => (t ? h('time', { datetime: t, title: t, text: new Date(t).toLocaleString() }) : '—');

@@ -1,7 +1,7 @@
 // Runs and their transcripts (docs/api.md, docs/dashboard.md): newest first, narrowed by factory and state, with the
 // transcript followed in place until the run finishes.
 
-import { $, api, badge, busy, dataTable, enc, fmtTime, h, latestOnly, showError } from './dom.js';
+import { $, api, badge, busy, dataTable, enc, fmtTime, h, isStale, latestOnly, showError } from './dom.js';
 import { state } from './state.js';
 import { renderEvent, visible } from './transcript.js';
 
@@ -21,9 +21,6 @@ export const runLink = (id) =>
 
 /** Only the latest load draws: not a slow answer for a factory or state the user has since left, nor an older page. */
 const runsLoads = latestOnly();
-
-/** Sign-out: an answer still on its way belongs to the key just forgotten. */
-export const dropRunsInFlight = () => runsLoads.drop();
 
 export async function loadRuns(more) {
   const load = runsLoads.start();
@@ -45,7 +42,7 @@ export async function loadRuns(more) {
     state.runs.cursor = page.page_info.next_cursor;
     $('runs-more').hidden = !page.page_info.has_next_page;
   } catch (err) {
-    if (!runsLoads.isLatest(load)) return;
+    if (isStale(err) || !runsLoads.isLatest(load)) return;
     $('runs-list').replaceChildren();
     $('runs-more').hidden = true;
     showError($('runs-error'), err);

@@ -1,6 +1,6 @@
 // Webhooks (docs/dashboard.md): the list with its actions, the secret shown once, and the create form.
 
-import { $, api, busy, copyField, dataTable, enc, h, showError } from './dom.js';
+import { $, api, busy, copyField, dataTable, enc, h, isStale, showError } from './dom.js';
 import { openDeliveries } from './deliveries.js';
 import { app, state } from './state.js';
 
@@ -13,6 +13,7 @@ export async function loadWebhooks() {
     state.webhooksForbidden = false;
     showError($('webhooks-error'));
   } catch (err) {
+    if (isStale(err)) return;
     state.webhooks = [];
     state.webhooksForbidden = err.status === 403;
     showError($('webhooks-error'), err);
@@ -93,6 +94,7 @@ async function setEnabled(w, toggle) {
     showResult(result, `${w.name} is ${want ? 'enabled' : 'disabled'}.`);
     await loadWebhooks();
   } catch (err) {
+    if (isStale(err)) return;
     toggle.checked = !want;
     showError($('webhooks-error'), err);
   } finally {

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Page, Response } from 'playwright-core';
+import type { Page, Response, Route } from 'playwright-core';
+import { compile } from '../../../cli/compiler/compile.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
 import { succeededRun } from './runs-helpers.ts';
@@ -139,6 +140,75 @@ test('in a real browser the session page shows a failed poll, tries again and cl
       },
       { tolerate: /Failed to load resource/ },
     );
+  } finally {
+    await rt.stop();
+  }
+});
+
+/** Waits until the page has re-enabled every button: an action's button stays disabled until its answer was handled (drawn or dropped). */
+async function handled(page: Page, ids: string[]): Promise<void> {
+  await page.waitForFunction(`${JSON.stringify(ids)}.every((id) => !document.getElementById(id).disabled)`);
+}
+
+test('in a real browser an answer for the key signed out, in any section, is not drawn for the next key', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo hi'] });
+    const hook = await createWebhook(rt, 'orders');
+    await deliver(rt, hook, 'admin-delivery-1');
+    const { snapshot, diagnostics } = compile([
+      { path: 'factory.yaml', text: 'name: nightly\n' },
+      { path: 'environments/e.yaml', text: 'agent:\n  command: ["true"]\n' },
+      { path: 'automations/triage.md', text: '---\nenvironment: e\ntriggers:\n  - provider: schedule\n    event: cron_fired\n    schedule:\n      name: mornings\n      cron: "0 9 * * *"\n---\nTriage.\n' },
+    ]);
+    assert.ok(snapshot, JSON.stringify(diagnostics));
+    assert.equal((await rt.fetch('/api/v1/factories/nightly/apply', { method: 'POST', json: { snapshot } })).status, 200);
+    // The next user's key manages another factory only and has no runs scope: it sees no webhook, automation or run.
+    const made = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'other-team', kind: 'personal', scopes: ['manage'], factories: ['other'] } });
+    assert.equal(made.status, 201);
+    const { key: otherKey } = (await made.json()) as { key: string };
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, rt.adminKey);
+      const webhooks = page.getByRole('region', { name: 'Webhooks', exact: true });
+      const automations = page.getByRole('region', { name: 'Automations', exact: true });
+      const runs = page.getByRole('region', { name: 'Runs', exact: true });
+      await webhooks.getByRole('row').filter({ hasText: 'orders' }).getByRole('button', { name: 'Deliveries', exact: true }).click();
+      await page.getByText('admin-delivery-1', { exact: true }).waitFor();
+      await automations.getByRole('listitem', { name: 'Schedule mornings' }).waitFor();
+      await runs.getByRole('row').filter({ hasText: runId }).waitFor();
+
+      // From now on the admin key's requests are held until the next user has signed in.
+      const held: Route[] = [];
+      let allHeld: () => void = () => {};
+      const heldFive = new Promise<void>((resolve) => (allHeld = resolve));
+      let release: () => void = () => {};
+      const released = new Promise<void>((resolve) => (release = resolve));
+      await page.route('**/api/v1/**', async (route) => {
+        if (route.request().headers().authorization !== `Bearer ${rt.adminKey}`) return route.continue();
+        held.push(route);
+        // The webhooks, automations, schedules, runs and deliveries lists.
+        if (held.length === 5) allHeld();
+        await released;
+        await route.continue();
+      });
+      const refreshes = ['webhooks-refresh', 'automations-refresh', 'runs-refresh', 'deliveries-refresh'];
+      for (const id of refreshes) await page.locator(`#${id}`).click();
+      await heldFive;
+
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await signIn(page, otherKey);
+      await runs.getByText('This API key does not have the "runs" scope.', { exact: true }).waitFor();
+      await webhooks.getByText('No webhooks.', { exact: true }).waitFor();
+      await automations.getByText('No automations.', { exact: true }).waitFor();
+
+      release();
+      await handled(page, refreshes);
+      for (const gone of ['orders', 'triage', 'mornings', 'admin-delivery-1', runId, hook.uid]) assert.equal(await page.getByText(gone).count(), 0, `${gone} is the signed-out key's`);
+      assert.equal(await runs.getByText('This API key does not have the "runs" scope.', { exact: true }).count(), 1);
+      assert.equal(await webhooks.getByText('No webhooks.', { exact: true }).count(), 1);
+      assert.equal(await page.getByRole('region', { name: 'Factories', exact: true }).getByRole('button', { name: /nightly|shop/ }).count(), 0);
+    }, { tolerate: /status of 403 \(Forbidden\)/ });
   } finally {
     await rt.stop();
   }
