@@ -103,11 +103,17 @@ function openTranscript(runId) {
   pollTranscript(runId);
 }
 
+/** A poll that may succeed later: no answer, too many requests, or a server error (a restart). */
+const passing = (err) => err?.status === 0 || err?.status === 429 || err?.status >= 500;
+
 /**
  * Reads the transcript from where it stopped and the run's notifications; while the run is not
- * finished or a notification is still pending (retries outlive the run), again every 2 s.
+ * finished or a notification is still pending (retries outlive the run), again every 2 s. A poll
+ * that fails for a reason that may pass (no answer, a 429 or 5xx) is shown with when it is tried
+ * again, each time a little later (`retry`, doubled up to 30 s); the next poll that succeeds clears
+ * the error. Any other error (the run is gone, the key lacks the scope) ends the following.
  */
-async function pollTranscript(runId) {
+async function pollTranscript(runId, retry = 2000) {
   try {
     const run = await api('GET', `/api/v1/agent/runs/${enc(runId)}`);
     if (state.transcript.runId !== runId) return;
@@ -116,6 +122,7 @@ async function pollTranscript(runId) {
       if (state.transcript.runId !== runId) return;
       const t = await api('GET', `/api/v1/agent/runs/${enc(runId)}/transcript?after=${state.transcript.after}`);
       if (state.transcript.runId !== runId) return;
+      showError($('transcript-error'));
       $('transcript-events').append(...t.events.map(renderEvent));
       state.transcript.after = t.next_after;
       $('transcript-state').textContent = visible(`${t.state}${run.status_message ? ` — ${run.status_message}` : ''} · created ${run.created_at}`);
@@ -125,7 +132,11 @@ async function pollTranscript(runId) {
       return;
     }
   } catch (err) {
-    if (state.transcript.runId === runId) showError($('transcript-error'), err);
+    if (isStale(err) || state.transcript.runId !== runId) return;
+    showError($('transcript-error'), err);
+    if (!passing(err)) return;
+    $('transcript-error').append(` Trying again in ${retry / 1000} s.`);
+    state.transcript.timer = setTimeout(() => pollTranscript(runId, Math.min(retry * 2, 30_000)), retry);
   }
 }
 

@@ -213,3 +213,39 @@ test('in a real browser an answer for the key signed out, in any section, is not
     await rt.stop();
   }
 });
+
+test('in a real browser the transcript panel says a failed poll will be tried again, tries it a little later each time, and clears the error once a poll succeeds', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo agent says hi'] });
+
+    await withBrowserPage(
+      `${rt.url}/`,
+      async (page) => {
+        // The first transcript request gets no answer, the second a 503; later ones go through.
+        const tries: number[] = [];
+        await page.route(`**/api/v1/agent/runs/${runId}/transcript?after=0`, async (route) => {
+          tries.push(Date.now());
+          if (tries.length === 1) await route.abort('failed');
+          else if (tries.length === 2) await route.fulfill({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ status: 503, detail: 'The runtime is restarting.' }) });
+          else await route.continue();
+        });
+        await signIn(page, rt.adminKey);
+        const runs = page.getByRole('region', { name: 'Runs', exact: true });
+        await runs.getByRole('row').filter({ hasText: runId }).getByRole('button', { name: 'Transcript', exact: true }).click();
+        const panel = page.getByRole('region', { name: `Transcript of ${runId}`, exact: true });
+        await panel.getByText('The runtime did not answer; is it running? Trying again in 2 s.', { exact: true }).waitFor();
+        await panel.getByText('The runtime is restarting. Trying again in 4 s.', { exact: true }).waitFor();
+        await panel.getByText('agent says hi\n', { exact: true }).waitFor();
+        await panel.getByText(/^SUCCEEDED · created /).waitFor();
+        assert.equal(await page.locator('#transcript-error').textContent(), '');
+        assert.equal(tries.length, 3);
+        // Each retry waits longer than the one before (2 s, then 4 s).
+        assert.ok(tries[2] - tries[1] > tries[1] - tries[0], JSON.stringify(tries));
+      },
+      { tolerate: /Failed to load resource/ },
+    );
+  } finally {
+    await rt.stop();
+  }
+});
