@@ -6,7 +6,7 @@
 // own module, loaded from the fixed list in runtime/routes/dashboard.ts.
 
 import { loadAutomations, renderAutomations } from './automations.js';
-import { $, currentSession, h, newSession, sameSession } from './dom.js';
+import { $, currentSession, h, keyProblem, newSession, sameSession } from './dom.js';
 import { loadRuns, stopTranscript } from './runs.js';
 import { app, KEY_STORAGE, state } from './state.js';
 import { loadWebhooks, renderWebhooks, suggestSecretName, syncMode } from './webhooks.js';
@@ -56,7 +56,12 @@ function signOut(message) {
 $('signin-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   const key = $('signin-key').value.trim();
-  if (!key) return;
+  const problem = keyProblem(key);
+  if (problem) {
+    $('signin-error').textContent = problem;
+    $('signin-key').focus();
+    return;
+  }
   sessionStorage.setItem(KEY_STORAGE, key);
   newSession();
   $('signin-key').value = '';

@@ -28,8 +28,9 @@ class ApiError extends Error {
 }
 
 /**
- * An answer that arrived after a sign-out or sign-in: it belongs to a key the page has since
- * forgotten, so whatever asked for it must not draw it, show it as an error or act on it.
+ * An answer that arrived after a sign-out or sign-in (or a call made while signed out): it belongs
+ * to a key the page has since forgotten, so whatever asked for it must not draw it, show it as an
+ * error or act on it.
  */
 class StaleAnswer extends Error {
   constructor() {
@@ -52,17 +53,54 @@ export function newSession() {
 export const currentSession = () => session;
 export const sameSession = (s) => s === session;
 
+/** What an API key is made of: the characters of a Bearer token (the runtime's keys are `fk_` + base64url). */
+const KEY_CHARS = /^[A-Za-z0-9_\-.~+/=]$/;
+
+/**
+ * Why `key` (already trimmed) cannot be an API key, in a sentence for the person who typed it, or
+ * null. A key copied from a chat or a web page can carry a space or an invisible character, which
+ * the browser cannot send in a header or the runtime would refuse: better said here, by name.
+ */
+export function keyProblem(key) {
+  if (!key) return 'Enter an API key (fk_…).';
+  const chars = [...key];
+  const at = chars.findIndex((c) => !KEY_CHARS.test(c));
+  if (at === -1) return null;
+  const c = chars[at];
+  const code = `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+  const what = c === ' ' ? 'a space' : /\s/.test(c) ? `a blank (${code})` : /[\p{Cc}\p{Cf}]/u.test(c) ? `an invisible character (${code})` : `“${c}” (${code})`;
+  return `That is not an API key: it has ${what} at character ${at + 1}, and a key has only letters, digits and - _ . ~ + / =. Copy it again from where it is kept.`;
+}
+
 /**
  * One management or run API call with the signed-in key; a problem+json answer throws ApiError,
- * and an answer that comes after a sign-out or sign-in throws StaleAnswer (isStale) instead.
+ * and an answer that comes after a sign-out or sign-in throws StaleAnswer (isStale) instead. A
+ * stored key that cannot be a key (keyProblem) is never sent: it signs out with the reason, as a
+ * 401 would. A request the browser refuses to send is said so, not taken for a runtime that is down.
  */
 export async function api(method, path, body) {
   const asked = session;
-  const headers = { Authorization: `Bearer ${sessionStorage.getItem(KEY_STORAGE) ?? ''}` };
+  const key = sessionStorage.getItem(KEY_STORAGE);
+  if (!key) throw new StaleAnswer();
+  const problem = keyProblem(key);
+  if (problem) {
+    app.signOut(problem);
+    // The dashboard's sign-out starts a new session: nothing is left to draw this error in.
+    if (asked !== session) throw new StaleAnswer();
+    throw new ApiError(401, { detail: problem });
+  }
+  const headers = { Authorization: `Bearer ${key}` };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let request;
+  try {
+    request = new Request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  } catch (err) {
+    // Nothing was sent: the browser refused the request itself (a TypeError), so the runtime is not to blame.
+    throw new ApiError(null, { detail: `The browser refused to send this request: ${err?.message ?? err}` });
+  }
   let res;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+    res = await fetch(request);
   } catch {
     if (asked !== session) throw new StaleAnswer();
     throw new ApiError(0, { detail: 'The runtime did not answer; is it running?' });
@@ -84,6 +122,7 @@ export async function api(method, path, body) {
   if (!res.ok) {
     const err = new ApiError(res.status, data);
     if (res.status === 401) app.signOut(err.message);
+    if (asked !== session) throw new StaleAnswer();
     throw err;
   }
   return data;
