@@ -4,7 +4,7 @@ import { Router } from '@koa/router';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { FactoryError } from '../core/errors.ts';
-import { problemMiddleware } from './http/problem.ts';
+import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders, problemMiddleware } from './http/problem.ts';
 import { logRequest, msSince, type Logger } from './log.ts';
 import { ROUTES } from './routes/index.ts';
 import { ingressListener, isIngressUrl } from './routes/ingress.ts';
@@ -85,8 +85,43 @@ const refuseNul: Koa.Middleware = async (ctx, next) => {
  */
 export function appListener(app: Koa): (req: IncomingMessage, res: ServerResponse) => void {
   const koa = app.callback();
-  const ingress = ingressListener(app.context.deps);
-  return (req, res) => (isIngressUrl(req.url) ? ingress(req, res) : void koa(req, res));
+  const deps = app.context.deps as AppDeps;
+  const ingress = ingressListener(deps);
+  return (req, res) => {
+    if (isIngressUrl(req.url)) ingress(req, res);
+    else if (usableTarget(req.url)) void koa(req, res);
+    else refuseTarget(req, res, deps.log);
+  };
+}
+
+/**
+ * A request target Koa can route: a path, or an absolute http(s) URL. Anything else (`http://`
+ * without a host, `*`, a broken IPv6 literal) has no path at all, which Koa reports as a null
+ * path; answered here instead (400), never as the 500 of a handler tripping over it.
+ */
+function usableTarget(url: string | undefined): boolean {
+  if (url === undefined) return false;
+  if (url.startsWith('/')) return true;
+  if (!/^https?:\/\/[^/?#]+/i.test(url)) return false;
+  try {
+    new URL(url);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const BAD_TARGET = new FactoryError('invalid_request', 'The request target is neither a path nor an absolute http(s) URL with a host.');
+
+function refuseTarget(req: IncomingMessage, res: ServerResponse, log: Logger): void {
+  const start = performance.now();
+  const body = JSON.stringify(problemBody(BAD_TARGET, '/'));
+  // Whatever body came with it is not read: the connection closes after the answer.
+  res.writeHead(BAD_TARGET.status, { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body), ...problemHeaders(BAD_TARGET), Connection: 'close' });
+  res.end(body);
+  req.resume();
+  // The target itself is not logged: it is whatever the client sent, with no path to redact.
+  logRequest(log, { method: req.method ?? 'GET', url: '[unusable request target]', status: BAD_TARGET.status, ms: msSince(start) });
 }
 
 function accessLog({ log, services }: AppDeps): Koa.Middleware {

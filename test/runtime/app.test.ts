@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { connect } from 'node:net';
 import assert from 'node:assert/strict';
 import { engines, postgresUrl, testDatabase } from '../helpers/postgres.ts';
 import { startTestRuntime } from './helpers.ts';
@@ -51,4 +52,32 @@ test('postgres: a NUL that PostgreSQL refuses in a statement\'s values is the cl
   );
   // The connection is still usable afterwards.
   assert.equal(store.runs.get('run_abcdefghijklmnopqrstuvwxyz'), undefined);
+});
+
+/** One raw HTTP/1.1 exchange (a target fetch would never send), answered in full. */
+function rawExchange(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(head));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
+
+test('a request target with no path (http:// with no host, *, a broken IPv6 literal) is a 400 problem, never a 500', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  for (const target of ['http://', 'ftp://', 'http://[::1/x', '*']) {
+    const answer = await rawExchange(rt.port, `POST ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}`);
+    assert.match(answer, /^HTTP\/1\.1 400 /, target);
+    assert.match(answer, /content-type: application\/problem\+json/i, target);
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { code: string; detail: string };
+    assert.equal(body.code, 'invalid_request', target);
+    assert.equal(body.detail, 'The request target is neither a path nor an absolute http(s) URL with a host.');
+  }
+  // An absolute-form target with a host still reaches its route.
+  const ok = await rawExchange(rt.port, `GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+  assert.match(ok, /^HTTP\/1\.1 200 /);
 });
