@@ -36,7 +36,8 @@ async function load() {
 /**
  * Follows the run every 2 s until it ends. A failed poll is shown and tried again, each time a
  * little later (up to 30 s), so a runtime restart or a dropped connection does not end the page's
- * view; the next poll that succeeds clears the error. A key the runtime refuses asks for another.
+ * view; the next poll that succeeds clears the error. A key the runtime refuses (401) is forgotten
+ * and another asked for; a key without the runs scope (403) is kept, and another may be entered.
  */
 async function follow(retry = 2000) {
   let finished;
@@ -44,8 +45,12 @@ async function follow(retry = 2000) {
     finished = await load();
   } catch (err) {
     $('err').textContent = String(err?.message ?? err);
-    if (err?.status === 401 || err?.status === 403) {
+    if (err?.status === 401) {
       sessionStorage.removeItem(KEY_STORAGE);
+      $('login').hidden = false;
+    } else if (err?.status === 403) {
+      // The key is valid but lacks the runs scope: another key may be entered here, but this one
+      // stays stored for the dashboard, which shares it (signing it out would surprise its user).
       $('login').hidden = false;
     } else if (err?.status === 0 || err?.status === 429 || err?.status >= 500) {
       setTimeout(() => follow(Math.min(retry * 2, 30_000)), retry);

@@ -95,3 +95,34 @@ test('in a real browser the session page refuses an empty key or one with a char
     await rt.stop();
   }
 });
+
+test('in a real browser a key without the runs scope is told so on the session page and stays signed in on the dashboard; a refused key signs out', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo agent says hi'] });
+    const res = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'manager', kind: 'personal', scopes: ['manage'] } });
+    assert.equal(res.status, 201);
+    const { key: manageOnly } = (await res.json()) as { key: string };
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, manageOnly);
+      await page.getByRole('region', { name: 'Runs', exact: true }).getByText('This API key does not have the "runs" scope.', { exact: true }).waitFor();
+      // The same tab opens the session page, as the dashboard's run links do.
+      await page.goto(`${rt.url}/sessions/${runId}`);
+      await page.getByText('This API key does not have the "runs" scope.', { exact: true }).waitFor();
+      await page.getByPlaceholder('fk_…').waitFor();
+      assert.equal(await storedKey(page), manageOnly);
+      await page.goBack();
+      await page.getByRole('button', { name: 'Sign out', exact: true }).waitFor();
+      assert.equal(await page.getByRole('heading', { name: 'Sign in', exact: true }).isVisible(), false);
+
+      // A key the runtime does not know is forgotten by the session page.
+      await page.evaluate(`sessionStorage.setItem('factory.apiKey', 'fk_${'x'.repeat(43)}')`);
+      await page.goto(`${rt.url}/sessions/${runId}`);
+      await page.getByPlaceholder('fk_…').waitFor();
+      assert.equal(await storedKey(page), null);
+    }, { tolerate: /status of 40[13] \((Forbidden|Unauthorized)\)/ });
+  } finally {
+    await rt.stop();
+  }
+});
