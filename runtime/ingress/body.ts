@@ -13,10 +13,17 @@ export type BodyResult =
   | { ok: false; reason: 'too_large'; size: number }
   | { ok: false; reason: 'aborted'; size: number };
 
-/** Parses a Content-Length header value; undefined when absent or not a plain decimal. */
+/**
+ * Parses a Content-Length header value; undefined when absent or not a plain decimal. A length
+ * of 16 digits or more (beyond any body anyone sends, and beyond exact numbers here) is
+ * Number.MAX_SAFE_INTEGER: too large, like any other length over the cap.
+ */
 export function declaredLength(value: string | undefined): number | undefined {
-  if (value === undefined || !/^\d{1,15}$/.test(value.trim())) return undefined;
-  return Number(value.trim());
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (!/^\d+$/.test(trimmed)) return undefined;
+  const digits = trimmed.replace(/^0+(?=\d)/, '');
+  return digits.length > 15 ? Number.MAX_SAFE_INTEGER : Number(digits);
 }
 
 /**

@@ -78,23 +78,35 @@ const NOT_FOUND: IngressResult = Object.freeze({
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/**
+ * An answer given before the body was read (404, 405, 429): the adapter then discards the body or,
+ * past the drain limit, closes the connection, as after a 401 (docs/ingress.md, step 5); never
+ * reads a body of any size to answer one of these.
+ */
+function beforeBody(result: IngressResult, req: IngressRequest): IngressResult {
+  return { ...result, headers: { ...result.headers }, unread: { read: 0, declared: declaredLength(req.headers['content-length']) } };
+}
+
 /** Runs one request through the pipeline. Never throws for anything a sender can send. */
 export async function handleIngress(req: IngressRequest, deps: IngressDeps): Promise<IngressResult> {
   const { metrics } = deps;
   const path = parseIngressPath(req.path);
   if (!path) {
     metrics.not_found += 1;
-    return NOT_FOUND;
+    return beforeBody(NOT_FOUND, req);
   }
 
   // 1. Method.
   if (req.method !== 'POST') {
     metrics.method_not_allowed += 1;
-    return {
-      status: 405,
-      headers: { Allow: 'POST' },
-      problem: { code: 'method_not_allowed', detail: 'A webhook accepts POST requests only.' },
-    };
+    return beforeBody(
+      {
+        status: 405,
+        headers: { Allow: 'POST' },
+        problem: { code: 'method_not_allowed', detail: 'A webhook accepts POST requests only.' },
+      },
+      req,
+    );
   }
 
   // 2. Unknown, disabled or deleted: one identical 404. A token segment on a webhook that is not
@@ -102,7 +114,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   const webhook = WEBHOOK_UID_PATTERN.test(path.uid) ? deps.findWebhook(path.uid) : undefined;
   if (!webhook || (path.token !== undefined && webhook.authMode !== 'url_token')) {
     metrics.not_found += 1;
-    return NOT_FOUND;
+    return beforeBody(NOT_FOUND, req);
   }
   const counts = metrics.webhook(webhook);
 
@@ -112,7 +124,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   const rate = deps.limiter.take(webhook.uid, sender);
   if (!rate.ok) {
     counts.rate_limited += 1;
-    return {
+    return beforeBody({
       status: 429,
       headers: { 'Retry-After': String(rate.retryAfterSeconds) },
       problem: {
@@ -122,7 +134,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
             ? `Too many failed authentications from this address; retry after ${rate.retryAfterSeconds} seconds.`
             : `Too many deliveries from this address; retry after ${rate.retryAfterSeconds} seconds.`,
       },
-    };
+    }, req);
   }
 
   const receivedAt = deps.clock.now();

@@ -56,6 +56,10 @@ it('reads a body up to the cap and stops at cap + 1', async () => {
   assert.deepEqual(await readCappedBody(Readable.from([]), 4, 5), { ok: false, reason: 'too_large', size: 5 });
   assert.equal(declaredLength(' 12 '), 12);
   assert.equal(declaredLength('1e3'), undefined);
+  // Beyond 15 digits: too large, never "no length" (which would read up to the cap and log the bytes seen).
+  assert.equal(declaredLength('999999999999999'), 999999999999999);
+  assert.equal(declaredLength('1000000000000000'), Number.MAX_SAFE_INTEGER);
+  assert.equal(declaredLength('0'.repeat(40) + '5'), 5);
 });
 
 it('sender address and secrets', () => {

@@ -4,6 +4,7 @@ import { createServer, request, type Server } from 'node:http';
 import { listenLocally } from '../../helpers/listen.ts';
 import type { TestRuntime } from '../helpers.ts';
 import { createHook, deliver, startIngressRuntime, type CreatedHook } from '../ingress/helpers.ts';
+import { eventually } from '../../helpers/eventually.ts';
 
 /**
  * The raw node:http adapter (runtime/routes/ingress.ts ingressListener, routed by app.ts
@@ -190,4 +191,32 @@ describe('raw adapter', () => {
     assert.equal(lines.filter((r) => r.msg === 'request' && r.status === 500).length, 1);
     assert.equal(rt.store.deliveries.get(tok.uid, 'boom'), undefined, 'nothing was logged for the failed delivery');
   });
+});
+
+describe('answers given before the body is read (404, 405) never wait for a body of any size', () => {
+  /** Sends only the head of a request declaring `length` bytes; the raw answer once the server closes. */
+  async function headOnly(method: string, path: string, length: number): Promise<{ answer: string; closed: boolean }> {
+    const { connect } = await import('node:net');
+    const sock = connect(rt.port, '127.0.0.1');
+    let answer = '';
+    let closed = false;
+    sock.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+    sock.on('close', () => (closed = true));
+    sock.on('error', () => {});
+    sock.write(`${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\n\r\n`);
+    await eventually(() => closed, `the server closes the connection after its ${method} answer`, { tries: 200 });
+    sock.destroy();
+    return { answer, closed };
+  }
+
+  for (const [method, path, status] of [
+    ['POST', '/webhooks/w/wh_nosuchwebhooknosuchwebhookn', 404],
+    ['PUT', '/webhooks/w/wh_nosuchwebhooknosuchwebhookn', 405],
+  ] as const) {
+    it(`${method} ${status} with a declared gigabyte: answered, then the connection is closed, nothing read`, async () => {
+      const { answer } = await headOnly(method, path, 1024 * 1024 * 1024);
+      assert.match(answer, new RegExp(`^HTTP/1\\.1 ${status} `));
+      assert.match(answer, /\r\nConnection: close\r\n/i);
+    });
+  }
 });
