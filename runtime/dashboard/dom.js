@@ -5,6 +5,13 @@ import { KEY_STORAGE, app } from './state.js';
 
 export const $ = (id) => document.getElementById(id);
 
+/**
+ * A path of the runtime (an API route, a session page) as a URL next to the one this module was
+ * loaded from (`<base>/dashboard/dom.js`), so the pages work under a base URL with a path too (a
+ * proxy that mounts the runtime at `/factory/` and strips it): never root-absolute.
+ */
+export const runtimeUrl = (path) => new URL(`..${path}`, import.meta.url).href;
+
 /** Builds an element. `props`: text, class, on<Event> handlers, other attributes (set as attributes). */
 export function h(tag, props = {}, ...children) {
   const el = document.createElement(tag);
@@ -93,7 +100,7 @@ export async function api(method, path, body) {
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let request;
   try {
-    request = new Request(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+    request = new Request(runtimeUrl(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
   } catch (err) {
     // Nothing was sent: the browser refused the request itself (a TypeError), so the runtime is not to blame.
     throw new ApiError(null, { detail: `The browser refused to send this request: ${err?.message ?? err}` });

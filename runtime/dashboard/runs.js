@@ -1,14 +1,14 @@
 // Runs and their transcripts (docs/api.md, docs/dashboard.md): newest first, narrowed by factory and state, with the
 // transcript followed in place until the run finishes.
 
-import { $, api, badge, busy, dataTable, enc, fmtTime, h, isStale, latestOnly, showError } from './dom.js';
+import { $, api, badge, busy, dataTable, enc, fmtTime, h, isStale, latestOnly, runtimeUrl, showError } from './dom.js';
 import { state } from './state.js';
 import { renderEvent, visible } from './transcript.js';
 
 export const stateKind = (s) => ({ SUCCEEDED: 'ok', FAILED: 'bad', ERROR: 'bad', CANCELLED: 'neutral', QUEUED: 'neutral', INPROGRESS: 'busy' })[s] ?? '';
 export const runLink = (id) =>
   h('a', {
-    href: `/sessions/${enc(id)}`,
+    href: runtimeUrl(`/sessions/${enc(id)}`),
     class: 'mono',
     text: id,
     onclick: (e) => {
@@ -91,7 +91,7 @@ function openTranscript(runId) {
   stopTranscript();
   state.transcript.runId = runId;
   $('transcript-h').textContent = `Transcript of ${runId}`;
-  $('transcript-link').href = `/sessions/${enc(runId)}`;
+  $('transcript-link').href = runtimeUrl(`/sessions/${enc(runId)}`);
   $('transcript-events').replaceChildren();
   $('transcript-state').textContent = '';
   $('notifications').hidden = true;

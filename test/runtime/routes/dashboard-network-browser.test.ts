@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Page, Response, Route } from 'playwright-core';
 import { compile } from '../../../cli/compiler/compile.ts';
@@ -246,6 +248,57 @@ test('in a real browser the transcript panel says a failed poll will be tried ag
       { tolerate: /Failed to load resource/ },
     );
   } finally {
+    await rt.stop();
+  }
+});
+
+/** A reverse proxy that mounts `upstream` at `/factory/` and strips that prefix, as a base URL with a path implies. */
+async function prefixProxy(upstream: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const target = new URL(upstream);
+  const server = http.createServer((req, res) => {
+    if (!req.url?.startsWith('/factory/')) {
+      res.writeHead(404).end('not under /factory/');
+      return;
+    }
+    const up = http.request({ host: target.hostname, port: target.port, path: req.url.slice('/factory'.length), method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/factory/`, close: () => new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }) };
+}
+
+test('in a real browser the dashboard works behind a proxy that mounts the runtime under a path: its assets, API calls and run links stay under it', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  const proxy = await prefixProxy(rt.url);
+  try {
+    const runId = await succeededRun(rt, { command: ['/bin/sh', '-c', 'echo agent says hi'] });
+    await createWebhook(rt, 'orders');
+
+    await withBrowserPage(proxy.url, async (page) => {
+      const outside: string[] = [];
+      page.on('request', (r) => {
+        if (!r.url().startsWith(proxy.url)) outside.push(r.url());
+      });
+      await signIn(page, rt.adminKey);
+      await page.getByRole('region', { name: 'Webhooks', exact: true }).getByRole('row').filter({ hasText: 'orders' }).waitFor();
+      const runs = page.getByRole('region', { name: 'Runs', exact: true });
+      const link = runs.getByRole('link', { name: runId, exact: true });
+      assert.equal(await link.getAttribute('href'), `${proxy.url}sessions/${runId}`);
+      await link.click();
+      await page.getByText('agent says hi\n', { exact: true }).waitFor();
+      assert.equal(await page.getByRole('link', { name: 'Open the session page', exact: true }).getAttribute('href'), `${proxy.url}sessions/${runId}`);
+      assert.deepEqual(outside, [], 'every request went through the proxy, under its path');
+    });
+  } finally {
+    await proxy.close();
     await rt.stop();
   }
 });

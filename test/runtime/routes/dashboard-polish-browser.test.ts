@@ -80,7 +80,7 @@ test('in a real browser the session page quotes the agent argv as a shell would 
       assert.match((await agent.textContent()) ?? '', /^\$ \/bin\/sh -c 'echo '\\''quoted'\\'' words' {2}\(agent ended: exit 0, \d+ ms\)$/);
 
       const back = page.getByRole('link', { name: '← the factory dashboard' });
-      assert.equal(await back.getAttribute('href'), '/');
+      assert.equal(await back.getAttribute('href'), '../');
       await back.click();
       await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
       assert.equal(new URL(page.url()).pathname, '/');

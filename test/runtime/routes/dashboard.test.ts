@@ -48,8 +48,9 @@ test('GET / serves the page with the security headers, and no inline script or s
     assert.match(res.headers.get('content-type') ?? '', /^text\/html; charset=utf-8/);
     assertSecurityHeaders(res, 'GET /');
     const html = await res.text();
-    assert.match(html, /<script type="module" src="\/dashboard\/app\.js"><\/script>/);
-    assert.match(html, /<link rel="stylesheet" href="\/dashboard\/style\.css">/);
+    // Relative to the page, so that a base URL with a path (a proxy's prefix) keeps them under it.
+    assert.match(html, /<script type="module" src="dashboard\/app\.js"><\/script>/);
+    assert.match(html, /<link rel="stylesheet" href="dashboard\/style\.css">/);
     // The CSP forbids inline code; the page must not need it.
     for (const tag of html.match(/<script\b[^>]*>/g) ?? []) assert.match(tag, /\bsrc="/, tag);
     assert.doesNotMatch(html, /<style\b|\sstyle="|\son[a-z]+="/i);
@@ -65,8 +66,9 @@ const importsOf = (source: string) => [...source.matchAll(/^import\s[^;]*?\bfrom
 test('the page names app.js and style.css; every listed asset is served as it is on disk, with its content type and the security headers', () =>
   withRuntime(async (rt) => {
     const html = await (await rt.fetch('/', { key: null })).text();
-    const refs = [...html.matchAll(/(?:src|href)="(\/dashboard\/[^"]+)"/g)].map((m) => m[1]).sort();
-    assert.deepEqual(refs, ['/dashboard/app.js', '/dashboard/style.css']);
+    const refs = [...html.matchAll(/(?:src|href)="(dashboard\/[^"]+)"/g)].map((m) => m[1]).sort();
+    assert.deepEqual(refs, ['dashboard/app.js', 'dashboard/style.css']);
+    assert.doesNotMatch(html, /(?:src|href)="\//, 'no root-absolute URL');
     assert.ok(MODULES.size >= 5, `${MODULES.size} modules listed`);
     for (const [name] of Object.entries(DASHBOARD_ASSETS)) {
       const path = `/dashboard/${name}`;
