@@ -72,10 +72,21 @@ export class AgentOutput {
 
   private line(stream: Stream, line: string): void {
     if (this.reader && stream === 'stdout') {
-      const events = this.reader(line.replace(/\r?\n$/, ''));
+      // A line the reader cannot take apart (JSON nested thousands deep overflows the stack of
+      // JSON.stringify) is kept as plain output: an agent's output never stops the runtime.
+      let events: ReturnType<LineReader> | undefined;
+      let sizes: number[] = [];
+      try {
+        events = this.reader(line.replace(/\r?\n$/, ''));
+        sizes = events ? events.map((e) => JSON.stringify(e.data).length) : [];
+      } catch {
+        events = undefined;
+      }
       if (events) {
         if (events.length) this.flush();
-        for (const e of events) if (this.charge(stream, JSON.stringify(e.data).length)) this.emit(e);
+        events.forEach((e, i) => {
+          if (this.charge(stream, sizes[i])) this.emit(e);
+        });
         return;
       }
     }

@@ -30,3 +30,22 @@ test('a line kept as output comes in pieces of at most the line cap, even when i
   assert.equal(outputs.join(''), 'y'.repeat(40_000) + '\n');
   for (const text of outputs) for (const part of text.split('\n')) assert.ok(Buffer.byteLength(part) <= DEFAULT_CAPS.lineBytes, `${Buffer.byteLength(part)} bytes in one line`);
 });
+
+test('a JSON line nested thousands deep is kept as output, for both JSON formats, and never throws', async () => {
+  const { codexJsonReader } = await import('../../../runtime/executor/readers.ts');
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+  const lines = [
+    JSON.stringify({ type: 'item.completed', item: { type: 'todo_list', items: [] } }).replace('"items":[]', `"items":${deep(20_000)}`),
+    JSON.stringify({ type: 'assistant', message: { content: [{ type: 'tool_use', name: 'x', input: {} }] } }).replace('"input":{}', `"input":${deep(20_000)}`),
+  ];
+  for (const reader of [codexJsonReader(DEFAULT_CAPS.lineBytes), claudeStreamReader(DEFAULT_CAPS.lineBytes)]) {
+    for (const line of lines) {
+      const events: TranscriptEventInput[] = [];
+      const out = new AgentOutput(reader, DEFAULT_CAPS, (e) => events.push(e));
+      out.write('stdout', Buffer.from(line + '\nafter\n'));
+      out.end();
+      const text = events.filter((e) => e.type === 'output').map((e) => String(e.data.text)).join('');
+      assert.ok(text.endsWith('after\n'), 'the output after it is still read');
+    }
+  }
+});
