@@ -23,6 +23,8 @@ export const sessionRoutes: RouteModule = (router, deps) => {
     ctx.set('Content-Security-Policy', `default-src 'none'; script-src 'self'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`);
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Referrer-Policy', 'no-referrer');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('X-Frame-Options', 'DENY');
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = sessionPage(nonce);
   });

@@ -60,6 +60,20 @@ test('GET / serves the page with the security headers, and no inline script or s
     assertSecurityHeaders(head, 'HEAD /');
   }));
 
+test('the run session page, which loads the dashboard module session.js and holds the same key, has the same protections', () =>
+  withRuntime(async (rt) => {
+    const res = await rt.fetch('/sessions/run_x', { key: null });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html; charset=utf-8/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(res.headers.get('referrer-policy'), 'no-referrer');
+    assert.equal(res.headers.get('x-frame-options'), 'DENY');
+  }));
+
 /** The modules a module imports: each specifier of its static `import … from '…'` statements. */
 const importsOf = (source: string) => [...source.matchAll(/^import\s[^;]*?\bfrom\s+'([^']+)';/gm)].map((m) => m[1]);
 
