@@ -47,7 +47,7 @@ function signOut(message) {
   $('deliveries').hidden = true;
   $('transcript').hidden = true;
   $('notifications').hidden = true;
-  Object.assign(state, { webhooks: [], webhooksForbidden: false, automations: [], schedules: [], factory: null, deliveries: { webhook: null, cursor: null } });
+  Object.assign(state, { webhooks: [], webhooksForbidden: false, automations: [], schedules: [], factory: null, deliveries: { webhook: null, cursor: null }, runsForbidden: null });
   showSignedIn(false);
   $('signin-error').textContent = message ?? '';
   $('signin-key').focus();
@@ -77,6 +77,8 @@ async function loadAll() {
   if (!sameSession(session)) return;
   renderFactories();
   await loadRuns(false);
+  // What the factory list says of the runs depends on whether the key may list them.
+  if (sameSession(session)) renderFactories();
 }
 
 // ---------- factories (derived; there is no factories route) ----------
@@ -105,8 +107,14 @@ function renderFactories() {
     chip(null, 'All factories'),
     ...list.map((f) => chip(f.name, f.name, `· ${[...f.managed].join(', ')} · ${f.webhooks} webhook${f.webhooks === 1 ? '' : 's'}, ${f.automations} automation${f.automations === 1 ? '' : 's'}`)),
   );
-  // A key without the manage scope (403 on the webhooks) sees no factory because it may list none, not because there is none.
-  if (!list.length && state.webhooksForbidden) $('factories-list').append(h('p', { class: 'muted', text: 'This key cannot list factories: that needs the manage scope. Its runs are below.' }));
+  // A key without the manage scope (403 on the webhooks) sees no factory because it may list none, not because there is none;
+  // whether its runs are below is known once they answered (a worker key has neither scope).
+  const forbidden = {
+    null: 'This key cannot list factories: that needs the manage scope.',
+    false: 'This key cannot list factories: that needs the manage scope. Its runs are below.',
+    true: 'This key can list neither factories (that needs the manage scope) nor runs (the runs scope): the dashboard has nothing to show with it.',
+  }[String(state.runsForbidden)];
+  if (!list.length && state.webhooksForbidden) $('factories-list').append(h('p', { class: 'muted', text: forbidden }));
   else if (!list.length) $('factories-list').append(h('p', { class: 'muted', text: 'No factory yet: apply a factory repo, or create a webhook below (that creates an API-managed factory).' }));
   $('factory-names').replaceChildren(...list.map((f) => h('option', { value: f.name })));
 }

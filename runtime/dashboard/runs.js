@@ -33,6 +33,7 @@ export async function loadRuns(more) {
   try {
     const page = await api('GET', `/api/v1/agent/runs?${q}`);
     if (!runsLoads.isLatest(load)) return;
+    state.runsForbidden = false;
     showError($('runs-error'));
     const rows = page.runs.map(runRow);
     const tbody = $('runs-list').querySelector('tbody');
@@ -43,6 +44,7 @@ export async function loadRuns(more) {
     $('runs-more').hidden = !page.page_info.has_next_page;
   } catch (err) {
     if (isStale(err) || !runsLoads.isLatest(load)) return;
+    state.runsForbidden = err.status === 403;
     $('runs-list').replaceChildren();
     $('runs-more').hidden = true;
     showError($('runs-error'), err);

@@ -12,6 +12,7 @@ export const state = {
   factory: null, // the selected factory, or null for all
   deliveries: { webhook: null, cursor: null },
   runs: { cursor: null },
+  runsForbidden: null, // GET /api/v1/agent/runs answered 403 (true), a list (false), or not yet (null)
   transcript: { runId: null, after: 0, timer: null },
 };
 

@@ -201,3 +201,22 @@ test('in a real browser a runs-only key is told that it cannot list factories, n
     await rt.stop();
   }
 });
+
+test('in a real browser a worker-only key is told that it can list neither factories nor runs, not that its runs are below', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    const res = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'worker-1', kind: 'agent', scopes: ['worker'] } });
+    assert.equal(res.status, 201, await res.clone().text());
+    const { key } = (await res.json()) as { key: string };
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, key);
+      const factories = page.getByRole('region', { name: 'Factories', exact: true });
+      await factories.getByText('This key can list neither factories (that needs the manage scope) nor runs (the runs scope): the dashboard has nothing to show with it.', { exact: true }).waitFor();
+      await page.getByRole('region', { name: 'Runs', exact: true }).getByText('This API key does not have the "runs" scope.', { exact: true }).waitFor();
+      assert.equal(await factories.getByText('Its runs are below', { exact: false }).count(), 0);
+    }, { tolerate: /status of 403 \(Forbidden\)/ });
+  } finally {
+    await rt.stop();
+  }
+});
