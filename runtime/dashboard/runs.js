@@ -51,6 +51,7 @@ export async function loadRuns(more) {
   }
 }
 
+/** A row of the runs table; its title, status message and origin read as in the transcript (visible). */
 function runRow(r) {
   const origin = r.source === 'WEBHOOK' ? `${r.factory ?? ''} / ${r.automation ?? ''} (delivery ${r.delivery_id ?? ''})` : `${r.creator?.type ?? ''} ${r.creator?.name ?? ''}`;
   const cancellable = r.state === 'QUEUED' || r.state === 'INPROGRESS';
@@ -58,9 +59,9 @@ function runRow(r) {
     'tr',
     {},
     h('td', {}, runLink(r.run_id)),
-    h('td', {}, badge(r.state, stateKind(r.state)), r.status_message ? h('div', { class: 'muted small', text: r.status_message }) : null),
-    h('td', { text: r.title ?? '' }),
-    h('td', { class: 'break-any' }, h('span', { class: 'small', text: origin })),
+    h('td', {}, badge(r.state, stateKind(r.state)), r.status_message ? h('div', { class: 'muted small', text: visible(r.status_message) }) : null),
+    h('td', { text: visible(r.title ?? '') }),
+    h('td', { class: 'break-any' }, h('span', { class: 'small', text: visible(origin) })),
     h('td', {}, fmtTime(r.created_at)),
     h('td', {}, h('div', { class: 'actions' },
       h('button', { type: 'button', text: 'Transcript', onclick: () => openTranscript(r.run_id) }),

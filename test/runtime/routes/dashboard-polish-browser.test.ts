@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { startTestRuntime } from '../helpers.ts';
 import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
-import { succeededRun } from './runs-helpers.ts';
+import { applyEnvironments, createRun, envYaml, succeededRun, waitForRun } from './runs-helpers.ts';
 
 /**
  * What a new user met in the browser (docs/dashboard.md): the sign-in form says where a key is, a
@@ -132,6 +132,28 @@ test('in a real browser a session address whose %-escapes do not decode says it 
     await withBrowserPage(`${rt.url}/sessions/%E0%A4%A`, async (page) => {
       await page.getByText('This address does not name a run: “%E0%A4%A” is not a run id.', { exact: true }).waitFor();
       assert.equal(await page.getByPlaceholder('fk_…').isVisible(), false, 'no key is asked for a page that cannot show a run');
+    });
+  } finally {
+    await rt.stop();
+  }
+});
+
+test('in a real browser a run title with control characters reads in the runs table as on the session page: colour dropped, the rest as \\xNN', { skip: SKIP }, async () => {
+  const rt = await startTestRuntime();
+  try {
+    await applyEnvironments(rt, { ok: envYaml({ command: ['true'] }) });
+    const { res, body } = await createRun(rt, { prompt: 'Say hi', title: 'deploy \u001b[31mred\u001b[0m\u0007 done\u001b]0;x', config: { environment_id: 'ok' } });
+    assert.equal(res.status, 201);
+    const runId = body.run_id as string;
+    await waitForRun(rt, runId);
+    const title = 'deploy red\\x07 done\\x1b]0;x';
+
+    await withBrowserPage(`${rt.url}/`, async (page) => {
+      await signIn(page, rt.adminKey);
+      const row = page.getByRole('region', { name: 'Runs', exact: true }).getByRole('row').filter({ hasText: runId });
+      await row.getByRole('cell', { name: title, exact: true }).waitFor();
+      await page.goto(`${rt.url}/sessions/${runId}`);
+      assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), title);
     });
   } finally {
     await rt.stop();
