@@ -9,6 +9,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 /** How long a group gets between SIGTERM and SIGKILL. */
 export const KILL_GRACE_MS = 2_000;
+/** How long output may still arrive once a command's leader has exited. */
+export const PIPE_DRAIN_MS = 2_000;
 
 export interface GroupSpawn {
   /** argv (no shell); use ['/bin/sh', '-c', text] for shell text. */
@@ -141,6 +143,14 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
       // The leader is gone; anything it left in its group (background jobs) goes with it, so the
       // pipes close and 'close' fires.
       if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+      // A process that left the group (setsid: only the sandbox's PID namespace ends those) may
+      // hold the output pipes open for ever: after a grace the command is over all the same, so
+      // its run ends, is cancelled or times out as it should (docs/security.md#executors).
+      const drain = setTimeout(() => {
+        for (const stream of child.stdio) stream?.destroy();
+      }, PIPE_DRAIN_MS);
+      drain.unref();
+      child.once('close', () => clearTimeout(drain));
     });
     child.on('close', (code, signal) => {
       if (graceTimer) clearTimeout(graceTimer);

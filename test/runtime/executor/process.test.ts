@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { killOrphanGroup } from '../../../runtime/executor/process.ts';
@@ -61,4 +61,29 @@ test('killOrphanGroup leaves alone a group that is not the run\'s (a reused grou
   assert.equal(killOrphanGroup(done.pid!, 'run_cccc'), 'gone');
   assert.equal(killOrphanGroup(0, 'run_cccc'), 'gone');
   assert.equal(killOrphanGroup(1, 'run_cccc'), 'gone');
+});
+
+test('a command whose background process left its group (setsid) and holds the output pipe still ends', { timeout: 60_000 }, async (t) => {
+  const { runInGroup } = await import('../../../runtime/executor/process.ts');
+  // A duration no other process sleeps, so the test can find and end it.
+  const marker = `sleep 300.${process.pid}${Date.now() % 100000}`;
+  t.after(() => {
+    spawn('pkill', ['-f', marker]).on('error', () => {});
+  });
+  let output = '';
+  // The sleep inherits the shell's stdout, so the pipe stays open after the shell exits.
+  const exit = await runInGroup({
+    // The shell waits until the sleep is the leader of its own session (field 6 of its stat), so
+    // that it has left the group before the shell exits and the group is ended.
+    argv: ['/bin/sh', '-c', `setsid ${marker} & p=$!; until [ "$(cut -d' ' -f6 /proc/$p/stat 2>/dev/null)" = "$p" ]; do :; done; echo started`],
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    onStdout: (c) => (output += c.toString()),
+  });
+  assert.equal(exit.code, 0);
+  assert.equal(output, 'started\n');
+  assert.equal(exit.timedOut, false);
+  // It ended while the process that held its output still runs (not because that one ended).
+  const alive = spawnSync('pgrep', ['-f', marker]);
+  assert.equal(alive.status, 0, 'the setsid process is still running');
 });
