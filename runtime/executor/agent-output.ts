@@ -12,6 +12,13 @@ type Stream = 'stdout' | 'stderr';
 
 /** Output batches are flushed at this size, when the stream changes, or after FLUSH_MS. */
 const BATCH_BYTES = 8 * 1024;
+/**
+ * The most one event read from a JSON line may hold, serialised (docs/runs.md#transcript): a
+ * message's text fields are capped by the reader, but its other fields (a todo list, a file
+ * change, usage) are the agent's; past this the event keeps its kind and a cut JSON rendering,
+ * cut to half the bound (quotes and backslashes double when it is serialised in turn).
+ */
+export const MAX_EVENT_BYTES = 64 * 1024;
 const FLUSH_MS = 100;
 /**
  * A line of a JSON format (claude-stream-json, codex-json) is held whole up to this size before it
@@ -77,8 +84,8 @@ export class AgentOutput {
       let events: ReturnType<LineReader> | undefined;
       let sizes: number[] = [];
       try {
-        events = this.reader(line.replace(/\r?\n$/, ''));
-        sizes = events ? events.map((e) => JSON.stringify(e.data).length) : [];
+        events = this.reader(line.replace(/\r?\n$/, ''))?.map(boundedEvent);
+        sizes = events ? events.map((e) => Buffer.byteLength(JSON.stringify(e.data))) : [];
       } catch {
         events = undefined;
       }
@@ -133,4 +140,12 @@ export class AgentOutput {
     this.pending = null;
     this.emit({ type: 'output', data: { stream, text } });
   }
+}
+
+/** `e` as it is when it serialises to at most MAX_EVENT_BYTES, else its kind and a cut JSON rendering of its data. */
+function boundedEvent(e: TranscriptEventInput): TranscriptEventInput {
+  const json = JSON.stringify(e.data);
+  if (Buffer.byteLength(json) <= MAX_EVENT_BYTES) return e;
+  const kind = (e.data as { kind?: unknown }).kind;
+  return { type: e.type, data: { ...(typeof kind === 'string' ? { kind } : {}), text: truncateUtf8(json, MAX_EVENT_BYTES / 2 - 512).text, truncated: true } };
 }

@@ -36,6 +36,8 @@ export interface RemoteWorkerOptions {
 export class WorkerFatal extends Error {}
 
 class LeaseLost extends Error {}
+/** The runtime refused a request about a run as malformed or too large (a 4xx): sending it again cannot help. */
+class Refused extends Error {}
 
 interface Answer {
   status: number;
@@ -151,10 +153,10 @@ export class RemoteWorker {
         const a = await this.call('POST', `/api/v1/worker/runs/${job.runId}/${route}`, { worker_id: this.id, ...body });
         if (a.status === 409 || a.status === 404) throw new LeaseLost(RemoteWorker.detail(a));
         if (a.status === 401 || a.status === 403) throw new WorkerFatal(RemoteWorker.detail(a));
-        if (a.status >= 400) throw new Error(RemoteWorker.detail(a));
+        if (a.status >= 400) throw new Refused(RemoteWorker.detail(a));
         return a.body;
       } catch (err) {
-        if (err instanceof LeaseLost || err instanceof WorkerFatal) throw err;
+        if (err instanceof LeaseLost || err instanceof WorkerFatal || err instanceof Refused) throw err;
         if (!until()) throw err;
         await sleep(backoff);
         backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
@@ -229,12 +231,13 @@ export class RemoteWorker {
 
     // Events are sent in order, in small batches, by one sender at a time.
     let sending: Promise<void> = Promise.resolve();
+    const notes = new WeakSet<object>();
     const flush = () => {
       sending = sending.then(async () => {
         while (job.queue.length && !job.lost) {
           let bytes = 0;
           let n = 0;
-          while (n < job.queue.length && n < BATCH_EVENTS && (n === 0 || bytes < BATCH_BYTES)) bytes += JSON.stringify(job.queue[n++]).length;
+          while (n < job.queue.length && n < BATCH_EVENTS && (n === 0 || bytes < BATCH_BYTES)) bytes += Buffer.byteLength(JSON.stringify(job.queue[n++]));
           const batch = job.queue.slice(0, n);
           try {
             // `first_index` lets the runtime skip what it took already when a lost answer makes this batch go again.
@@ -243,6 +246,19 @@ export class RemoteWorker {
             job.sent += n;
             if (answer?.cancel) job.abort.abort();
           } catch (err) {
+            if (err instanceof Refused && !batch.every((e) => notes.has(e))) {
+              // Refused as it is (too large, say): each of its events becomes one line saying so,
+              // so the transcript keeps its order and the run goes on being reported. Notes
+              // refused in turn end the run's reporting like a lost lease.
+              this.opts.say(`the runtime refused ${n} event(s) of ${job.runId} (${err.message}); sending a note in their place`);
+              const replaced = batch.map((e) => {
+                const note = { type: 'output' as const, data: { stream: 'stderr', text: `[a transcript event of ${Buffer.byteLength(JSON.stringify(e))} bytes was refused by the runtime: ${err.message}]\n`, truncated: true } };
+                notes.add(note);
+                return note;
+              });
+              job.queue.splice(0, n, ...replaced);
+              continue;
+            }
             lose(err);
             return;
           }

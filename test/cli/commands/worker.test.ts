@@ -130,6 +130,20 @@ describe('factory worker', { concurrency: true }, () => {
     assert.equal(stopped.retryable, true);
   });
 
+  test('an agent event far over the API body limit is cut where it is read: the worker reports the run to its end', { timeout: 120_000 }, async (t) => {
+    const { rt, workerKey } = await workerRuntime(t);
+    const script = "process.stdout.write(JSON.stringify({type:'item.completed',item:{type:'todo_list',items:['\\u00e9'.repeat(600000)]}})+'\\n'); console.log('after')";
+    await applyEnvironments(rt, { big: envYaml({ command: ['node', '-e', script], format: 'codex-json' }) });
+    startWorker(t, rt, workerKey, 'w-big');
+    const id = await run(rt, 'big');
+    const done = await waitForRun(rt, id);
+    assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
+    const transcript = (await (await rt.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
+    const message = transcript.events.find((e) => e.type === 'message');
+    assert.ok(message && message.data.truncated === true && Buffer.byteLength(JSON.stringify(message.data)) <= 64 * 1024, JSON.stringify(message).slice(0, 300));
+    assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes('after')), 'what the agent printed after it is there');
+  });
+
   test('a cancel reaches the worker: its run ends CANCELLED', { timeout: 120_000 }, async (t) => {
     const { rt, workerKey } = await workerRuntime(t);
     const w = startWorker(t, rt, workerKey, 'w-two');
