@@ -6,6 +6,7 @@
  */
 
 import type { Service, ServiceDeps, ServiceFactory, Services } from '../services.ts';
+import { killOrphanGroup } from './process.ts';
 
 /** How often at most; a short lease is swept at a third of it. */
 const SWEEP_MS = 5_000;
@@ -15,7 +16,7 @@ export class LeaseSweeper implements Service {
   private readonly waiters = new Set<() => void>();
   private draining = false;
 
-  constructor(private readonly deps: Pick<ServiceDeps, 'store' | 'log' | 'config'>) {}
+  constructor(private readonly deps: Pick<ServiceDeps, 'store' | 'log' | 'config'> & { services?: Services }) {}
 
   start(): void {
     const every = Math.min(SWEEP_MS, Math.max(200, Math.floor((this.deps.config.leaseSeconds * 1000) / 3)));
@@ -75,8 +76,21 @@ export class LeaseSweeper implements Service {
   /** One sweep; the runs it ended. */
   sweep(): string[] {
     try {
-      const ended = this.deps.store.leases.sweep();
+      // This process's own pool renews first: after the process was paused (a laptop asleep, a
+      // stopped VM) its runs' leases look expired although their executor is alive and here.
+      this.deps.services?.executor?.heartbeat();
+      const groups = new Map<string, number[]>();
+      const ended = this.deps.store.leases.sweep(groups);
       if (ended.length) this.deps.log.warn({ runs: ended }, 'runs whose executor stopped renewing its lease are now ERROR (worker_lost)');
+      // Their processes, where they ran on this machine (a replica of the same database that
+      // crashed and was not restarted before the lease ran out): killOrphanGroup kills a group
+      // only once its processes are verified to be the run's.
+      for (const [runId, pgids] of groups) {
+        if (!ended.includes(runId)) continue;
+        for (const pgid of pgids) {
+          if (killOrphanGroup(pgid, runId) === 'killed') this.deps.log.warn({ runId, pgid }, 'killed a process group left running by the run\'s lost executor');
+        }
+      }
       return ended;
     } catch (err) {
       this.deps.log.warn({ err }, 'the lease sweep failed; the next one tries again');

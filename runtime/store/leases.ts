@@ -69,8 +69,10 @@ export class LeaseStore {
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder AND lease_until_ms >= @now
           AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
         RETURNING cancel_requested_at AS "cancelRequestedAt", reported_events AS "reportedEvents", reported_bytes AS "reportedBytes"`),
+      // The in-process pool's heartbeat: a lease of its own that ran out but that no sweep has
+      // ended yet (the process was paused: a laptop asleep) is still its own, and renewed.
       renewAll: db.prepare(`UPDATE runs SET lease_until_ms = @until
-        WHERE lease_holder = @holder AND state = 'INPROGRESS' AND lease_until_ms >= @now
+        WHERE lease_holder = @holder AND state = 'INPROGRESS'
           AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
         RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
       setReported: db.prepare(`UPDATE runs SET reported_events = @events, reported_bytes = @bytes WHERE run_id = @run`),
@@ -130,7 +132,10 @@ export class LeaseStore {
       | undefined;
   }
 
-  /** Extends every lease the holder still holds (a pool's heartbeat); the runs it holds. */
+  /**
+   * Extends every lease the holder still holds (the in-process pool's heartbeat), also one that ran
+   * out but that no sweep has ended (docs/runs.md#workers); the runs it holds.
+   */
   renewAll(holder: Pick<LeaseHolder, 'id'>, leaseMs: number): HeldRun[] {
     const rows = this.stmts.renewAll.all({ holder: holder.id, ...this.renewParams(leaseMs) }) as { runId: string; cancelRequestedAt: string | null }[];
     return rows.map((r) => ({ runId: r.runId, cancel: r.cancelRequestedAt !== null }));
@@ -192,13 +197,16 @@ export class LeaseStore {
    * Ends every run in progress whose lease expired: ERROR worker_lost, retryable, or CANCELLED when a
    * cancel was asked of it (docs/runs.md#workers).
    * Idempotent; replicas may sweep at the same time (the conditional UPDATE picks each run once).
+   * `groups`, when given, receives the process groups recorded for each run found expired.
    */
-  sweep(): string[] {
+  sweep(groups?: Map<string, number[]>): string[] {
     return this.ctx.db.transaction(() => {
       const now = this.nowMs();
       const rows = this.stmts.expire.all({ now }) as { runId: string; cancelRequestedAt: string | null; deadlineMs: number | string | null }[];
       const ended: string[] = [];
       for (const { runId, cancelRequestedAt, deadlineMs } of rows) {
+        // The process groups recorded for it, which finishing forgets: for the caller to end.
+        if (groups) groups.set(runId, this.runs.processGroups(runId));
         // A run whose cancel was asked ends as asked, also when its holder never finished it.
         const overdue = deadlineMs !== null && Number(deadlineMs) < now;
         const lost: FinishInput = { statusMessage: overdue ? OVERDUE_MESSAGE : WORKER_LOST_MESSAGE, errorCode: 'worker_lost', retryable: true };

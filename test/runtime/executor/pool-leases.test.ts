@@ -52,7 +52,8 @@ test('a run whose lease the pool lost is stopped, and stays ERROR worker_lost wi
   const pool = rt.services.executor!;
   const id = await startSlow();
   clock.advance((LEASE + 1) * 1000);
-  rt.services.leases!.sweep();
+  // Another replica's sweep (the store's): this runtime's own sweeper renews its pool's leases first.
+  rt.store.leases.sweep();
   const swept = await waitForRun(rt, id);
   assert.equal(swept.state, 'ERROR');
   assert.equal(swept.error_code, 'worker_lost');
@@ -65,4 +66,41 @@ test('a run whose lease the pool lost is stopped, and stays ERROR worker_lost wi
   const events = rt.store.runs.events(id, 0, 100);
   assert.equal(events.at(-1)?.type, 'state', 'the sweep\'s state event is the last one');
   assert.equal(events.at(-1)?.data.to, 'ERROR');
+});
+
+test('a runtime paused past the lease (a laptop asleep) keeps its own runs: its sweeper renews its pool first', { timeout: 60_000 }, async () => {
+  const id = await startSlow();
+  clock.advance((LEASE + 1) * 1000);
+  assert.deepEqual(rt.services.leases!.sweep(), [], 'nothing ended');
+  assert.equal((await (await rt.fetch(`/api/v1/agent/runs/${id}`)).json() as { state: string }).state, 'INPROGRESS');
+  assert.equal(rt.store.leases.holderOf(id)?.id, rt.services.executor!.holder.id);
+  assert.equal(rt.store.leases.renewAll(rt.services.executor!.holder, 1000).some((h) => h.runId === id), true, 'the lease is held again');
+  assert.equal((await (await rt.fetch(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST' })).status), 200);
+  assert.equal((await waitForRun(rt, id)).state, 'CANCELLED');
+});
+
+test('a run whose executor (another process on this machine) stopped renewing: the sweep ends it and kills its recorded process group', { timeout: 60_000 }, async (t) => {
+  const { spawn } = await import('node:child_process');
+  const { isGone } = await import('./helpers.ts');
+  rt.services.executor!.pause();
+  t.after(() => rt.services.executor!.resume());
+  const { res, body } = await createRun(rt, { prompt: 'wait', config: { environment_id: 'slow' } });
+  assert.equal(res.status, 201);
+  const id = body.run_id as string;
+  // What a replica that then crashed did: claimed it, started its agent, recorded the group.
+  assert.ok(rt.store.leases.claim({ id: 'other-host/4242.x', name: 'crashed' }, 60_000));
+  const agent = spawn('/bin/sh', ['-c', 'sleep 300'], { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', FACTORY_RUN_ID: id } });
+  t.after(() => {
+    try {
+      process.kill(-agent.pid!, 'SIGKILL');
+    } catch {
+      // gone, as it should be
+    }
+  });
+  rt.store.runs.addProcessGroup(id, agent.pid!);
+  clock.advance(61_000);
+  assert.deepEqual(rt.services.leases!.sweep(), [id]);
+  assert.equal((await waitForRun(rt, id)).error_code, 'worker_lost');
+  await eventually(() => isGone(agent.pid!), 'the lost executor\'s agent to be killed');
+  assert.match(rt.logs.text, /killed a process group left running by the run's lost executor/);
 });
