@@ -21,7 +21,7 @@ export interface DataDirLock {
   release(): void;
 }
 
-export function lockDataDir(dataDir: string, then = 'stop it first, or give this one its own --data-dir'): DataDirLock {
+export function lockDataDir(dataDir: string, then = 'stop it first, or give this one its own --data-dir', what: { dir: string; holder: string } = { dir: 'data dir', holder: 'runtime' }): DataDirLock {
   // A second hold in this same process is SQLITE_BUSY too: SQLite keeps one lock per file and process.
   const path = join(dataDir, 'runtime.lock');
   let db: Database.Database | undefined;
@@ -30,7 +30,7 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
     try {
       opened = new Database(path, { timeout: 0 });
     } catch (err) {
-      throw new CliError(`cannot lock the data dir ${dataDir}: ${fsReason(err)}.`);
+      throw new CliError(`cannot lock the ${what.dir} ${dataDir}: ${fsReason(err)}.`);
     }
     try {
       tightenMode(path, 0o600);
@@ -41,7 +41,7 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
     } catch (err) {
       opened.close();
       const code = (err as { code?: string }).code ?? '';
-      if (code.startsWith('SQLITE_BUSY')) throw inUse(dataDir, then);
+      if (code.startsWith('SQLITE_BUSY')) throw inUse(dataDir, then, what);
       // Some other file by that name (an older release wrote a pid there): emptied in place, the
       // same inode, so a runtime that holds it already still does and this one then finds it busy.
       if (code === 'SQLITE_NOTADB' && attempt === 0) {
@@ -62,8 +62,8 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
 }
 
 /** The one sentence for a data dir in use, naming the other runtime as its runtime.json does. */
-function inUse(dataDir: string, then: string): CliError {
-  const other = readRuntimeFile(dataDir);
+function inUse(dataDir: string, then: string, what: { dir: string; holder: string }): CliError {
+  const other = what.holder === 'runtime' ? readRuntimeFile(dataDir) : undefined;
   const who = other ? ` (pid ${other.pid}, ${other.url})` : '';
-  return new CliError(`the data dir ${dataDir} is in use by another runtime${who}; ${then}.`);
+  return new CliError(`the ${what.dir} ${dataDir} is in use by another ${what.holder}${who}; ${then}.`);
 }

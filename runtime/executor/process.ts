@@ -182,6 +182,35 @@ function pgidOf(pid: string): number | undefined {
 }
 
 /**
+ * Kills (SIGKILL) every process group one of whose live members carries run `runId`'s marker
+ * (killOrphanGroup says why that proves it is the run's): for a worker that died without a record
+ * of the groups it started. Returns how many groups were killed; 0 without Linux's /proc.
+ */
+export function killRunGroups(runId: string): number {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return 0;
+  }
+  const marker = Buffer.from(`FACTORY_RUN_ID=${runId}\0`);
+  const groups = new Set<number>();
+  for (const pid of pids) {
+    let environ: Buffer;
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`);
+    } catch {
+      continue;
+    }
+    const at = environ.indexOf(marker);
+    const pgid = at === 0 || (at > 0 && environ[at - 1] === 0) ? pgidOf(pid) : undefined;
+    if (pgid !== undefined && pgid > 1 && pgid !== process.pid) groups.add(pgid);
+  }
+  for (const pgid of groups) killGroup(pgid, 'SIGKILL');
+  return groups.size;
+}
+
+/**
  * Kills (SIGKILL) a process group that a previous runtime process recorded for run `runId` and
  * could not stop because it died (docs/runs.md: nothing outlives its run). Group ids are reused
  * once a group is gone, so the group is killed only when one of its live members carries the run's

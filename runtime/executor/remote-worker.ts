@@ -10,13 +10,16 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { WorkerClaim } from '../routes/worker.ts';
 import { runJob, type JobResult, type TranscriptEventInput } from './job.ts';
 import { agentNotFoundMessage, applyIsolation, type PreparedJob } from './prepare.ts';
 import { workDirMode, type Isolation } from './sandbox.ts';
 import { removeWorkspace } from './workspace.ts';
+import { killRunGroups } from './process.ts';
+import { lockDataDir, type DataDirLock } from '../data-dir-lock.ts';
+import { RUN_ID_PATTERN } from '../../core/ids.ts';
 
 export const WORKER_STOPPED_MESSAGE = 'the worker executing the run stopped while the run was in progress';
 
@@ -81,6 +84,7 @@ export class RemoteWorker {
   private readonly stopSignal = new AbortController();
   private leaseMs = 30_000;
   private loop: Promise<void> | undefined;
+  private lock: DataDirLock | undefined;
   /** Set while requests fail on the network: said once per outage. */
   private away = false;
   /** Set when the worker stopped on its own (a fatal refusal). */
@@ -90,8 +94,25 @@ export class RemoteWorker {
 
   /** Starts the claim loop; resolves when it has ended (stop, or a fatal refusal). */
   run(): Promise<void> {
-    this.loop ??= this.claimLoop();
+    this.loop ??= this.prepareWorkDir().then(() => this.claimLoop());
     return this.loop;
+  }
+
+  /**
+   * Takes the work dir for this worker alone (a lock, as a runtime takes its data dir), then ends
+   * what a worker before it left there: one killed (SIGKILL, OOM) kept no record of its runs, so
+   * their workspaces, and under `direct` their processes, would stay for ever (docs/runs.md#workers).
+   */
+  private async prepareWorkDir(): Promise<void> {
+    const dir = this.opts.workDir;
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    this.lock = lockDataDir(dir, 'stop it first, or give this worker its own --work-dir', { dir: 'work dir', holder: 'worker' });
+    for (const name of await readdir(dir)) {
+      if (!RUN_ID_PATTERN.test(name)) continue;
+      const killed = killRunGroups(name);
+      await removeWorkspace(path.join(dir, name));
+      this.opts.say(`removed the workspace of ${name} left by a worker that stopped without cleaning up${killed ? `, and ended ${killed} process group(s) of it` : ''}`);
+    }
   }
 
   /**
@@ -104,7 +125,8 @@ export class RemoteWorker {
     this.stopSignal.abort();
     for (const job of this.jobs.values()) job.abort.abort();
     await Promise.all([...this.jobs.values()].map((j) => j.done));
-    await this.loop;
+    await this.loop?.catch(() => {});
+    this.lock?.release();
   }
 
   /** One request; network failures and 5xx are thrown as retryable Errors, other answers returned. */

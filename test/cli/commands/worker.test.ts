@@ -1,9 +1,10 @@
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FakeClock } from '../../../runtime/clock.ts';
+import { eventually } from '../../helpers/eventually.ts';
 import { startCli, terminalEnv, execCli, type RunningCli } from '../../helpers/cli.ts';
 import { testExecutor } from '../../runtime/executor/helpers.ts';
 import { EXAMPLE_AGENTS, startTestRuntime, type TestRuntime } from '../../runtime/helpers.ts';
@@ -18,6 +19,8 @@ import { applyEnvironments, createRun, envYaml, waitForRun } from '../../runtime
 
 const LEASE = 3;
 let workDir: string;
+/** Each worker's own work dir (a worker takes its work dir for itself alone). */
+const workDirOf = (name: string) => path.join(workDir, name);
 const executor = testExecutor();
 
 before(() => {
@@ -47,7 +50,7 @@ async function workerRuntime(t: TestContext, leaseSeconds?: number): Promise<{ r
 
 function startWorker(t: TestContext, rt: TestRuntime, workerKey: string, name: string): RunningCli {
   const w = startCli(
-    ['worker', '--server', rt.url, '--concurrency', '2', '--executor', executor, '--sandbox-ro-bind', EXAMPLE_AGENTS, '--work-dir', workDir, '--name', name],
+    ['worker', '--server', rt.url, '--concurrency', '2', '--executor', executor, '--sandbox-ro-bind', EXAMPLE_AGENTS, '--work-dir', workDirOf(name), '--name', name],
     { env: terminalEnv({ FACTORY_API_KEY: workerKey }) },
   );
   t.after(() => w.child.kill('SIGKILL'));
@@ -60,7 +63,7 @@ async function startKeyedWorker(t: TestContext, runtime: TestRuntime, name: stri
   assert.equal(created.status, 201);
   const key = ((await created.json()) as { key: string }).key;
   const w = startCli(
-    ['worker', '--server', runtime.url, '--concurrency', '1', '--executor', executor, '--work-dir', workDir, '--name', name],
+    ['worker', '--server', runtime.url, '--concurrency', '1', '--executor', executor, '--work-dir', workDirOf(name), '--name', name],
     { env: terminalEnv({ FACTORY_API_KEY: key }) },
   );
   t.after(() => w.child.kill('SIGKILL'));
@@ -116,9 +119,9 @@ describe('factory worker', { concurrency: true }, () => {
     assert.ok(transcript.events.some((e) => e.type === 'output' && String(e.data.text).includes(`scripted-agent: run ${id}`)), 'the agent output');
     await w.waitFor(() => w.stdout().includes(`finished ${id} SUCCEEDED`), 'the finished line');
     assert.match(w.stdout(), new RegExp(`started ${id}`));
-    assert.ok(!readdirSync(workDir).includes(id), 'the workspace is removed when the run ends');
+    assert.ok(!readdirSync(workDirOf('w-one')).includes(id), 'the workspace is removed when the run ends');
     // Only run commands of another user that reach their workspace by path need to pass through it.
-    assert.equal(statSync(workDir).mode & 0o777, executor === 'direct' && process.getuid?.() === 0 ? 0o711 : 0o700);
+    assert.equal(statSync(workDirOf('w-one')).mode & 0o777, executor === 'direct' && process.getuid?.() === 0 ? 0o711 : 0o700);
 
     const slow = await run(rt, 'slow');
     await w.waitFor(() => w.stdout().includes(`started ${slow}`), 'the slow run to start');
@@ -163,17 +166,38 @@ describe('factory worker', { concurrency: true }, () => {
     const w = startWorker(t, rt, workerKey, 'w-three');
     const id = await run(rt, 'slow');
     await w.waitFor(() => w.stdout().includes(`started ${id}`), 'the run to start');
+    // Its agent is about to start once the prompt is written into its workspace.
+    await eventually(() => existsSync(path.join(workDirOf('w-three'), id, 'prompt.md')), 'the workspace to be prepared');
     w.child.kill('SIGKILL');
     await w.closed;
     const done = await waitForRun(rt, id);
     assert.equal(done.state, 'ERROR', JSON.stringify(done));
     assert.equal(done.error_code, 'worker_lost');
     assert.equal(done.retryable, true);
+    // The next worker on that work dir ends what the killed one left: its workspace, and (direct)
+    // its agent, which no sandbox ended with it.
+    assert.ok(readdirSync(workDirOf('w-three')).includes(id), 'the killed worker left its workspace');
+    const next = startWorker(t, rt, workerKey, 'w-three');
+    await next.waitFor(() => next.stdout().includes(`removed the workspace of ${id}`), 'the leftover workspace to be removed');
+    assert.ok(!readdirSync(workDirOf('w-three')).includes(id));
+    const marker = `FACTORY_RUN_ID=${id}\0`;
+    const ofRun = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && (() => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'latin1').includes(marker);
+      } catch {
+        return false;
+      }
+    })());
+    assert.deepEqual(ofRun, [], 'no process of the run is left');
+    // A second worker on the same work dir is refused in one sentence.
+    const twin = startWorker(t, rt, workerKey, 'w-three');
+    assert.equal(await twin.closed, 1);
+    assert.match(twin.stderr(), new RegExp(`(^|\\n)error: the work dir .*w-three is in use by another worker; stop it first, or give this worker its own --work-dir\\.\\n$`));
   });
 
   test('factory worker: a key without the worker scope is refused in one sentence, exit 1; a bad flag is a usage error', async (t) => {
     const { rt, workerKey } = await workerRuntime(t);
-    const bad = await execCli(['worker', '--server', rt.url, '--executor', 'direct', '--concurrency', '1'], { env: terminalEnv({ FACTORY_API_KEY: rt.adminKey.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) }), limitMs: 60_000 });
+    const bad = await execCli(['worker', '--server', rt.url, '--executor', 'direct', '--concurrency', '1', '--work-dir', workDirOf('w-refused')], { env: terminalEnv({ FACTORY_API_KEY: rt.adminKey.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) }), limitMs: 60_000 });
     assert.equal(bad.code, 1, bad.stderr);
     assert.match(bad.stderr, /^error: the runtime refused this worker: .*not valid/m);
     assert.doesNotMatch(bad.stderr, /\n\s+at /, 'no stack trace');
@@ -190,7 +214,7 @@ describe('factory worker', { concurrency: true }, () => {
     const second = await startTestRuntime({ dataDir, flags: { port, leaseSeconds: 15 } });
     t.after(() => second.stop());
     assert.equal((await waitForRun(second, id, () => true)).state, 'INPROGRESS', 'the restarted pool did not end the worker\'s run');
-    writeFileSync(path.join(workDir, id, 'go'), '');
+    writeFileSync(path.join(workDirOf('w-restart'), id, 'go'), '');
     const done = await waitForRun(second, id);
     assert.equal(done.state, 'SUCCEEDED', JSON.stringify(done));
     const transcript = (await (await second.fetch(`/api/v1/agent/runs/${id}/transcript`)).json()) as { events: { type: string; data: Record<string, any> }[] };
