@@ -739,8 +739,10 @@ export class RunStore {
       if (!row) return undefined;
       // A finished run has no process left to stop at a restart.
       this.stmts.groupsClear.run(runId);
-      // `from` is not returned by RETURNING; the event names where the run ends, and why.
-      this.appendEventInTx(runId, 'state', { to, ...(input.statusMessage ? { status_message: input.statusMessage } : {}) }, now);
+      // RETURNING gives the row as it is now; the state it left is the one its start tells: a
+      // run is INPROGRESS from its claim (started_at) on, QUEUED before, the only states a finish leaves.
+      const left = row.started_at === null ? 'QUEUED' : 'INPROGRESS';
+      this.appendEventInTx(runId, 'state', { from: left, to, ...(input.statusMessage ? { status_message: input.statusMessage } : {}) }, now);
       const record = this.toRecord(row);
       this.enqueueInTx(row, record, new Date(now));
       return record;

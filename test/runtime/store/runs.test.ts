@@ -62,6 +62,9 @@ describe('the runs store', { concurrency: 4 }, () => {
     assert.equal(store.runs.get(run.run_id)!.state, 'FAILED');
     const queued = store.runs.create(input());
     assert.equal(store.runs.finish(queued.run_id, 'CANCELLED', { statusMessage: 'cancelled' })!.state, 'CANCELLED');
+    // The final state event names the state the run left, as every state event does.
+    assert.deepEqual(store.runs.events(run.run_id, 0, 10).at(-1)!.data, { from: 'INPROGRESS', to: 'FAILED', status_message: 'agent exited with exit code 3' });
+    assert.deepEqual(store.runs.events(queued.run_id, 0, 10).at(-1)!.data, { from: 'QUEUED', to: 'CANCELLED', status_message: 'cancelled' });
   });
 
   forEachEngine('transcript events are numbered per run and read after a seq', (t, db) => {
