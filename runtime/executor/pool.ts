@@ -104,7 +104,9 @@ export class ExecutorPool implements Service {
     }
     this.recover();
     this.started = true;
-    await this.cleanWorkspaces();
+    // In the background: workspaces due for removal after a long stop (thousands of files each)
+    // must not keep the runtime from answering, webhooks included.
+    this.cleanWorkspaces().catch((err) => this.deps.log.warn({ err }, 'workspace clean-up failed'));
     this.pollTimer = setInterval(() => this.wake(), this.options.pollMs ?? POLL_MS);
     this.pollTimer.unref();
     // Heartbeats every third of the lease; a cancel asked through another replica arrives on the
