@@ -69,7 +69,10 @@ export class CappedBuffer {
     this.size += part.length;
   }
 
+  /** The text, at most `cap` bytes of UTF-8 also once decoded (an invalid byte becomes a 3-byte U+FFFD). */
   text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
+    const cut = truncateUtf8(Buffer.concat(this.chunks).toString('utf8'), this.cap);
+    if (cut.truncated) this.truncated = true;
+    return cut.text;
   }
 }
