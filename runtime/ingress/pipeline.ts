@@ -256,10 +256,15 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // 7. UTF-8 JSON, any value. Parsed once; the hooks get this value (no second parse).
   const parsed = parseJson(body);
   if (!parsed) {
-    return reject('rejected_invalid_json', body.length === 0 ? 'empty' : null, { body, size: body.length }, {
+    // A byte-order mark is valid UTF-8 but not JSON's (RFC 8259: senders must not add one): said as such.
+    const bom = body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf;
+    return reject('rejected_invalid_json', body.length === 0 ? 'empty' : bom ? 'byte_order_mark' : null, { body, size: body.length }, {
       status: 400,
       headers: {},
-      problem: { code: 'invalid_json', detail: 'The body is not valid UTF-8 JSON.' },
+      problem: {
+        code: 'invalid_json',
+        detail: bom ? 'The body starts with a byte-order mark, which JSON does not allow (RFC 8259); send it without one.' : 'The body is not valid UTF-8 JSON.',
+      },
     });
   }
 

@@ -161,6 +161,16 @@ describe('JSON (7.1 step 7)', () => {
     assert.ok(log.every((e) => !e.has_payload));
   });
 
+  it('a body with a byte-order mark is refused saying so, its reason logged', async () => {
+    const res = await deliver(token.url, Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]), bearer(token.secret));
+    assert.equal(res.status, 400);
+    const problem = (await res.json()) as { code: string; detail: string };
+    assert.deepEqual(problem.code, 'invalid_json');
+    assert.equal(problem.detail, 'The body starts with a byte-order mark, which JSON does not allow (RFC 8259); send it without one.');
+    const [entry] = await logOf(rt, token.uid, 1);
+    assert.deepEqual([entry.outcome_label, entry.reason], ['Rejected (invalid JSON)', 'byte_order_mark']);
+  });
+
   it('accepts any JSON value, including scalars and arrays, and keeps the exact bytes', async () => {
     for (const body of ['42', '"text"', 'null', 'true', '[1, 2, 3]', ' {"spaced" : 1}\n']) {
       const res = await deliver(token.url, body, bearer(token.secret));
