@@ -45,7 +45,7 @@ pre{background:#f6f6f6;padding:.5rem;overflow:auto;white-space:pre-wrap;margin:.
 .ev.message{border-color:#6a3}.ev.file_change{border-color:#c83}.muted,.meta{color:#666}.small,.meta{font-size:12px}
 .mono{font-family:ui-monospace,monospace}#err{color:#b00}
 </style>
-<script type="module" src="/dashboard/session.js"></script></head><body>
+<script type="module" src="../dashboard/session.js"></script></head><body>
 <nav><a href="../">← the factory dashboard</a></nav>
 <h1 id="title">Run</h1>
 <form id="login" hidden><p>This page shows a run's transcript. Enter an API key with the <code>runs</code> scope (the admin key in the runtime's data dir, <code>.factory/admin.key</code>, has it); it is kept in this tab only.</p>

@@ -295,6 +295,9 @@ test('in a real browser the dashboard works behind a proxy that mounts the runti
       await link.click();
       await page.getByText('agent says hi\n', { exact: true }).waitFor();
       assert.equal(await page.getByRole('link', { name: 'Open the session page', exact: true }).getAttribute('href'), `${proxy.url}sessions/${runId}`);
+      // The session page itself, under the same path: its script and its API calls too.
+      await page.goto(`${proxy.url}sessions/${runId}`);
+      await page.getByText('agent says hi', { exact: false }).first().waitFor();
       assert.deepEqual(outside, [], 'every request went through the proxy, under its path');
     });
   } finally {

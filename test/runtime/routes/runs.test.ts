@@ -71,7 +71,8 @@ test('create → 201 QUEUED at once → SUCCEEDED with a session link and a full
   assert.match(page.headers.get('content-type') ?? '', /text\/html/);
   const html = await page.text();
   // The page's script is the dashboard module session.js; nothing inline runs.
-  assert.match(html, /<script type="module" src="\/dashboard\/session\.js"><\/script>/);
+  // Relative, as every URL of the dashboard is: it also loads behind a proxy that mounts the runtime at a path.
+  assert.match(html, /<script type="module" src="\.\.\/dashboard\/session\.js"><\/script>/);
   assert.equal(html.match(/<script/g)?.length, 1);
   assert.match(page.headers.get('content-security-policy') ?? '', /script-src 'self';/);
   assert.equal((await rt.fetch('/dashboard/session.js', { key: null })).status, 200);
