@@ -45,6 +45,9 @@ export interface StartServerOptions {
 
 /** After this long, close() drops connections that are still busy. */
 const FORCE_CLOSE_MS = 10_000;
+/** How long a request's headers, and the whole request, may take to arrive (docs/errors.md). */
+export const HEADERS_TIMEOUT_MS = 20_000;
+export const REQUEST_TIMEOUT_MS = 60_000;
 
 /**
  * Starts the runtime (docs/runtime.md): listen, master key, store (migrations), admin key
@@ -96,6 +99,11 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
     else void ready.then(() => handler!(req, res));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, log));
+  // A sender that trickles its request holds a connection and its buffered body: the headers must
+  // arrive within 20 s and the whole request within 60 s (Node's defaults are 60 s and 5 minutes),
+  // then a 408 and the connection closed (docs/errors.md).
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
   // Listen before any key or database is made: a --host or --port that cannot be listened on
   // leaves none of them behind (docs/runtime.md#the-data-dir).
   await listen(server, config.host, config.port);

@@ -192,3 +192,10 @@ test('a master.key gone from beside its database is one clear sentence, and no n
   });
   assert.equal(existsSync(join(dataDir, 'master.key')), false);
 });
+
+test('a request trickled in is cut short: headers within 20 s, the whole request within 60 s (docs/errors.md)', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  assert.equal(rt.server.headersTimeout, 20_000);
+  assert.equal(rt.server.requestTimeout, 60_000);
+});
