@@ -187,27 +187,40 @@ function pgidOf(pid: string): number | undefined {
  * of the groups it started. Returns how many groups were killed; 0 without Linux's /proc.
  */
 export function killRunGroups(runId: string): number {
-  let pids: string[];
-  try {
-    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n));
-  } catch {
-    return 0;
-  }
-  const marker = Buffer.from(`FACTORY_RUN_ID=${runId}\0`);
+  const pids = procPids();
+  if (!pids) return 0;
+  const marker = runMarker(runId);
   const groups = new Set<number>();
   for (const pid of pids) {
-    let environ: Buffer;
-    try {
-      environ = readFileSync(`/proc/${pid}/environ`);
-    } catch {
-      continue;
-    }
-    const at = environ.indexOf(marker);
-    const pgid = at === 0 || (at > 0 && environ[at - 1] === 0) ? pgidOf(pid) : undefined;
+    const pgid = carriesRun(pid, marker) ? pgidOf(pid) : undefined;
     if (pgid !== undefined && pgid > 1 && pgid !== process.pid) groups.add(pgid);
   }
   for (const pgid of groups) killGroup(pgid, 'SIGKILL');
   return groups.size;
+}
+
+/** The ids of the live processes, or undefined without Linux's /proc. */
+function procPids(): string[] | undefined {
+  try {
+    return readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The environment entry every process of run `runId` starts with (its terminating NUL included). */
+const runMarker = (runId: string) => Buffer.from(`FACTORY_RUN_ID=${runId}\0`);
+
+/** Whether process `pid` started with `marker` as one whole entry of its environment (not a suffix of another). */
+function carriesRun(pid: string, marker: Buffer): boolean {
+  let environ: Buffer;
+  try {
+    environ = readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return false;
+  }
+  const at = environ.indexOf(marker);
+  return at === 0 || (at > 0 && environ[at - 1] === 0);
 }
 
 /**
@@ -229,24 +242,11 @@ export function killOrphanGroup(pgid: number, runId: string): OrphanOutcome {
     // ESRCH: no process is left in the group. EPERM: the group is not ours to signal.
     return (err as NodeJS.ErrnoException).code === 'ESRCH' ? 'gone' : 'unverified';
   }
-  let pids: string[];
-  try {
-    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n));
-  } catch {
-    return 'unverified';
-  }
-  const marker = Buffer.from(`FACTORY_RUN_ID=${runId}\0`);
+  const pids = procPids();
+  if (!pids) return 'unverified';
+  const marker = runMarker(runId);
   for (const pid of pids) {
-    if (pgidOf(pid) !== pgid) continue;
-    let environ: Buffer;
-    try {
-      environ = readFileSync(`/proc/${pid}/environ`);
-    } catch {
-      continue;
-    }
-    // Entries are NUL-terminated; match a whole entry, not a suffix of another variable.
-    const at = environ.indexOf(marker);
-    if (at === 0 || (at > 0 && environ[at - 1] === 0)) {
+    if (pgidOf(pid) === pgid && carriesRun(pid, marker)) {
       killGroup(pgid, 'SIGKILL');
       return 'killed';
     }
