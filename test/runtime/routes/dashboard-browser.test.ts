@@ -128,11 +128,11 @@ test('in a real browser the session page asks for a key, then shows the transcri
       assert.equal(await events.count(), 0);
       await key.fill(rt.adminKey);
       await page.getByRole('button', { name: 'Show transcript', exact: true }).click();
-      await page.getByText('SUCCEEDED', { exact: true }).waitFor();
+      await page.getByText('INPROGRESS → SUCCEEDED', { exact: true }).waitFor();
       const lines = await events.locator(':scope > :nth-child(2)').allTextContents();
       assert.deepEqual(
         lines.map((l) => l.replace(/\d+ ms/, 'N ms')),
-        ['QUEUED → INPROGRESS', '$ echo from setup  (setup: exit 0, N ms)', 'agent says hi\n', "$ /bin/sh -c 'echo agent says hi'  (agent ended: exit 0, N ms)", 'SUCCEEDED'],
+        ['QUEUED → INPROGRESS', '$ echo from setup  (setup: exit 0, N ms)', 'agent says hi\n', "$ /bin/sh -c 'echo agent says hi'  (agent ended: exit 0, N ms)", 'INPROGRESS → SUCCEEDED'],
       );
       assert.equal(await page.getByText(/^SUCCEEDED · created /).count(), 1);
     });
