@@ -56,9 +56,27 @@ export function headerIdentity(get: HeaderGetter, sources: IdentitySources | rea
     // Trimmed exactly as the signature schemes read the same header (schemes/types.ts trimOws).
     const v = get(name);
     const trimmed = v === undefined ? '' : trimOws(v);
-    if (trimmed !== '' && !DOT_SEGMENT.test(trimmed)) return bounded(trimmed);
+    if (trimmed !== '' && !DOT_SEGMENT.test(trimmed)) return bounded(asSent(trimmed));
   }
   return undefined;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A header value as the sender wrote it: Node gives header bytes one character each (latin1), so
+ * an id sent as UTF-8 (`é`) would read `Ã©` and could not be looked up by what the sender sent.
+ * Bytes that are valid UTF-8 are read as such; any other bytes stay one character each. The same
+ * bytes always give the same id, so deduplication is unchanged.
+ */
+function asSent(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (/^[\x00-\x7f]*$/.test(value)) return value;
+  try {
+    return utf8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
 }
 
 /** The body-derived identity, source 4. */

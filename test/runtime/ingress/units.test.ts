@@ -35,6 +35,9 @@ it('identity: header order, empty values skipped, long values hashed', () => {
   assert.equal(headerIdentity(() => '..', {}), undefined);
   assert.equal(headerIdentity((n) => (n === 'x-mine' ? '.' : n === 'x-service-delivery-id' ? 'svc' : undefined), { deliveryIdHeader: 'X-Mine' }), 'svc');
   assert.equal(headerIdentity(() => '...', {}), '...');
+  // A header's bytes come one character each; an id sent as UTF-8 is read as the sender wrote it.
+  assert.equal(headerIdentity(() => Buffer.from('commande-é-1', 'utf8').toString('latin1'), {}), 'commande-é-1');
+  assert.equal(headerIdentity(() => 'caf\xe9', {}), 'caf\xe9', 'bytes that are no UTF-8 stay as they came');
   const long = 'x'.repeat(MAX_IDENTITY_LENGTH + 1);
   assert.match(headerIdentity(() => long, {})!, /^sha256:[0-9a-f]{64}$/);
   assert.equal(bodyIdentity(Buffer.from('')), 'sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');

@@ -84,3 +84,15 @@ test('a webhook stored before the rule: the credential header is never its deliv
   assert.ok(!everything.includes('guessed-token-value'), 'a refused credential is in the delivery log or a log line');
   assert.ok(!everything.includes('Bearer'), JSON.stringify(log.map((e) => e.delivery_id)));
 });
+
+test('an id sent as UTF-8 is the id the sender wrote: answered, listed and looked up as such', async () => {
+  const hook = await createHook(rt, 'intl', { name: 'orders', auth_mode: 'token' });
+  const id = 'commande-é-42';
+  // On the wire, a header carries the id's UTF-8 bytes; a header string is one character per byte.
+  const res = await deliver(hook.url, '{"n":1}', { Authorization: `Bearer ${hook.secret}`, 'X-Service-Delivery-Id': Buffer.from(id, 'utf8').toString('latin1') });
+  assert.equal(res.status, 202);
+  assert.equal(((await res.json()) as { delivery_id: string }).delivery_id, id);
+  assert.equal((await logOf(rt, hook.uid, 1))[0].delivery_id, id);
+  const one = await rt.fetch(`/api/v1/webhooks/${hook.uid}/deliveries/${encodeURIComponent(id)}`);
+  assert.equal(one.status, 200, await one.clone().text());
+});
