@@ -483,7 +483,7 @@ function probePlan(iso: Isolation): ProbePlan {
           return { what: `bubblewrap (${bwrap}) is too old for the sandbox's options (${why})`, fix: 'install bubblewrap 0.8 or later (bwrap --version)', sandboxOnly: true };
         }
         if (why.startsWith('prlimit')) {
-          return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true, setting: true };
+          return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true };
         }
         const fix = iso.runAs ? 'check that this kernel and container allow namespaces (bwrap --version, and the container\'s seccomp and capabilities)' : 'allow unprivileged user namespaces, or run the runtime as root';
         return { what: `bubblewrap (${bwrap}) cannot create its sandbox here (${why})`, fix, sandboxOnly: true };

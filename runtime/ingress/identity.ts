@@ -66,16 +66,19 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * A header value as the sender wrote it: Node gives header bytes one character each (latin1), so
  * an id sent as UTF-8 (`é`) would read `Ã©` and could not be looked up by what the sender sent.
- * Bytes that are valid UTF-8 are read as such; any other bytes stay one character each. The same
- * bytes always give the same id, so deduplication is unchanged.
+ * Bytes that are valid UTF-8 are read as such; other bytes are named `sha256:` + the hex of their
+ * hash, as an over-long id is. The same bytes always give the same id.
  */
 function asSent(value: string): string {
   // eslint-disable-next-line no-control-regex
   if (/^[\x00-\x7f]*$/.test(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
   try {
-    return utf8.decode(Buffer.from(value, 'latin1'));
+    return utf8.decode(bytes);
   } catch {
-    return value;
+    // Not UTF-8: its bytes as one character each could equal another id's UTF-8 reading (E9 and
+    // C3 A9 would both be "é"), so such an id is named by the hash of its bytes instead.
+    return 'sha256:' + createHash('sha256').update(bytes).digest('hex');
   }
 }
 
