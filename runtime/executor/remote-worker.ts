@@ -10,7 +10,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { WorkerClaim } from '../routes/worker.ts';
 import { runJob, type JobResult, type TranscriptEventInput } from './job.ts';
@@ -39,6 +39,10 @@ export interface RemoteWorkerOptions {
 export class WorkerFatal extends Error {}
 
 class LeaseLost extends Error {}
+
+/** `.run_….worker`: a worker's mark beside each workspace it runs (prepareWorkDir). */
+const MARK = /^\.(run_[a-z2-7]{26})\.worker$/;
+const workerMark = (workDir: string, runId: string) => path.join(workDir, `.${runId}.worker`);
 /** The runtime refused a request about a run as malformed or too large (a 4xx): sending it again cannot help. */
 class Refused extends Error {}
 
@@ -107,11 +111,13 @@ export class RemoteWorker {
     const dir = this.opts.workDir;
     await mkdir(dir, { recursive: true, mode: 0o700 });
     this.lock = lockDataDir(dir, 'stop it first, or give this worker its own --work-dir', { dir: 'work dir', holder: 'worker' });
-    for (const name of await readdir(dir)) {
-      if (!RUN_ID_PATTERN.test(name)) continue;
-      const killed = killRunGroups(name);
-      await removeWorkspace(path.join(dir, name));
-      this.opts.say(`removed the workspace of ${name} left by a worker that stopped without cleaning up${killed ? `, and ended ${killed} process group(s) of it` : ''}`);
+    for (const entry of await readdir(dir)) {
+      const runId = MARK.exec(entry)?.[1];
+      if (runId === undefined || !RUN_ID_PATTERN.test(runId)) continue;
+      const killed = killRunGroups(runId);
+      await removeWorkspace(path.join(dir, runId));
+      await rm(path.join(dir, entry), { force: true });
+      this.opts.say(`removed the workspace of ${runId} left by a worker that stopped without cleaning up${killed ? `, and ended ${killed} process group(s) of it` : ''}`);
     }
   }
 
@@ -298,6 +304,9 @@ export class RemoteWorker {
       prepared = { ...claim.job, attachments: claim.job.attachments.map((a) => ({ name: a.name, bytes: Buffer.from(a.data, 'base64') })) };
       await mkdir(this.opts.workDir, { recursive: true, mode: 0o700 });
       await chmod(this.opts.workDir, workDirMode(this.opts.isolation));
+      // The mark that this workspace is a worker's: only such workspaces does a worker starting
+      // after a crash take as left behind (a runtime's own, in a work dir shared with it, have none).
+      await writeFile(workerMark(this.opts.workDir, job.runId), '');
       result = await runJob(applyIsolation(prepared, this.opts.isolation, workspace), {
         signal: job.abort.signal,
         onEvent: (e) => {
@@ -341,6 +350,7 @@ export class RemoteWorker {
     }
     // No retention here: the run's transcript is on the runtime (docs/runs.md#workers).
     await removeWorkspace(workspace).catch(() => {});
+    await rm(workerMark(this.opts.workDir, job.runId), { force: true }).catch(() => {});
     if (reported) say(`finished ${job.runId} ${state}${statusMessage ? `: ${statusMessage}` : ''}`);
     else if (job.lost) say(`finished ${job.runId} without reporting it: its lease was lost`);
   }

@@ -1,6 +1,6 @@
 import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FakeClock } from '../../../runtime/clock.ts';
@@ -177,9 +177,14 @@ describe('factory worker', { concurrency: true }, () => {
     // The next worker on that work dir ends what the killed one left: its workspace, and (direct)
     // its agent, which no sandbox ended with it.
     assert.ok(readdirSync(workDirOf('w-three')).includes(id), 'the killed worker left its workspace');
+    // A workspace without a worker's mark (a runtime's own, in a work dir it shares) is not touched.
+    const foreign = path.join(workDirOf('w-three'), `run_${'a'.repeat(26)}`);
+    mkdirSync(foreign);
+    writeFileSync(path.join(foreign, 'prompt.md'), 'a runtime run');
     const next = startWorker(t, rt, workerKey, 'w-three');
     await next.waitFor(() => next.stdout().includes(`removed the workspace of ${id}`), 'the leftover workspace to be removed');
     assert.ok(!readdirSync(workDirOf('w-three')).includes(id));
+    assert.ok(existsSync(path.join(foreign, 'prompt.md')), 'an unmarked workspace stays');
     const marker = `FACTORY_RUN_ID=${id}\0`;
     const ofRun = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && (() => {
       try {
