@@ -127,12 +127,19 @@ export function workDirMode(iso: Isolation): number {
   return iso.kind === 'direct' && iso.runAs ? 0o711 : 0o700;
 }
 
-/** Those of `dirs` strictly inside a system directory (never a system directory itself, nor `/`). */
+/**
+ * Directories every program may need (installed tools, libraries, agents under `npm -g`): never
+ * covered, even when the data dir sits right inside one (`/usr/local/factory`).
+ */
+const SHARED_DIRS = ['/usr/local', '/usr/lib', '/usr/lib32', '/usr/lib64', '/usr/libexec', '/usr/share', '/usr/bin', '/usr/sbin', '/usr/include', '/usr/src'];
+
+/** Those of `dirs` strictly inside a system directory (never a system directory itself, a shared one, nor `/`). */
 function coveredDirs(dirs: string[]): string[] {
   const out: string[] = [];
   for (const dir of dirs) {
     const abs = path.resolve(dir);
-    if (SYSTEM_DIRS.some((sys) => abs !== sys && isWithin(abs, sys)) && !out.includes(abs)) out.push(abs);
+    if (SHARED_DIRS.includes(abs) || out.includes(abs)) continue;
+    if (SYSTEM_DIRS.some((sys) => abs !== sys && isWithin(abs, sys))) out.push(abs);
   }
   return out;
 }

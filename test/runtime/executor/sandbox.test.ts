@@ -268,6 +268,9 @@ test('sandbox: an install directory under /opt (its env file beside the data dir
   const repo = makeRepo(base);
   const iso = isolationOf(parseConfig({ dataDir, executor: 'sandbox', sandboxRoBind: [AGENTS], localRepos: [base] }, {}), home);
   assert.deepEqual(iso.covered, [home, base]);
+  // A data dir right inside a shared directory never covers that directory (every tool is there).
+  const shared = isolationOf(parseConfig({ dataDir: '/usr/local/factory', executor: 'sandbox', sandboxRoBind: [AGENTS], localRepos: [] }, {}), '/usr/local');
+  assert.deepEqual(shared.covered, []);
   const look = `cat ${base}/factory.env ${home}/.ssh/id_ed25519 2>&1; ls -A ${base}; cat app/README.md`;
   const { result, output } = await run(spec(dir, { repos: [{ url: repo, path: 'app' }], agent: { command: ['/bin/sh', '-c', look] } }), { isolation: iso });
   assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
