@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type Koa from 'koa';
-import { CliError } from '../core/errors.ts';
+import { CliError, FactoryError } from '../core/errors.ts';
+import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders } from './http/problem.ts';
 import { tightenMode } from '../core/file-mode.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { answerClientError } from './http/client-error.ts';
@@ -96,7 +97,7 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   const server = createServer((req, res) => {
     res.on('finish', onFinish);
     if (handler) handler(req, res);
-    else void ready.then(() => handler!(req, res));
+    else if (!answerWhileStarting(req, res)) void ready.then(() => handler!(req, res));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket, log));
   // A sender that trickles its request holds a connection and its buffered body: the headers must
@@ -201,6 +202,26 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
     store.close();
     throw err;
   }
+}
+
+/**
+ * The health routes while the runtime starts (its store opening, its services starting): answered
+ * at once instead of waiting, `/readyz` with a 503 so that a load balancer keeps the replica out of
+ * rotation until it is ready (docs/runtime.md#health). True when answered.
+ */
+export function answerWhileStarting(req: IncomingMessage, res: ServerResponse): boolean {
+  const path = (req.url ?? '').split('?')[0];
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  if (path === '/healthz') {
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : '{"status":"ok"}');
+    return true;
+  }
+  if (path !== '/readyz') return false;
+  const starting = new FactoryError('service_unavailable', 'The runtime is starting: its database is not open yet.');
+  const body = JSON.stringify(problemBody(starting, '/readyz'));
+  res.writeHead(starting.status, { ...problemHeaders(starting), 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body) });
+  res.end(req.method === 'HEAD' ? undefined : body);
+  return true;
 }
 
 /** The URL a CLI on this machine reaches the listener at: a wildcard bind is reached on loopback. */

@@ -199,3 +199,25 @@ test('a request trickled in is cut short: headers within 20 s, the whole request
   assert.equal(rt.server.headersTimeout, 20_000);
   assert.equal(rt.server.requestTimeout, 60_000);
 });
+
+test('while the runtime starts, /healthz answers 200 and /readyz a 503 at once; other requests wait for it', async (t) => {
+  const { createServer } = await import('node:http');
+  const { answerWhileStarting } = await import('../../runtime/server.ts');
+  const { listenLocally } = await import('../helpers/listen.ts');
+  const waited: string[] = [];
+  const server = createServer((req, res) => {
+    if (!answerWhileStarting(req, res)) {
+      waited.push(req.url ?? '');
+      res.writeHead(204).end();
+    }
+  });
+  const url = await listenLocally(server);
+  t.after(() => server.close());
+  const health = await fetch(`${url}/healthz`);
+  assert.deepEqual([health.status, await health.json()], [200, { status: 'ok' }]);
+  const ready = await fetch(`${url}/readyz`);
+  assert.equal(ready.status, 503);
+  assert.equal(((await ready.json()) as { code: string }).code, 'service_unavailable');
+  assert.equal((await fetch(`${url}/api/v1/agent/runs`)).status, 204);
+  assert.deepEqual(waited, ['/api/v1/agent/runs']);
+});
