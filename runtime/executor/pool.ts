@@ -230,6 +230,11 @@ export class ExecutorPool implements Service {
       return;
     }
     for (const [runId, job] of this.running) {
+      // A lease of a run this pool executes that ran out unswept (the process was paused) is taken back.
+      if (!held.has(runId) && !job.lost) {
+        const back = this.deps.store.leases.reclaim(runId, this.holder, this.deps.config.leaseSeconds * 1000);
+        if (back !== LEASE_LOST) held.set(runId, back.cancel);
+      }
       const cancel = held.get(runId);
       if (cancel === undefined) {
         if (!job.lost) this.deps.log.warn({ runId }, 'the lease of a run in progress was lost; stopping it');

@@ -69,12 +69,16 @@ export class LeaseStore {
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder AND lease_until_ms >= @now
           AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
         RETURNING cancel_requested_at AS "cancelRequestedAt", reported_events AS "reportedEvents", reported_bytes AS "reportedBytes"`),
-      // The in-process pool's heartbeat: a lease of its own that ran out but that no sweep has
-      // ended yet (the process was paused: a laptop asleep) is still its own, and renewed.
       renewAll: db.prepare(`UPDATE runs SET lease_until_ms = @until
-        WHERE lease_holder = @holder AND state = 'INPROGRESS'
+        WHERE lease_holder = @holder AND state = 'INPROGRESS' AND lease_until_ms >= @now
           AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
         RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
+      // A run the in-process pool is executing whose lease ran out but that no sweep has ended yet
+      // (the whole process was paused: a laptop asleep) is still its own, and taken back.
+      reclaim: db.prepare(`UPDATE runs SET lease_until_ms = @until
+        WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder
+          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
+        RETURNING cancel_requested_at AS "cancelRequestedAt"`),
       setReported: db.prepare(`UPDATE runs SET reported_events = @events, reported_bytes = @bytes WHERE run_id = @run`),
       expire: db.prepare(`UPDATE runs SET lease_holder = NULL
         WHERE state = 'INPROGRESS' AND lease_until_ms < @now
@@ -133,9 +137,15 @@ export class LeaseStore {
   }
 
   /**
-   * Extends every lease the holder still holds (the in-process pool's heartbeat), also one that ran
-   * out but that no sweep has ended (docs/runs.md#workers); the runs it holds.
+   * Takes back the lease of a run the holder is executing that ran out but that no sweep has ended
+   * (docs/runs.md#workers): whether a cancel was asked, or LEASE_LOST.
    */
+  reclaim(runId: string, holder: Pick<LeaseHolder, 'id'>, leaseMs: number): { cancel: boolean } | typeof LEASE_LOST {
+    const row = this.stmts.reclaim.get({ run: runId, holder: holder.id, ...this.renewParams(leaseMs) }) as { cancelRequestedAt: string | null } | undefined;
+    return row ? { cancel: row.cancelRequestedAt !== null } : LEASE_LOST;
+  }
+
+  /** Extends every lease the holder still holds (a pool's heartbeat); the runs it holds. */
   renewAll(holder: Pick<LeaseHolder, 'id'>, leaseMs: number): HeldRun[] {
     const rows = this.stmts.renewAll.all({ holder: holder.id, ...this.renewParams(leaseMs) }) as { runId: string; cancelRequestedAt: string | null }[];
     return rows.map((r) => ({ runId: r.runId, cancel: r.cancelRequestedAt !== null }));

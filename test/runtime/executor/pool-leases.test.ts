@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { CANCEL_CHANNEL } from '../../../runtime/store/leases.ts';
+import { CANCEL_CHANNEL, LEASE_LOST } from '../../../runtime/store/leases.ts';
 import { eventually } from '../../helpers/eventually.ts';
 import { startTestRuntime, type TestRuntime } from '../helpers.ts';
 import { applyEnvironments, createRun, envYaml, waitForRun } from '../routes/runs-helpers.ts';
@@ -75,6 +75,19 @@ test('a runtime paused past the lease (a laptop asleep) keeps its own runs: its 
   assert.equal((await (await rt.fetch(`/api/v1/agent/runs/${id}`)).json() as { state: string }).state, 'INPROGRESS');
   assert.equal(rt.store.leases.holderOf(id)?.id, rt.services.executor!.holder.id);
   assert.equal(rt.store.leases.renewAll(rt.services.executor!.holder, 1000).some((h) => h.runId === id), true, 'the lease is held again');
+  // A run held under the pool's name that it does not execute (its finish failed, say) is not
+  // taken back once its lease ran out: the sweep ends it, and only it.
+  const pool = rt.services.executor!;
+  pool.pause();
+  try {
+    const stray = (await createRun(rt, { prompt: 'stray', config: { environment_id: 'slow' } })).body.run_id as string;
+    assert.equal(rt.store.leases.claim(pool.holder, 1000)?.run_id, stray);
+    clock.advance(2000);
+    assert.deepEqual(rt.services.leases!.sweep(), [stray]);
+    assert.equal(rt.store.leases.reclaim(stray, pool.holder, 1000), LEASE_LOST);
+  } finally {
+    pool.resume();
+  }
   assert.equal((await (await rt.fetch(`/api/v1/agent/runs/${id}/cancel`, { method: 'POST' })).status), 200);
   assert.equal((await waitForRun(rt, id)).state, 'CANCELLED');
 });
