@@ -113,7 +113,8 @@ test('delivery show escapes the control characters a sender put in the delivery 
   const res = await fetch(hook.url, {
     method: 'POST',
     body: JSON.stringify(payload),
-    headers: { Authorization: `Bearer ${hook.secret}`, 'X-Service-Delivery-Id': 'c1-\u009b2J', 'User-Agent': 'ua\u009b2Jx\u009d0;T' },
+    // The id as UTF-8 bytes (a header string holds one character per byte): read back as U+009B.
+    headers: { Authorization: `Bearer ${hook.secret}`, 'X-Service-Delivery-Id': Buffer.from('c1-\u009b2J', 'utf8').toString('latin1'), 'User-Agent': 'ua\u009b2Jx\u009d0;T' },
   });
   assert.equal(res.status, 202, await res.text());
   const show = await cli(['delivery', 'show', 'orders', 'c1-\u009b2J']);
