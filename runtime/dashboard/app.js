@@ -6,7 +6,7 @@
 // own module, loaded from the fixed list in runtime/routes/dashboard.ts.
 
 import { loadAutomations, renderAutomations } from './automations.js';
-import { $, currentSession, h, keyProblem, newSession, sameSession } from './dom.js';
+import { $, currentSession, h, newSession, sameSession, takeKey } from './dom.js';
 import { loadRuns, stopTranscript } from './runs.js';
 import { app, KEY_STORAGE, state } from './state.js';
 import { loadWebhooks, renderWebhooks, suggestSecretName, syncMode } from './webhooks.js';
@@ -55,14 +55,7 @@ function signOut(message) {
 
 $('signin-form').addEventListener('submit', async (e) => {
   e.preventDefault();
-  const key = $('signin-key').value.trim();
-  const problem = keyProblem(key);
-  if (problem) {
-    $('signin-error').textContent = problem;
-    $('signin-key').focus();
-    return;
-  }
-  sessionStorage.setItem(KEY_STORAGE, key);
+  if (takeKey('signin-key', 'signin-error') === null) return;
   newSession();
   $('signin-key').value = '';
   $('signin-error').textContent = '';

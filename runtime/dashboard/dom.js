@@ -68,6 +68,22 @@ const KEY_CHARS = /^[A-Za-z0-9_\-.~+/=]$/;
  * null. A key copied from a chat or a web page can carry a space or an invisible character, which
  * the browser cannot send in a header or the runtime would refuse: better said here, by name.
  */
+/**
+ * The key typed into `inputId`, trimmed, and stored for this tab; or null, with keyProblem's
+ * sentence shown in `errorId` and the input focused. Both sign-in forms (dashboard, session page).
+ */
+export function takeKey(inputId, errorId) {
+  const key = $(inputId).value.trim();
+  const problem = keyProblem(key);
+  if (problem) {
+    $(errorId).textContent = problem;
+    $(inputId).focus();
+    return null;
+  }
+  sessionStorage.setItem(KEY_STORAGE, key);
+  return key;
+}
+
 export function keyProblem(key) {
   if (!key) return 'Enter an API key (fk_…).';
   const chars = [...key];

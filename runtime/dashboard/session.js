@@ -2,7 +2,7 @@
 // with the dashboard), then shows the run's transcript from the API, following it until the run
 // ends. Every value is rendered with textContent (transcript.js).
 
-import { $, api, enc, keyProblem } from './dom.js';
+import { $, api, enc, takeKey } from './dom.js';
 import { KEY_STORAGE } from './state.js';
 import { renderEvent, visible } from './transcript.js';
 
@@ -63,14 +63,7 @@ async function follow(retry = 2000) {
 
 $('login').addEventListener('submit', (e) => {
   e.preventDefault();
-  const key = $('key').value.trim();
-  const problem = keyProblem(key);
-  if (problem) {
-    $('err').textContent = problem;
-    $('key').focus();
-    return;
-  }
-  sessionStorage.setItem(KEY_STORAGE, key);
+  if (takeKey('key', 'err') === null) return;
   $('login').hidden = true;
   $('err').textContent = '';
   follow();

@@ -81,19 +81,15 @@ export class AgentOutput {
     if (this.reader && stream === 'stdout') {
       // A line the reader cannot take apart (JSON nested thousands deep overflows the stack of
       // JSON.stringify) is kept as plain output: an agent's output never stops the runtime.
-      let events: ReturnType<LineReader> | undefined;
-      let sizes: number[] = [];
+      let events: Sized[] | undefined;
       try {
         events = this.reader(line.replace(/\r?\n$/, ''))?.map(boundedEvent);
-        sizes = events ? events.map((e) => Buffer.byteLength(JSON.stringify(e.data))) : [];
       } catch {
         events = undefined;
       }
       if (events) {
         if (events.length) this.flush();
-        events.forEach((e, i) => {
-          if (this.charge(stream, sizes[i])) this.emit(e);
-        });
+        for (const { event, bytes } of events) if (this.charge(stream, bytes)) this.emit(event);
         return;
       }
     }
@@ -142,10 +138,21 @@ export class AgentOutput {
   }
 }
 
-/** `e` as it is when it serialises to at most MAX_EVENT_BYTES, else its kind and a cut JSON rendering of its data. */
-function boundedEvent(e: TranscriptEventInput): TranscriptEventInput {
+/** An event and the bytes of its data serialised, what the run's budget is charged. */
+interface Sized {
+  event: TranscriptEventInput;
+  bytes: number;
+}
+
+/**
+ * `e` as it is when it serialises to at most MAX_EVENT_BYTES, else its kind and a cut JSON
+ * rendering of its data; with its size, so that the data is serialised once.
+ */
+function boundedEvent(e: TranscriptEventInput): Sized {
   const json = JSON.stringify(e.data);
-  if (Buffer.byteLength(json) <= MAX_EVENT_BYTES) return e;
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= MAX_EVENT_BYTES) return { event: e, bytes };
   const kind = (e.data as { kind?: unknown }).kind;
-  return { type: e.type, data: { ...(typeof kind === 'string' ? { kind } : {}), text: truncateUtf8(json, MAX_EVENT_BYTES / 2 - 512).text, truncated: true } };
+  const data = { ...(typeof kind === 'string' ? { kind } : {}), text: truncateUtf8(json, MAX_EVENT_BYTES / 2 - 512).text, truncated: true };
+  return { event: { type: e.type, data }, bytes: Buffer.byteLength(JSON.stringify(data)) };
 }

@@ -277,7 +277,7 @@ export class RemoteWorker {
             if (err instanceof Refused && !batch.every((e) => notes.has(e))) {
               // Refused as it is (too large, say): each of its events becomes one line saying so,
               // so the transcript keeps its order and the run goes on being reported. Notes
-              // refused in turn end the run's reporting like a lost lease.
+              // refused in turn stay queued, and go again with the next flush.
               this.opts.say(`the runtime refused ${n} event(s) of ${job.runId} (${err.message}); sending a note in their place`);
               const replaced = batch.map((e) => {
                 const note = { type: 'output' as const, data: { stream: 'stderr', text: `[a transcript event of ${Buffer.byteLength(JSON.stringify(e))} bytes was refused by the runtime: ${err.message}]\n`, truncated: true } };
