@@ -21,7 +21,9 @@
  * `npm test`: the targets are judged here, never asserted in tests (the machine is shared).
  *
  * `npm run bench -- ingress` (3 rounds of 5 s per target), `npm run bench -- ingress --quick`
- * (1 round of 2 s). `BENCH_CPU_PROF=<dir>` writes a CPU profile of the runtime's process there.
+ * (1 round of 2 s). `BENCH_CPU_PROF=<dir>` writes a CPU profile of the runtime's process there;
+ * `BENCH_ROWS=<text>` measures only the rows whose label contains it, next to the bare rows of their sizes
+ * (for a profile of one row; the targets are then not judged).
  */
 
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
@@ -367,6 +369,12 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
       { label: 'bare node:http, 250 KB', target: 'bare', size: 250 * KB, runs: [] },
       { label: 'factory, 1 automation, filter misses, 250 KB', target: 'factory', hook: 'one', size: 250 * KB, runs: [] },
     ];
+    // BENCH_ROWS=<text>: only the rows whose label contains it, and the bare rows of their body sizes.
+    const only = process.env.BENCH_ROWS;
+    if (only) {
+      const sizes = new Set(rows.filter((row) => row.label.includes(only)).map((row) => row.size));
+      rows.splice(0, rows.length, ...rows.filter((row) => row.label.includes(only) || (row.target === 'bare' && sizes.has(row.size))));
+    }
     let runNumber = 0;
     const measure = async (row: Row, secs: number) => {
       const server = row.target === 'bare' ? bare : row.target === 'factory' ? factory : webhook!;
@@ -418,6 +426,10 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
       print(`  ${row.label.padEnd(46)} ${rps.toFixed(0).padStart(7)} ${p50.toFixed(2).padStart(7)} ${p99.toFixed(2).padStart(7)} ${cpu.toFixed(0).padStart(11)}   ${vs}`);
     }
 
+    if (only) {
+      print(`  targets: not judged (BENCH_ROWS left rows out)`);
+      return;
+    }
     const one = rows[1];
     const oneRatio = perSecond(one) / perSecond(rows[0]);
     const cpuRatio = cpuPerRequest(one) / cpuPerRequest(rows[0]);
