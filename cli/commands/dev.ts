@@ -131,10 +131,12 @@ export function registerDev(program: Command, io: CliIO): void {
       await assertFactoryRepo(io, dir);
       // dev is for laptops: without bubblewrap it carries on unsandboxed and says so, in one line
       // (serve refuses instead). An executor chosen explicitly is never replaced.
-      const problem = config.executor === 'sandbox' && !config.executorChosen ? probeIsolation(isolationOf(config)) : undefined;
+      const problem = config.executor === 'sandbox' ? probeIsolation(isolationOf(config)) : undefined;
       // A wrong sandbox setting of the user's own is refused, as serve refuses it: carrying on
-      // without the sandbox they asked to adjust would answer a typo by dropping it.
-      if (problem?.setting) throw isolationError(problem);
+      // without the sandbox they asked to adjust would answer a typo by dropping it. So is a
+      // sandbox asked for by name, and a problem that direct would have too; all before anything
+      // is written to the data dir.
+      if (problem && (problem.setting || config.executorChosen || !problem.sandboxOnly)) throw isolationError(problem);
       if (problem?.sandboxOnly) {
         io.stderr(`No sandbox for runs: ${problem.what}, so this dev runtime carries on with --executor direct and run commands see this machine as you do (${problem.fix} to sandbox them).\n`);
         config = withDirectExecutor(config);

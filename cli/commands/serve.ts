@@ -61,15 +61,16 @@ export function registerServe(program: Command, io: CliIO): void {
       const [{ parseConfig }, { closeInheritedDescriptors }] = await Promise.all([import('../../runtime/config.ts'), import('../../runtime/executor/descriptors.ts')]);
       closeInheritedDescriptors();
       const config = parseConfig(flags, io.env, io.cwd);
-      // The sandbox's probe (a bubblewrap process) runs while the runtime loads and opens its store;
-      // the executor awaits its verdict before it starts (docs/runtime.md#executor).
-      if (config.executeRuns) {
-        // A failure here is the executor's to report: it asks again, and stops serve with one sentence.
-        void import('../../runtime/executor/sandbox.ts')
-          .then(({ isolationOf, probeIsolationAsync }) => probeIsolationAsync(isolationOf(config)))
-          .catch(() => undefined);
-      }
+      // The sandbox's probe (a bubblewrap process) runs while the runtime loads; a runtime whose
+      // runs could not start stops with its one sentence before it writes anything (no data dir, no
+      // admin key), and the executor finds the verdict cached (docs/runtime.md#executor).
+      const probe = config.executeRuns
+        ? import('../../runtime/executor/sandbox.ts').then(({ isolationOf, assertIsolationAsync }) => assertIsolationAsync(isolationOf(config)))
+        : undefined;
+      // Settled here so that a refusal while the runtime still loads is not an unhandled rejection.
+      probe?.catch(() => undefined);
       const [{ startServer }, { flushLogs }] = await Promise.all([import('../../runtime/server.ts'), import('../../runtime/log.ts')]);
+      await probe;
       const server = await startServer(config);
       // The log writes its lines at the end of each turn (runtime/log.ts): the ones start-up logged
       // go out first, so stdout reads in the order things happened.

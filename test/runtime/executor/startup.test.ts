@@ -6,7 +6,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startCli, terminalEnv } from '../../helpers/cli.ts';
@@ -24,11 +24,12 @@ async function stop(cli: ReturnType<typeof startCli>): Promise<void> {
   await cli.exited;
 }
 
-test('serve without a working bubblewrap refuses to start in one sentence, exit 1, nothing listening', async (t) => {
+test('serve without a working bubblewrap refuses to start in one sentence, exit 1, nothing listening, nothing written', async (t) => {
   const dir = tempDir(t);
   const cli = startCli(['serve', '--port', '0', '--data-dir', path.join(dir, 'data')], { cwd: dir, env: terminalEnv({ FACTORY_BWRAP: MISSING }) });
   assert.equal(await cli.exited, 1);
-  assert.doesNotMatch(cli.stdout(), /listening/);
+  assert.equal(cli.stdout(), '', 'no log line: no admin key was created');
+  assert.equal(existsSync(path.join(dir, 'data')), false, 'no data dir: a runtime that cannot run writes nothing');
   const lines = cli.stderr().trim().split('\n');
   assert.equal(lines.length, 1, cli.stderr());
   assert.equal(
@@ -79,6 +80,7 @@ test('dev --executor sandbox without bubblewrap refuses, as serve does: an expli
   const cli = startCli(['dev', dir, '--port', '0', '--data-dir', path.join(dir, 'data'), '--executor', 'sandbox'], { cwd: dir, env: terminalEnv({ FACTORY_BWRAP: MISSING }) });
   assert.equal(await cli.exited, 1);
   assert.match(cli.stderr(), /^error: runs cannot start: bubblewrap \(.*\) was not found; .*\n$/);
+  assert.equal(existsSync(path.join(dir, 'data')), false, 'refused before the data dir was written');
 });
 
 test('a --sandbox-ro-bind that does not exist is named as such: serve and dev both refuse (dev never answers a typo by dropping the sandbox)', async (t) => {
@@ -91,5 +93,6 @@ test('a --sandbox-ro-bind that does not exist is named as such: serve and dev bo
     assert.equal(await cli.exited, 1, `${args[0]}: ${cli.stdout()}${cli.stderr()}`);
     assert.equal(cli.stderr(), expected, args[0]);
     assert.doesNotMatch(cli.stdout(), /listening/);
+    assert.equal(existsSync(path.join(dir, `data-${args[0]}`)), false, `${args[0]}: nothing written`);
   }
 });
