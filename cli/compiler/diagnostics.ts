@@ -114,6 +114,7 @@ export const DIAGNOSTIC_CODES = [
   'filter.invalid_value',
   'filter.invalid_exists',
   'filter.not_object',
+  'filter.operator_at_top',
 ] as const;
 
 export type DiagnosticCode = (typeof DIAGNOSTIC_CODES)[number];

@@ -1,5 +1,6 @@
 import { credentialHeaderMessage, isCredentialHeader } from '../../core/credential-headers.ts';
 import { checkFilter, problemAtKey } from '../../core/filter.ts';
+import { isOperatorKey, isPlainObject } from '../../core/filter/common.ts';
 import { WEBHOOK_UID_PATTERN, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import type { Diagnostic } from './diagnostics.ts';
 import { promptOf } from './front-matter.ts';
@@ -221,6 +222,21 @@ function automationRules(
     if (filter.payload !== undefined) {
       for (const p of checkFilter(filter.payload)) {
         report(f, `${base}/filter/payload${p.pointer}`, p.code, p.message, 'error', problemAtKey(p.code) ? 'key' : 'value');
+      }
+      // At the top of a filter every key is a body key (docs/filters.md#the-grammar), so an
+      // operator there names a body field called `in`, `not_in` or `exists`: almost surely meant
+      // for a field, as `label: {exists: true}`.
+      if (isPlainObject(filter.payload)) {
+        for (const key of Object.keys(filter.payload).filter(isOperatorKey)) {
+          report(
+            f,
+            `${base}/filter/payload/${key}`,
+            'filter.operator_at_top',
+            `'${key}' at the top of a payload filter is a body field named '${key}', not an operator: operators apply to a field, e.g. action: {${key}: ${key === 'exists' ? 'true' : '[opened]'}}`,
+            'warning',
+            'key',
+          );
+        }
       }
     }
   });

@@ -157,6 +157,21 @@ test('a webhook name in webhook_ids gets the pinned uid as a hint; a repeated UI
   assert.equal(diagnostics[1].message, `trigger 2 selects webhook ${UID} again (trigger 1 already does); use one trigger per webhook and combine the filters`);
 });
 
+test('an operator at the top of a payload filter is a warning: there it names a body field', () => {
+  const files = (payload: string) => [
+    FACTORY,
+    ENV,
+    { path: 'webhooks/ci.yaml', text: `secretName: s\nuid: ${UID}\n` },
+    { path: 'automations/a.md', text: automation(`environment: sandbox\n${trigger(`[${UID}]`, `      payload:\n${payload}`)}`) },
+  ];
+  const { diagnostics, snapshot } = compile(files('        exists: true\n        not_in: [x]\n'));
+  assert.deepEqual(diagnostics.map(brief), ['automations/a.md:9:9 warning filter.operator_at_top', 'automations/a.md:10:9 warning filter.operator_at_top']);
+  assert.equal(diagnostics[0].message, "'exists' at the top of a payload filter is a body field named 'exists', not an operator: operators apply to a field, e.g. action: {exists: true}");
+  assert.ok(snapshot, 'a warning only: the filter is valid as written');
+  // The same key one level down is the operator, and nothing is said.
+  assert.deepEqual(compile(files('        label:\n          exists: true\n')).diagnostics, []);
+});
+
 test('the snapshot fills defaults, sorts by name, validates against its schema and resolves ./ repos', () => {
   const files: SourceFile[] = [
     FACTORY,
