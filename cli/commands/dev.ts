@@ -138,7 +138,9 @@ export function registerDev(program: Command, io: CliIO): void {
       // is written to the data dir.
       if (problem && (problem.setting || config.executorChosen || !problem.sandboxOnly)) throw isolationError(problem);
       if (problem?.sandboxOnly) {
-        io.stderr(`No sandbox for runs: ${problem.what}, so this dev runtime carries on with --executor direct and run commands see this machine as you do (${problem.fix} to sandbox them).\n`);
+        // As root, direct commands run as --run-uid, not as the person at the terminal.
+        const who = config.runAs ? `uid ${config.runAs.uid} does (the runtime is root; that user must be able to read local repos)` : 'you do';
+        io.stderr(`No sandbox for runs: ${problem.what}, so this dev runtime carries on with --executor direct and run commands see this machine as ${who}; to sandbox them, ${problem.fix}.\n`);
         config = withDirectExecutor(config);
       }
       // An activity feed for a person at a terminal instead of JSON lines (serve keeps those).

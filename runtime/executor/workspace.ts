@@ -74,6 +74,19 @@ export async function isGitRepo(sandbox: RunSandbox, dir: string, env: Record<st
   return r.code === 0 && r.output.trim() === 'true';
 }
 
+/** Can the run's commands list `dir` (and so reach it through every directory above it)? Asked inside the run's isolation. */
+async function readableByRun(sandbox: RunSandbox, dir: string, env: Record<string, string>, extra: Pick<CommandOptions, 'signal' | 'onGroup'>): Promise<boolean> {
+  const r = await runCaptured(sandbox, { argv: ['/bin/sh', '-c', 'test -r "$1" && test -x "$1"', 'check', dir], cwd: sandbox.workspace, env, network: false, sources: [dir], ...extra }, 1024);
+  return r.code === 0;
+}
+
+/** Why a local repo the run's commands cannot read fails, and what to do (docs/security.md#local-repositories). */
+function unreadableRepo(sandbox: RunSandbox, url: string, local: string): string {
+  const who = sandbox.iso.runAs ? `the run's commands, which run as uid ${sandbox.iso.runAs.uid} because the runtime is root (--run-uid)` : "the run's commands";
+  const where = sandbox.sandboxed ? local : `${local} and every directory above it`;
+  return `repo ${url} cannot be read by ${who}; make ${where} readable to them (e.g. chmod o+rx), or name a repository they can read`;
+}
+
 /** One repo step as a command: argv, where it runs, and what it needs to see. */
 export interface RepoCommand {
   argv: string[];
@@ -116,6 +129,8 @@ export async function planRepo(
   }
   const inTarget = sandbox.inside(target);
   if (local !== null && (await isDir(local)) && !(await isGitRepo(sandbox, local, env, extra))) {
+    // git answers the same for a directory it may not read: say which it is before anything else.
+    if (!(await readableByRun(sandbox, local, env, extra))) throw new Error(unreadableRepo(sandbox, repo.url, local));
     if (repo.ref) throw new Error(`repo ${repo.url} is not a git repository, so ref "${repo.ref}" cannot be checked out`);
     if (isWithin(ws, local)) {
       throw new Error(`repo ${repo.url} is the directory ${local}, which holds this run's workspace, so it cannot be copied into it; name a git repository or a directory outside the runtime's data directory`);

@@ -1,7 +1,7 @@
 import { describe, test as nodeTest, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { INHERITED_ENV, parseConfig } from '../../../runtime/config.ts';
@@ -110,8 +110,9 @@ for (const executor of ['sandbox', 'direct'] as const) {
 
   test('a local directory that holds the workspace itself is refused, naming it, instead of copied into itself', async (t) => {
     // E.g. the example factory copied somewhere, whose `url: ../..` now names a directory that holds
-    // the runtime's data directory.
+    // the runtime's data directory. Readable by the run's user: one it cannot read is named as such first.
     const dir = scratch(t);
+    chmodSync(dir, 0o755);
     const { result, events } = await run(spec(dir, { repos: [{ url: dir, path: 'app' }] }));
     assert.equal(result.state, 'FAILED');
     assert.equal(result.errorCode, 'repo_failed');
@@ -203,6 +204,25 @@ for (const executor of ['sandbox', 'direct'] as const) {
     const inside = await runIn(spec(dir, { workspaceDir: path.join(dir, 'ws2'), repos: [{ url: path.join(src, 'state') }] }), { isolation: iso });
     assert.deepEqual([inside.result.state, inside.result.errorCode], ['FAILED', 'repo_failed']);
     assert.match(inside.result.statusMessage!, /lies inside the runtime's data directory or work directory/);
+  });
+
+  test("a local directory the run's commands cannot read ends FAILED saying so, not taken for one that is not a repository", async (t) => {
+    const dir = scratch(t);
+    const locked = path.join(dir, 'locked');
+    mkdirSync(locked);
+    writeFileSync(path.join(locked, 'data.txt'), 'x');
+    // Readable by no one but root, and root's runs are another user (--run-uid).
+    chmodSync(locked, 0o000);
+    let result;
+    try {
+      ({ result } = await run(spec(dir, { repos: [{ url: locked }] })));
+    } finally {
+      chmodSync(locked, 0o700); // so that the scratch directory can be removed
+    }
+    assert.deepEqual([result.state, result.errorCode], ['FAILED', 'repo_failed'], JSON.stringify(result));
+    const who = ROOT ? "the run's commands, which run as uid 65534 because the runtime is root (--run-uid)" : "the run's commands";
+    const where = executor === 'sandbox' ? locked : `${locked} and every directory above it`;
+    assert.equal(result.statusMessage, `repo ${locked} cannot be read by ${who}; make ${where} readable to them (e.g. chmod o+rx), or name a repository they can read`);
   });
 
   test('a local directory that cannot be copied ends FAILED naming it', async (t) => {

@@ -69,7 +69,10 @@ test('dev without bubblewrap says in one line that it carries on with direct, an
   await cli.waitFor(() => /listening on http/.test(cli.stdout()), 'dev to listen');
   assert.equal(
     cli.stderr(),
-    `No sandbox for runs: bubblewrap (${MISSING}) was not found, so this dev runtime carries on with --executor direct and run commands see this machine as you do (install it (apt-get install bubblewrap) to sandbox them).\n`,
+    `No sandbox for runs: bubblewrap (${MISSING}) was not found, so this dev runtime carries on with --executor direct and run commands see this machine as ${
+      // As root, direct commands run as the run user, and the line says so.
+      process.getuid?.() === 0 ? 'uid 65534 does (the runtime is root; that user must be able to read local repos)' : 'you do'
+    }; to sandbox them, install it (apt-get install bubblewrap).\n`,
   );
   assert.doesNotMatch(cli.stdout(), /without a sandbox/, 'said once, not again by the executor');
 });
