@@ -36,7 +36,8 @@ function connection(wire, ready) {
     get() {
       if (conn.client) return Promise.resolve(conn.client);
       if (!conn.connecting) {
-        const c = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+        // TCP keepalive: a flow that a NAT or firewall dropped without a word is found by the kernel too.
+        const c = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
         wire(c);
         conn.connecting = c
           .connect()
@@ -131,7 +132,7 @@ function lost(c) {
     listening.get().then(
       () => {
         retryMs = 100;
-        for (const ch of channels) notifyPort.postMessage({ channel: ch, payload: '', synthetic: true });
+        announceAll();
       },
       () => {
         retryMs = Math.min(retryMs * 2, 5000);
@@ -141,6 +142,53 @@ function lost(c) {
   };
   setTimeout(retry, retryMs).unref?.();
 }
+
+/** Tells every channel something may have changed (its caches are dropped). */
+function announceAll() {
+  for (const ch of channels) notifyPort.postMessage({ channel: ch, payload: '', synthetic: true });
+}
+
+/**
+ * The LISTEN connection's heartbeat (docs/runtime.md#postgresql). A LISTEN connection only
+ * receives, so one whose flow died silently (a NAT or firewall that dropped it without a reset)
+ * would never fail, and the caches it keeps fresh would be stale for good: every HEARTBEAT_MS it
+ * runs `SELECT 1`, and one that has not answered within HEARTBEAT_TIMEOUT_MS is given up and
+ * replaced, as a dropped one is. While there is no LISTEN connection, notifications cannot arrive,
+ * so every channel is told at each beat that something may have changed: the caches then follow
+ * the database by reading it again, at most a beat late.
+ */
+const HEARTBEAT_MS = 1000;
+const HEARTBEAT_TIMEOUT_MS = 2 * HEARTBEAT_MS;
+let beating = false;
+setInterval(() => {
+  if (closing || channels.size === 0) return;
+  const c = listening.client;
+  if (!c) {
+    announceAll();
+    return;
+  }
+  if (beating) return;
+  beating = true;
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no answer')), HEARTBEAT_TIMEOUT_MS);
+  });
+  Promise.race([c.query('SELECT 1'), late])
+    .then(
+      () => {},
+      () => {
+        // Given up: replaced as a dropped connection is, and the socket closed without waiting for the server.
+        lost(c);
+        announceAll();
+        /** @type {any} */ (c).connection?.stream?.destroy();
+      },
+    )
+    .finally(() => {
+      clearTimeout(timer);
+      beating = false;
+    });
+}, HEARTBEAT_MS).unref?.();
 
 // ---- requests ------------------------------------------------------------------------------
 

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
@@ -173,6 +175,92 @@ test('a dropped LISTEN connection comes back and tells every channel something m
   assert.deepEqual(heard.slice().sort(), ['defs:', 'keys:']);
   store.notify('defs', 'again');
   await eventually(() => heard.includes('defs:again'), 'a notification on the new connection');
+});
+
+/**
+ * A TCP relay to PostgreSQL that can freeze the connection that sent LISTEN: it stops relaying
+ * bytes either way and closes nothing, as a NAT or firewall that dropped the flow would; and can
+ * refuse new connections. In a thread of its own: the store's bridge blocks this one while it waits.
+ */
+const RELAY = `
+const { parentPort, workerData } = require('node:worker_threads');
+const net = require('node:net');
+let refuse = false;
+const listeners = [];
+const frozen = new Set();
+const server = net.createServer((client) => {
+  if (refuse) return void client.destroy();
+  const upstream = net.connect(workerData.port, workerData.host);
+  client.on('data', (chunk) => {
+    if (chunk.includes('LISTEN "')) listeners.push(client);
+    if (!frozen.has(client)) upstream.write(chunk);
+  });
+  upstream.on('data', (chunk) => {
+    if (!frozen.has(client)) client.write(chunk);
+  });
+  const close = () => { client.destroy(); upstream.destroy(); };
+  client.on('error', close).on('close', close);
+  upstream.on('error', close).on('close', close);
+});
+server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
+parentPort.on('message', (m) => {
+  if (m.refuse !== undefined) refuse = m.refuse;
+  if (m.freeze) for (const l of listeners) frozen.add(l);
+  parentPort.postMessage({ done: true, listeners: listeners.length });
+});
+`;
+
+async function freezingRelay(target: URL) {
+  const worker = new Worker(RELAY, { eval: true, workerData: { host: target.hostname, port: Number(target.port || 5432) } });
+  const [{ port }] = (await once(worker, 'message')) as [{ port: number }];
+  const ask = async (m: object) => {
+    worker.postMessage(m);
+    const [answer] = (await once(worker, 'message')) as [{ listeners: number }];
+    return answer;
+  };
+  const url = new URL(target);
+  url.host = `127.0.0.1:${port}`;
+  return {
+    url: url.toString(),
+    refuse: (refuse: boolean) => ask({ refuse }),
+    async freezeListener() {
+      assert.ok((await ask({ freeze: true })).listeners > 0, 'the listener connection was seen');
+    },
+    close: () => worker.terminate(),
+  };
+}
+
+test('a LISTEN connection whose flow died silently is found by its heartbeat and replaced; meanwhile every channel is told to reload', async (t) => {
+  const base = await postgresUrl(t);
+  if (!base) return;
+  const relay = await freezingRelay(new URL(base));
+  const masterKey = randomBytes(32);
+  const store = openStore({ path: '', databaseUrl: relay.url, clock: new FakeClock(), masterKey });
+  t.after(async () => {
+    store.close();
+    await relay.close();
+  });
+  const other = openStore({ path: '', databaseUrl: base, clock: new FakeClock(), masterKey });
+  t.after(() => other.close());
+  const heard: string[] = [];
+  store.listen('defs', (p) => heard.push(p));
+  other.notify('defs', 'before');
+  await eventually(() => heard.includes('before'), 'a notification through the relay');
+
+  // The flow dies without a word, and no new connection can be made for now.
+  await relay.refuse(true);
+  await relay.freezeListener();
+  // Found by the heartbeat; while no LISTEN connection is up, every beat tells the channel to reload.
+  await eventually(() => heard.filter((p) => p === '').length >= 3, 'reloads while the listener is down');
+  // Connections come back: a new LISTEN connection hears what is announced after it.
+  await relay.refuse(false);
+  await eventually(
+    () => {
+      other.notify('defs', 'after');
+      return heard.includes('after');
+    },
+    'a notification on the new connection',
+  );
 });
 
 test('a lost query connection fails the statement that was running, and the next one reconnects', async (t) => {
