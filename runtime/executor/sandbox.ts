@@ -21,7 +21,7 @@
  */
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -110,7 +110,7 @@ export interface Isolation {
 export function isolationOf(config: Config, home: string = os.homedir()): Isolation {
   return {
     kind: config.executor,
-    sandbox: config.sandbox,
+    sandbox: { ...config.sandbox, bwrap: findProgram(config.sandbox.bwrap, config.inheritedEnv.PATH) },
     ...(config.runAs ? { runAs: { ...config.runAs } } : {}),
     hidden: [config.dataDir, config.workDir],
     covered: coveredDirs([home, path.dirname(config.dataDir)]),
@@ -178,6 +178,38 @@ function hostLayout(): HostLayout {
   layoutCache = layout;
   return layout;
 }
+
+/**
+ * The program a name without a slash means: the first executable file of that name on the
+ * runtime's PATH, then on the sandbox's fixed PATH (docs/runtime.md#configuration); a name with a
+ * slash, or one found nowhere, as given (spawning it then fails with ENOENT, which the start-up
+ * check reports). Looked up once per name and PATH.
+ */
+export function findProgram(name: string, searchPath: string | undefined): string {
+  if (name.includes('/')) return name;
+  const key = `${name}\0${searchPath ?? ''}`;
+  let found = programCache.get(key);
+  if (found === undefined) {
+    found = name;
+    for (const dir of [...(searchPath ?? '').split(':'), ...SANDBOX_PATH.split(':')]) {
+      // Only absolute entries: an empty or relative one would mean the runtime's working directory.
+      if (!path.isAbsolute(dir)) continue;
+      const candidate = path.join(dir, name);
+      try {
+        if (statSync(candidate).isFile()) {
+          accessSync(candidate, constants.X_OK);
+          found = candidate;
+          break;
+        }
+      } catch {
+        // Not here.
+      }
+    }
+    programCache.set(key, found);
+  }
+  return found;
+}
+const programCache = new Map<string, string>();
 
 /** The real path of an existing file, or undefined. */
 export function realPath(p: string): string | undefined {
@@ -481,7 +513,8 @@ function probePlan(iso: Isolation): ProbePlan {
       rmSync(scratch, { recursive: true, force: true });
       if (r.error) {
         const code = (r.error as NodeJS.ErrnoException).code;
-        const what = code === 'ENOENT' ? `bubblewrap (${bwrap}) was not found` : `bubblewrap (${bwrap}) could not be started (${code ?? r.error.message})`;
+        const where = bwrap.includes('/') ? '' : ` on PATH or in ${SANDBOX_PATH.split(':').join(', ')}`;
+        const what = code === 'ENOENT' ? `bubblewrap (${bwrap}) was not found${where}` : `bubblewrap (${bwrap}) could not be started (${code ?? r.error.message})`;
         return { what, fix: 'install it (apt-get install bubblewrap)', sandboxOnly: true };
       }
       if (r.status !== 0) {

@@ -6,11 +6,11 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../../../runtime/config.ts';
-import { isolationOf, probeIsolation, probeIsolationAsync } from '../../../runtime/executor/sandbox.ts';
+import { findProgram, isolationOf, probeIsolation, probeIsolationAsync } from '../../../runtime/executor/sandbox.ts';
 import { sandboxSkip } from './helpers.ts';
 
 function tempDir(t: { after: (fn: () => void) => void }): string {
@@ -55,4 +55,19 @@ test('the probe without blocking agrees with the blocking one, verdict for verdi
     assert.deepEqual(probeIsolation(first), async, what);
     assert.deepEqual(await probeIsolationAsync(second), sync, what);
   }
+});
+
+test("bwrap without a slash is looked up on the runtime's PATH first, then in the system directories; one found nowhere is named with where it was looked for", (t) => {
+  const dir = tempDir(t);
+  mkdirSync(path.join(dir, 'bin'));
+  // A stand-in on the runtime's PATH, ahead of any system bwrap.
+  const mine = failingBwrap(path.join(dir, 'bin'), 'bwrap', 'bwrap: No permissions to creating new namespace');
+  const iso = (env: Record<string, string>) => isolationOf(parseConfig({ dataDir: path.join(dir, 'data'), executor: 'sandbox' }, env));
+  assert.equal(iso({ PATH: `relative/bin:${path.join(dir, 'bin')}:/usr/bin` }).sandbox.bwrap, mine);
+  assert.equal(probeIsolation(iso({ PATH: path.join(dir, 'bin') }))?.what, `bubblewrap (${mine}) cannot create its sandbox here (bwrap: No permissions to creating new namespace)`);
+  // Not on PATH: the system directories still count; a name found nowhere stays as given.
+  assert.equal(findProgram('factory-no-such-program', path.join(dir, 'bin')), 'factory-no-such-program');
+  assert.equal(findProgram('sh', path.join(dir, 'bin')), existsSync('/usr/bin/sh') ? '/usr/bin/sh' : '/bin/sh');
+  const missing = probeIsolation(isolationOf(parseConfig({ dataDir: path.join(dir, 'data2'), executor: 'sandbox' }, { PATH: path.join(dir, 'bin'), FACTORY_BWRAP: 'factory-no-such-bwrap' })));
+  assert.equal(missing?.what, 'bubblewrap (factory-no-such-bwrap) was not found on PATH or in /usr/local/sbin, /usr/local/bin, /usr/sbin, /usr/bin, /sbin, /bin');
 });
