@@ -12,7 +12,7 @@ import { fsReason } from '../core/fs-reason.ts';
  *   (`resolve(io.cwd, flag)`), and pass `io.env` and `io.cwd` on (`parseConfig(flags, io.env,
  *   io.cwd)`, `compileDir(dir, { cwd: io.cwd })`);
  * - input from `io.stdin` (and `io.stdinIsTTY`), output through `io.stdout` / `io.stderr` (and
- *   `io.stdoutIsTTY`, `useColour`);
+ *   `io.stdoutIsTTY`);
  * - no `process.exit` and no `process.exitCode`: a command returns, or throws a `CliError` with its
  *   exit code, and `runCli` (cli/main.ts) turns that into the exit code;
  * - only commands that keep running until stopped (serve, dev, watch) may listen for the process's
@@ -78,11 +78,6 @@ export function processIO(): CliIO {
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stdoutClosed: () => !stdoutOpen,
   };
-}
-
-/** Colour only on a TTY and never with NO_COLOR (README.md#commands). */
-export function useColour(io: CliIO): boolean {
-  return io.stdoutIsTTY && io.env.NO_COLOR === undefined;
 }
 
 export { fsReason } from '../core/fs-reason.ts';
