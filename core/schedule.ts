@@ -16,20 +16,58 @@ export const MIN_EVERY_MS = 60_000;
 /** And at most 366 days: rarer work is a cron schedule (`@yearly`), and every fire time stays a date. */
 export const MAX_EVERY_MS = 366 * 24 * 3_600_000;
 
+/** The cron fields in order: the name croner gives each, what we call it, and what it takes. */
+const FIELDS = [
+  { key: 'minute', name: 'minute', takes: 'minute takes 0-59' },
+  { key: 'hour', name: 'hour', takes: 'hour takes 0-23' },
+  { key: 'day', name: 'day of month', takes: 'day of month takes 1-31' },
+  { key: 'month', name: 'month', takes: 'month takes 1-12 or JAN-DEC' },
+  { key: 'dayOfWeek', name: 'day of week', takes: 'day of week takes 0-7 or SUN-SAT' },
+] as const;
+
 /** What each cron field takes, for a value out of range (croner's own message shows it shifted). */
-const FIELD_RANGES: Record<string, string> = {
-  minute: 'minute takes 0-59',
-  hour: 'hour takes 0-23',
-  day: 'day of month takes 1-31',
-  month: 'month takes 1-12 or JAN-DEC',
-  dayOfWeek: 'day of week takes 0-7 or SUN-SAT',
-};
+const FIELD_RANGES: Record<string, string> = Object.fromEntries(FIELDS.map((f) => [f.key, f.takes]));
+
+/**
+ * Why croner refused a five-field expression, in our words (its own messages name fields by
+ * number or shifted values): the field at fault, found by trying each one alone, and what is
+ * wrong with it.
+ */
+function cronProblem(s: string, message: string): string {
+  const outOfRange = /Invalid value for (\w+)/.exec(message)?.[1];
+  if (outOfRange !== undefined && FIELD_RANGES[outOfRange] !== undefined) return `a value is out of range (${FIELD_RANGES[outOfRange]})`;
+  const parts = s.split(/\s+/);
+  let at = -1;
+  for (let i = 0; i < parts.length && at < 0; i++) {
+    try {
+      new Cron(parts.map((p, j) => (j === i ? p : '*')).join(' '), { timezone: 'UTC', paused: true });
+    } catch (err) {
+      at = i;
+      message = (err as Error).message;
+    }
+  }
+  if (at < 0) return 'each field reads on its own, but together they make no schedule';
+  const { name, takes } = FIELDS[at];
+  const text = `${name} '${parts[at]}'`;
+  const field = /Invalid value for (\w+)/.exec(message)?.[1];
+  if (field !== undefined) return `${text} has a value out of range (${takes})`;
+  if (/is empty/.test(message)) return `${text} has an empty entry; separate values with single commas`;
+  if (/stepping: 0/.test(message)) return `${text} steps by 0; a step (/n) is 1 or more`;
+  if (/steps cannot be greater/.test(message)) return `${text} steps by more than the field holds (${takes})`;
+  if (/larger than to value/.test(message)) return `${text} has a range that runs backwards; write the lower value first, as in 2-5`;
+  if (/nth weekday|nth \(#\)/.test(message)) return `${text}: # takes 1 to 5 or L (the first to fifth, or the last, such weekday of the month), as in 5#2`;
+  if (/numeric prefix/.test(message)) return `${text}: a step follows * or a range, as in */15 or 0-30/15, not a single value`;
+  if (/\bW\b/.test(message)) return `${text}: W (the nearest weekday) follows a single day of month, as in 15W or LW`;
+  if (/\bL\b/.test(message)) return `${text}: L (the last) stands alone or as LW in day of month, and follows a weekday in day of week, as in 5L`;
+  return `${text} is not a value, a range (a-b), a list (a,b) or a step (*/n, a-b/n); ${takes}`;
+}
 
 const EVERY = /^@every\s+(?=\d)(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
 
 /** The schedule, or one sentence saying what is wrong with it. */
 export function parseSchedule(text: string): { value: ParsedSchedule } | { error: string } {
   const s = text.trim();
+  if (s === '') return { error: 'the schedule is empty; give five cron fields such as 0 9 * * 1-5, a descriptor such as @daily, or @every <duration>' };
   if (s.startsWith('@every')) {
     const m = EVERY.exec(s);
     if (!m) return { error: `'${s}' is not @every <duration> such as @every 1h, @every 30m or @every 1h30m` };
@@ -43,16 +81,14 @@ export function parseSchedule(text: string): { value: ParsedSchedule } | { error
       return { error: `'${s}' is not a descriptor; use one of ${SCHEDULE_DESCRIPTORS.join(', ')} or @every <duration>` };
     }
   } else if (s.split(/\s+/).length !== 5) {
-    return { error: `'${s}' has ${s.split(/\s+/).length} fields; a cron schedule has five (minute hour day-of-month month day-of-week), in UTC` };
+    const n = s.split(/\s+/).length;
+    return { error: `'${s}' has ${n} field${n === 1 ? '' : 's'}; a cron schedule has five (minute hour day-of-month month day-of-week), in UTC` };
   }
   let cron: Cron;
   try {
     cron = new Cron(s, { timezone: 'UTC', paused: true });
   } catch (err) {
-    const message = (err as Error).message.replace(/^CronPattern: /, '');
-    const field = /^Invalid value for (\w+)/.exec(message)?.[1];
-    const why = field !== undefined && FIELD_RANGES[field] !== undefined ? `a value is out of range (${FIELD_RANGES[field]})` : message;
-    return { error: `'${s}' is not a valid cron schedule: ${why}` };
+    return { error: `'${s}' is not a valid cron schedule: ${cronProblem(s, (err as Error).message)}` };
   }
   // A fixed start keeps this pure; a schedule that fires never does so from any start.
   if (!cron.nextRun(new Date(Date.UTC(2000, 0, 1)))) return { error: `'${s}' never fires (no such date)` };
@@ -80,11 +116,14 @@ export function scheduleProblems<K>(schedules: readonly { at: K; cron?: unknown;
   const problems: ScheduleProblem<K>[] = [];
   const names = new Map<string, K>();
   for (const s of schedules) {
-    if (typeof s.cron === 'string') {
+    // An empty expression, or a name that is given but not a string with something in it, breaks
+    // the schema, which says so; one diagnostic for one mistake.
+    if (typeof s.cron === 'string' && s.cron !== '') {
       const parsed = parseSchedule(s.cron);
       if ('error' in parsed) problems.push({ at: s.at, error: parsed.error });
     }
-    const name = typeof s.name === 'string' ? s.name : '';
+    if (s.name !== undefined && (typeof s.name !== 'string' || s.name === '')) continue;
+    const name = (s.name as string | undefined) ?? '';
     const first = names.get(name);
     if (first !== undefined) problems.push({ at: s.at, name, first });
     else names.set(name, s.at);

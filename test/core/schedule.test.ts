@@ -30,3 +30,26 @@ test('nextFire counts @every from its anchor', () => {
   assert.equal(nextFire(parsed.value, new Date('2026-03-02T10:25:00.000Z'), anchor)?.toISOString(), '2026-03-02T11:00:00.000Z');
   assert.equal(nextFire(parsed.value, new Date('2026-03-02T09:00:00.000Z'), anchor)?.toISOString(), '2026-03-02T10:00:00.000Z');
 });
+
+test('what croner refuses is said in our words: the field at fault, its text, and what it takes', () => {
+  const cases: [string, string][] = [
+    ['-1 * * * *', "minute '-1' is not a value, a range (a-b), a list (a,b) or a step (*/n, a-b/n); minute takes 0-59"],
+    ['a * * * *', "minute 'a' is not a value, a range (a-b), a list (a,b) or a step (*/n, a-b/n); minute takes 0-59"],
+    ['0,,5 * * * *', "minute '0,,5' has an empty entry; separate values with single commas"],
+    ['0 0 * * 1,', "day of week '1,' has an empty entry; separate values with single commas"],
+    ['0 0 * * 5#6', "day of week '5#6': # takes 1 to 5 or L (the first to fifth, or the last, such weekday of the month), as in 5#2"],
+    ['*/61 * * * *', "minute '*/61' steps by more than the field holds (minute takes 0-59)"],
+    ['*/0 * * * *', "minute '*/0' steps by 0; a step (/n) is 1 or more"],
+    ['0 5-2 * * *', "hour '5-2' has a range that runs backwards; write the lower value first, as in 2-5"],
+    ['5/2 * * * *', "minute '5/2': a step follows * or a range, as in */15 or 0-30/15, not a single value"],
+    ['0 0 5W-10 * *', "day of month '5W-10': W (the nearest weekday) follows a single day of month, as in 15W or LW"],
+    ['0 0 L-2 * *', "day of month 'L-2': L (the last) stands alone or as LW in day of month, and follows a weekday in day of week, as in 5L"],
+    ['0 0 * JAN-FOO *', "month 'JAN-FOO' is not a value, a range (a-b), a list (a,b) or a step (*/n, a-b/n); month takes 1-12 or JAN-DEC"],
+  ];
+  for (const [cron, why] of cases) assert.equal(error(cron), `'${cron}' is not a valid cron schedule: ${why}`, cron);
+});
+
+test('a blank expression is one sentence, and one field is not "1 fields"', () => {
+  assert.equal(error('  '), 'the schedule is empty; give five cron fields such as 0 9 * * 1-5, a descriptor such as @daily, or @every <duration>');
+  assert.equal(error('hourly'), "'hourly' has 1 field; a cron schedule has five (minute hour day-of-month month day-of-week), in UTC");
+});

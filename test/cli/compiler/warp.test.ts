@@ -241,6 +241,16 @@ test('schedule names used twice name the earlier trigger counting from 1, as pla
   assert.equal(only(bare.diagnostics, 'automation.invalid_schedule').message, 'trigger 2 is already an unnamed schedule; give each schedule of an automation a name');
 });
 
+test('an empty cron or an empty schedule name is one diagnostic, the schema\'s, at the value', () => {
+  const base = { 'factory.yaml': 'name: t\n', 'environments/e.yaml': 'agent: {command: [a]}\n' };
+  const trigger = (schedule: string) => `  - provider: schedule\n    event: cron_fired\n    schedule: ${schedule}\n`;
+  const empty = compileFiles({ ...base, 'automations/a.md': `---\nenvironment: e\ntriggers:\n${trigger('{cron: ""}')}---\nGo.\n` });
+  assert.deepEqual(empty.diagnostics.map((d) => `${brief(d)}: ${d.message}`), ['automations/a.md:6:22 error automation.invalid_value: /triggers/0/schedule/cron must not be empty']);
+  const unnamed = compileFiles({ ...base, 'automations/a.md': `---\nenvironment: e\ntriggers:\n${trigger('{cron: "@daily"}')}${trigger('{name: "", cron: "@hourly"}')}---\nGo.\n` });
+  assert.deepEqual(unnamed.diagnostics.map((d) => d.code), ['automation.invalid_value']);
+  assert.match(unnamed.diagnostics[0].message, /\/triggers\/1\/schedule\/name '' is not a valid name/);
+});
+
 test('locate() finds pointers in agents, skills and scorers front matter', () => {
   const files: SourceFile[] = [{ path: 'agents/x/agent.md', text: '---\ndescription: d\nrunner: r\n---\nBody\n' }];
   assert.deepEqual(locate(files, 'agents/x/agent.md', '/runner'), { line: 3, column: 9 });
