@@ -42,6 +42,11 @@ export interface RunningServer {
 export interface StartServerOptions {
   log?: Logger;
   clock?: Clock;
+  /**
+   * Shorter request timeouts, checked more often, for tests of what happens when they pass (Node
+   * checks them every 30 s). The runtime always uses HEADERS_TIMEOUT_MS and REQUEST_TIMEOUT_MS.
+   */
+  requestTimeouts?: { headersMs: number; requestMs: number; checkEveryMs: number };
 }
 
 /** After this long, close() drops connections that are still busy. */
@@ -94,7 +99,8 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   const onFinish = () => {
     if (stopping) setImmediate(closeIdle);
   };
-  const server = createServer((req, res) => {
+  const timeouts = options.requestTimeouts;
+  const server = createServer({ connectionsCheckingInterval: timeouts?.checkEveryMs ?? 30_000 }, (req, res) => {
     res.on('finish', onFinish);
     if (handler) handler(req, res);
     else if (!answerWhileStarting(req, res)) void ready.then(() => handler!(req, res));
@@ -103,8 +109,8 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   // A sender that trickles its request holds a connection and its buffered body: the headers must
   // arrive within 20 s and the whole request within 60 s (Node's defaults are 60 s and 5 minutes),
   // then a 408 and the connection closed (docs/errors.md).
-  server.headersTimeout = HEADERS_TIMEOUT_MS;
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = timeouts?.headersMs ?? HEADERS_TIMEOUT_MS;
+  server.requestTimeout = timeouts?.requestMs ?? REQUEST_TIMEOUT_MS;
   // Listen before any key or database is made: a --host or --port that cannot be listened on
   // leaves none of them behind (docs/runtime.md#the-data-dir).
   await listen(server, config.host, config.port);

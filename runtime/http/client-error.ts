@@ -14,7 +14,7 @@ export function answerClientError(err: ParserError, socket: Duplex, log: Logger)
   // As Node's own handler does: answer unless the client is gone or an answer has begun, then
   // destroy the socket with the error, so a request a route is already reading sees it (and the
   // app logs it as a client that broke its request: app.ts).
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean; req?: { destroy(err: Error): void } } })._httpMessage;
   if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
     if (!inFlight) log.info({ code: err.code, remoteAddress: (socket as { remoteAddress?: string }).remoteAddress }, 'malformed HTTP request refused');
     const [code, detail] = refusal(err);
@@ -25,6 +25,10 @@ export function answerClientError(err: ParserError, socket: Duplex, log: Logger)
       `HTTP/1.1 ${problem.status} ${problem.title}\r\n${headers}Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
     );
   }
+  // A request whose body had not all arrived in time: its route sees this error itself (not just
+  // a closed connection), so it is logged as the 408 it was answered with. After the answer is
+  // written: destroying a request that is not complete destroys its socket too.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') inFlight?.req?.destroy(err);
   socket.destroy(err);
 }
 

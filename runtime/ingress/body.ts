@@ -11,7 +11,9 @@ export type BodyResult =
   | { ok: true; body: Buffer }
   /** `size` is the declared length, or the bytes seen before reading stopped (cap + 1 or more). */
   | { ok: false; reason: 'too_large'; size: number }
-  | { ok: false; reason: 'aborted'; size: number };
+  | { ok: false; reason: 'aborted'; size: number }
+  /** The whole request did not arrive within the server's request timeout (docs/errors.md). */
+  | { ok: false; reason: 'timeout'; size: number };
 
 /**
  * Parses a Content-Length header value; undefined when absent or not a plain decimal. A length
@@ -66,8 +68,9 @@ export function readCappedBody(stream: Readable, cap: number, contentLength?: nu
       end() {
         on.finish({ ok: true, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size) });
       },
-      aborted() {
-        on.finish({ ok: false, reason: 'aborted', size });
+      aborted(err?: unknown) {
+        const timedOut = (err as { code?: string } | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+        on.finish({ ok: false, reason: timedOut ? 'timeout' : 'aborted', size });
       },
     };
     stream.on('data', on.data);

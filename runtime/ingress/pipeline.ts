@@ -57,7 +57,7 @@ export interface IngressRequest {
 }
 
 export interface IngressResult {
-  status: 200 | 202 | 400 | 401 | 404 | 405 | 413 | 429;
+  status: 200 | 202 | 400 | 401 | 404 | 405 | 408 | 413 | 429;
   headers: Record<string, string>;
   /** The 202 body, or a handshake's 200 answer (docs/signatures.md#handshakes). */
   body?: Readonly<Record<string, unknown>>;
@@ -210,6 +210,15 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // 5. The body, capped.
   const read = await readCappedBody(req.body, deps.limits.ingressBodyBytes, declared);
   if (!read.ok) {
+    if (read.reason === 'timeout') {
+      // Node has answered 408 and closed the connection (runtime/http/client-error.ts); logged as such.
+      counts.aborted += 1;
+      return reject('rejected_invalid_json', 'body_timeout', { size: read.size }, {
+        status: 408,
+        headers: {},
+        problem: { code: 'request_timeout', detail: 'The request did not arrive in time.' },
+      });
+    }
     if (read.reason === 'aborted') {
       // The sender closed the connection before the body ended. It is still a request to an
       // enabled webhook, so it is logged (docs/ingress.md#the-pipeline-step-by-step): what arrived is not a JSON document.

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { INHERITED_ENV, parseConfig, type ConfigFlags } from '../../runtime/config.ts';
 import { createLogger } from '../../runtime/log.ts';
-import { startServer, type RunningServer } from '../../runtime/server.ts';
+import { startServer, type RunningServer, type StartServerOptions } from '../../runtime/server.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import { testExecutor } from './executor/helpers.ts';
 import { createTestSchema } from '../helpers/postgres.ts';
@@ -71,6 +71,8 @@ export async function startTestRuntime(
     sqlite?: boolean;
     /** Always PostgreSQL at this URL (from `postgresUrl(t)`), with a master key of its own, whatever FACTORY_TEST_ENGINE says. */
     postgres?: string;
+    /** Shorter request timeouts (startServer's option), to see what happens when they pass. */
+    requestTimeouts?: StartServerOptions['requestTimeouts'];
   } = {},
 ): Promise<TestRuntime> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'factory-test-'));
@@ -89,7 +91,7 @@ export async function startTestRuntime(
     { ...inherited, ...pg?.env, ...options.env },
   );
   const logs = new LogCapture();
-  const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock }).catch((err) => {
+  const server = await startServer(config, { log: createLogger({ level: 'debug', destination: logs }), clock: options.clock, requestTimeouts: options.requestTimeouts }).catch((err) => {
     if (options.dataDir === undefined) rmSync(dataDir, { recursive: true, force: true });
     throw err;
   });
