@@ -64,8 +64,24 @@ function cronProblem(s: string, message: string): string {
 
 const EVERY = /^@every\s+(?=\d)(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
 
-/** The schedule, or one sentence saying what is wrong with it. */
+/**
+ * The schedule, or one sentence saying what is wrong with it: what the compiler and apply check.
+ * It also searches for a first fire time, so a cron that never fires (`0 0 31 2 *`) is refused.
+ */
 export function parseSchedule(text: string): { value: ParsedSchedule } | { error: string } {
+  const read = readSchedule(text);
+  // A fixed start keeps this pure; a schedule that fires never does so from any start.
+  if ('value' in read && read.value.kind === 'cron' && !read.value.cron.nextRun(new Date(Date.UTC(2000, 0, 1)))) {
+    return { error: `'${text.trim()}' never fires (no such date)` };
+  }
+  return read;
+}
+
+/**
+ * The schedule as parseSchedule reads it, without the search for a first fire time: for the
+ * scheduler, whose schedules were all checked at apply, and which reads each expression once.
+ */
+export function readSchedule(text: string): { value: ParsedSchedule } | { error: string } {
   const s = text.trim();
   if (s === '') return { error: 'the schedule is empty; give five cron fields such as 0 9 * * 1-5, a descriptor such as @daily, or @every <duration>' };
   if (s.startsWith('@every')) {
@@ -90,8 +106,6 @@ export function parseSchedule(text: string): { value: ParsedSchedule } | { error
   } catch (err) {
     return { error: `'${s}' is not a valid cron schedule: ${cronProblem(s, (err as Error).message)}` };
   }
-  // A fixed start keeps this pure; a schedule that fires never does so from any start.
-  if (!cron.nextRun(new Date(Date.UTC(2000, 0, 1)))) return { error: `'${s}' never fires (no such date)` };
   return { value: { kind: 'cron', cron } };
 }
 

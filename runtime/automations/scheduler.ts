@@ -1,4 +1,4 @@
-import { nextFire, parseSchedule } from '../../core/schedule.ts';
+import { nextFire, readSchedule, type ParsedSchedule } from '../../core/schedule.ts';
 import type { ScheduleDef } from '../../core/snapshot.ts';
 import { iso } from '../clock.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
@@ -39,34 +39,94 @@ export function scheduledPrompt(a: Pick<AutomationRecord, 'factory' | 'name' | '
 }
 
 /**
- * What is wanted now: one entry per schedule of an enabled automation, with the first fire time
- * after `now`. A schedule that no longer parses (it was validated at compile time) is left out, and
- * so is a paused one: the store then forgets its armed time, so resuming arms it from that moment
- * (docs/definitions.md#pausing-a-schedule).
+ * The parsed schedules, kept from one pass to the next: a pass reads an expression the first time
+ * it meets it, not each schedule every TICK_MS (a cron parse costs a fraction of a millisecond,
+ * which thousands of schedules made a second of blocked event loop per pass). Expressions no
+ * schedule used in the pass before are forgotten. Within a pass, the next time after now of a cron
+ * expression is searched once, whatever the number of schedules that share it.
+ */
+export class ScheduleCache {
+  private kept = new Map<string, ParsedSchedule | null>();
+  private used = new Map<string, ParsedSchedule | null>();
+  private readonly nextOf = new Map<string, Date | null>();
+  private now = new Date(0);
+
+  /** Starts a pass at `now`. */
+  pass(now: Date): void {
+    this.kept = this.used;
+    this.used = new Map();
+    this.nextOf.clear();
+    this.now = now;
+  }
+
+  /** The schedule of an expression, or undefined when it does not read (apply checked it; nothing fires). */
+  parse(cron: string): ParsedSchedule | undefined {
+    let parsed = this.used.get(cron);
+    if (parsed === undefined) {
+      if (this.kept.has(cron)) parsed = this.kept.get(cron)!;
+      else {
+        const read = readSchedule(cron);
+        parsed = 'value' in read ? read.value : null;
+      }
+      this.used.set(cron, parsed);
+    }
+    return parsed ?? undefined;
+  }
+
+  /** The first fire time after the pass's now; `anchor` starts an @every's intervals. */
+  next(cron: string, parsed: ParsedSchedule, anchor: Date): Date | undefined {
+    if (parsed.kind === 'every') return nextFire(parsed, this.now, anchor);
+    let next = this.nextOf.get(cron);
+    if (next === undefined) {
+      next = nextFire(parsed, this.now, this.now) ?? null;
+      this.nextOf.set(cron, next);
+    }
+    return next ?? undefined;
+  }
+}
+
+/**
+ * What is wanted now: one entry per schedule of an enabled automation, with the time it is armed
+ * for after this pass. A schedule that no longer reads (it was validated at compile time) is left
+ * out, and so is a paused one: the store then forgets its armed time, so resuming arms it from that
+ * moment (docs/definitions.md#pausing-a-schedule). Only a schedule that is new, changed or due gets
+ * a next time computed; one armed for later keeps its armed time.
  */
 export function wantedSchedules(
   automations: readonly AutomationRecord[],
   now: Date,
   paused: { has(id: string): boolean } = new Set(),
   armed: ReadonlyMap<string, ArmedSchedule> = new Map(),
+  cache: ScheduleCache = new ScheduleCache(),
 ): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }> } {
   const wanted: WantedSchedule[] = [];
   const byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
+  const nowIso = iso(now);
+  cache.pass(now);
   for (const a of automations) {
     if (!a.enabled || !a.schedules) continue;
     a.schedules.forEach((s, i) => {
-      const parsed = parseSchedule(s.cron);
-      if ('error' in parsed) return;
+      const parsed = cache.parse(s.cron);
+      if (!parsed) return;
       const id = scheduleId(a, s, i);
       if (paused.has(id)) return;
-      // An @every counts from when it was armed, not from whenever a pass happened to fire it.
-      const was = armed.get(id);
-      const anchor = was && was.cron === s.cron && !Number.isNaN(Date.parse(was.next)) ? new Date(was.next) : now;
-      const next = nextFire(parsed.value, now, anchor);
-      // @every is at most 366 days (core/schedule.ts), so every time here is a date ISO strings hold.
-      if (!next) return;
-      wanted.push({ id, cron: s.cron, next: iso(next) });
       byId.set(id, { automation: a, schedule: s });
+      const was = armed.get(id);
+      const same = was !== undefined && was.cron === s.cron;
+      // Armed for later (the store compares the same strings): it stays as it is.
+      if (same && was.next > nowIso) {
+        wanted.push({ id, cron: s.cron, next: was.next });
+        return;
+      }
+      // An @every counts from when it was armed, not from whenever a pass happened to fire it.
+      const anchor = same && !Number.isNaN(Date.parse(was.next)) ? new Date(was.next) : now;
+      const next = cache.next(s.cron, parsed, anchor);
+      // @every is at most 366 days (core/schedule.ts), so every time here is a date ISO strings hold.
+      if (!next) {
+        byId.delete(id);
+        return;
+      }
+      wanted.push({ id, cron: s.cron, next: iso(next) });
     });
   }
   return { wanted, byId };
@@ -87,6 +147,7 @@ export const schedulerService: ServiceFactory = {
   name: 'scheduler',
   create({ store, clock, log, services }): Scheduler {
     let timer: NodeJS.Timeout | undefined;
+    const cache = new ScheduleCache();
     const tick = (): RunRecord[] => {
       const now = clock.now();
       let byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
@@ -101,7 +162,7 @@ export const schedulerService: ServiceFactory = {
         };
       };
       const want = (armed: ReadonlyMap<string, ArmedSchedule>) => {
-        const w = wantedSchedules(store.defs.listAutomations(), now, store.schedules.paused(), armed);
+        const w = wantedSchedules(store.defs.listAutomations(), now, store.schedules.paused(), armed, cache);
         byId = w.byId;
         return w.wanted;
       };

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { compile } from '../../../cli/compiler/compile.ts';
 import { FakeClock } from '../../../runtime/clock.ts';
+import { nextFire, parseSchedule } from '../../../core/schedule.ts';
 import { SCHEDULE_HEADING } from '../../../runtime/automations/scheduler.ts';
 import { snapshotDigest } from '../../../runtime/definitions/checks.ts';
 import { anotherReplicaHolding, postgresUrl } from '../../helpers/postgres.ts';
@@ -178,6 +179,62 @@ test('@every keeps the cadence it was armed with, however late a pass fires it',
   scheduler.tick();
   assert.equal(rt.store.schedules.nextFireAt('tests/sweep/sweep'), '2026-03-02T11:00:00.000Z');
   assert.equal(scheduled(rt).length, 2);
+});
+
+test('passes arm and fire as reading every schedule afresh each pass does: shared, changed, added and removed expressions', async (t) => {
+  const { clock, rt, scheduler } = await startPaused(t, '2026-03-02T08:59:30.000Z');
+  const files = (defs: Record<string, [string, string][]>) =>
+    Object.fromEntries(Object.entries(defs).map(([name, scheds]) => [name, `---\nenvironment: e\ntriggers:\n${scheds.map(([n, c]) => sched(c, n)).join('')}---\nGo.\n`]));
+  const first: Record<string, [string, string][]> = {
+    a: [['x', '*/7 * * * *'], ['y', '@every 13m']],
+    b: [['x', '*/7 * * * *'], ['y', '0 9-17 * * 1-5']],
+    c: [['x', '@every 1h30m'], ['y', '0 0 29 2 *'], ['z', '30 8 * * *']],
+  };
+  const second: Record<string, [string, string][]> = {
+    a: [['x', '*/5 * * * *'], ['y', '@every 13m']],
+    b: [['x', '*/7 * * * *'], ['w', '@every 45m']],
+    c: first.c,
+  };
+  // The model: each pass reads every wanted schedule afresh, as the scheduler did before it kept
+  // them between passes; a new or changed one is armed, an armed one that is due fires and moves on.
+  const model = new Map<string, { cron: string; next: string }>();
+  const modelPass = (defs: Record<string, [string, string][]>, now: Date): string[] => {
+    const fired: string[] = [];
+    const seen = new Set<string>();
+    for (const [name, scheds] of Object.entries(defs)) {
+      for (const [n, cron] of scheds) {
+        const id = `tests/${name}/${n}`;
+        seen.add(id);
+        const parsed = parseSchedule(cron);
+        assert.ok('value' in parsed);
+        const row = model.get(id);
+        if (row && row.cron === cron && row.next > now.toISOString()) continue;
+        if (row && row.cron === cron) fired.push(id);
+        const anchor = row && row.cron === cron ? new Date(row.next) : now;
+        model.set(id, { cron, next: nextFire(parsed.value, now, anchor)!.toISOString() });
+      }
+    }
+    for (const id of [...model.keys()]) if (!seen.has(id)) model.delete(id);
+    return fired.sort();
+  };
+
+  let defs = first;
+  await apply(rt, files(defs));
+  // Irregular passes over two days (a pass 1 s to 50 min after the last), the definitions changing halfway.
+  let seed = 7;
+  for (let pass = 0; pass < 160; pass++) {
+    if (pass === 80) {
+      defs = second;
+      await apply(rt, files(defs));
+    }
+    const fired = scheduler.tick().map((r) => r.schedule!.schedule_id).sort();
+    assert.deepEqual(fired, modelPass(defs, clock.now()), `pass ${pass} at ${clock.now().toISOString()}`);
+    for (const [id, row] of model) assert.equal(rt.store.schedules.nextFireAt(id), row.next, `${id} after pass ${pass}`);
+    assert.equal(rt.store.schedules.nextFireAt('tests/b/y'), defs === first ? model.get('tests/b/y')!.next : undefined);
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    clock.advance(1_000 + (seed % 3_000_000));
+  }
+  assert.ok(scheduled(rt).length > 50, 'the passes fired runs, so the comparison compared something');
 });
 
 test('a snapshot from elsewhere with a schedule that does not parse, or two under one name, is refused at apply', async (t) => {
