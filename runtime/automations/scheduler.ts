@@ -90,7 +90,10 @@ export class ScheduleCache {
  * for after this pass. A schedule that no longer reads (it was validated at compile time) is left
  * out, and so is a paused one: the store then forgets its armed time, so resuming arms it from that
  * moment (docs/definitions.md#pausing-a-schedule). Only a schedule that is new, changed or due gets
- * a next time computed; one armed for later keeps its armed time.
+ * a next time computed; one armed for later keeps its armed time, except with `checkClock` (the
+ * first pass of a runtime, and one whose clock is behind the pass before): then an armed time later
+ * than the schedule's next time from now, which only a clock that went back can have made, is
+ * armed again from now and listed in `rearmed`.
  */
 export function wantedSchedules(
   automations: readonly AutomationRecord[],
@@ -98,8 +101,10 @@ export function wantedSchedules(
   paused: { has(id: string): boolean } = new Set(),
   armed: ReadonlyMap<string, ArmedSchedule> = new Map(),
   cache: ScheduleCache = new ScheduleCache(),
-): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }> } {
+  checkClock = false,
+): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>; rearmed: { id: string; was: string; next: string }[] } {
   const wanted: WantedSchedule[] = [];
+  const rearmed: { id: string; was: string; next: string }[] = [];
   const byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
   const nowIso = iso(now);
   cache.pass(now);
@@ -113,9 +118,13 @@ export function wantedSchedules(
       byId.set(id, { automation: a, schedule: s });
       const was = armed.get(id);
       const same = was !== undefined && was.cron === s.cron;
-      // Armed for later (the store compares the same strings): it stays as it is.
+      // Armed for later (the store compares the same strings): it stays as it is, unless the clock went back.
       if (same && was.next > nowIso) {
-        wanted.push({ id, cron: s.cron, next: was.next });
+        const fresh = checkClock ? cache.next(s.cron, parsed, now) : undefined;
+        if (fresh && !(Date.parse(was.next) <= fresh.getTime())) {
+          rearmed.push({ id, was: was.next, next: iso(fresh) });
+          wanted.push({ id, cron: s.cron, next: iso(fresh) });
+        } else wanted.push({ id, cron: s.cron, next: was.next });
         return;
       }
       // An @every counts from when it was armed, not from whenever a pass happened to fire it.
@@ -129,7 +138,7 @@ export function wantedSchedules(
       wanted.push({ id, cron: s.cron, next: iso(next) });
     });
   }
-  return { wanted, byId };
+  return { wanted, byId, rearmed };
 }
 
 export interface Scheduler extends Service {
@@ -148,8 +157,12 @@ export const schedulerService: ServiceFactory = {
   create({ store, clock, log, services }): Scheduler {
     let timer: NodeJS.Timeout | undefined;
     const cache = new ScheduleCache();
+    // When the last pass ran, by this runtime's clock: a pass behind it follows a clock that went back.
+    let lastPass: number | undefined;
     const tick = (): RunRecord[] => {
       const now = clock.now();
+      const checkClock = lastPass === undefined || now.getTime() < lastPass;
+      let rearmed: { id: string; was: string; next: string }[] = [];
       let byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
       const firedAt = iso(now);
       const runFor = (w: WantedSchedule): NewRun => {
@@ -162,11 +175,19 @@ export const schedulerService: ServiceFactory = {
         };
       };
       const want = (armed: ReadonlyMap<string, ArmedSchedule>) => {
-        const w = wantedSchedules(store.defs.listAutomations(), now, store.schedules.paused(), armed, cache);
+        const w = wantedSchedules(store.defs.listAutomations(), now, store.schedules.paused(), armed, cache, checkClock);
         byId = w.byId;
+        rearmed = w.rearmed;
         return w.wanted;
       };
       const runs = store.schedules.fire(firedAt, want, store.runs, runFor);
+      lastPass = now.getTime();
+      for (const r of rearmed) {
+        log.warn(
+          { schedule: r.id, armed: r.was, next: r.next },
+          `schedule ${r.id} was armed for ${r.was}, later than its next time from now: the clock went back; armed again for ${r.next}`,
+        );
+      }
       for (const r of runs) log.info({ runId: r.run_id, automation: r.automation, schedule: r.schedule?.schedule_id }, 'run created by schedule');
       // The runs are committed; the pool and waiting workers claim them on their own turn.
       if (runs.length) runsQueued(services);

@@ -6,7 +6,7 @@ export interface WantedSchedule {
   /** `<factory>/<automation>/<schedule name, or #index>`. */
   id: string;
   cron: string;
-  /** RFC 3339 UTC: the first fire time after now. */
+  /** RFC 3339 UTC: the time it is armed for after this pass, after now. */
   next: string;
 }
 
@@ -49,7 +49,9 @@ export class ScheduleStore {
   /**
    * A new schedule, or one whose cron changed, is armed for `next` and does not fire now. A known
    * one whose next fire time is at or before `now` fires once (fires missed while the runtime was
-   * down collapse into this one) and is armed for `next`. Schedules no longer wanted are forgotten.
+   * down collapse into this one) and is armed for `next`. One armed for later is armed for `next`
+   * when that differs (the scheduler re-arms it after the clock went back), and does not fire.
+   * Schedules no longer wanted are forgotten.
    * `want` is asked inside the transaction, after the lock, with the armed state: what it reads
    * (definitions, pauses) is what the replica before committed, so a pause or a disable that
    * committed while this one waited is seen, and an @every keeps counting from its armed time.
@@ -66,7 +68,11 @@ export class ScheduleStore {
       for (const w of wanted) {
         const row = known.get(w.id);
         known.delete(w.id);
-        if (row && row.cron === w.cron && row.next > now) continue;
+        if (row && row.cron === w.cron && row.next > now) {
+          // Armed for later; moved only when the scheduler re-arms it (a clock that went back).
+          if (w.next !== row.next) this.stmts.upsert.run(w.id, w.cron, w.next);
+          continue;
+        }
         if (row && row.cron === w.cron) due.push(w);
         this.stmts.upsert.run(w.id, w.cron, w.next);
       }

@@ -181,6 +181,52 @@ test('@every keeps the cadence it was armed with, however late a pass fires it',
   assert.equal(scheduled(rt).length, 2);
 });
 
+test('a clock that jumped ahead and came back does not silence schedules: their armed times are re-armed from now, with a warning each', async (t) => {
+  const { clock, rt, scheduler } = await startPaused(t, '2026-03-02T08:59:30.000Z');
+  await apply(rt, { m: `---\nenvironment: e\ntriggers:\n${sched('* * * * *', 'minute')}${sched('@every 5m', 'five')}---\nGo.\n` });
+  scheduler.tick();
+  // A host clock a year ahead for one pass (a bad RTC before NTP set it): both fire, and are armed for 2027.
+  clock.set('2027-03-02T09:00:10.000Z');
+  assert.equal(scheduler.tick().length, 2);
+  assert.equal(rt.store.schedules.nextFireAt('tests/m/minute'), '2027-03-02T09:01:00.000Z');
+  // Set right again: the next pass arms them from now, without firing, and says so once each.
+  clock.set('2026-03-02T09:01:30.000Z');
+  assert.equal(scheduler.tick().length, 0);
+  assert.equal(rt.store.schedules.nextFireAt('tests/m/minute'), '2026-03-02T09:02:00.000Z');
+  assert.equal(rt.store.schedules.nextFireAt('tests/m/five'), '2026-03-02T09:06:30.000Z');
+  const warnings = () => rt.logs.records().filter((l) => l.level === 40 && String(l.msg).includes('the clock went back')).map((l) => l.msg);
+  assert.deepEqual(warnings().sort(), [
+    'schedule tests/m/five was armed for 2027-03-02T09:04:30.000Z, later than its next time from now: the clock went back; armed again for 2026-03-02T09:06:30.000Z',
+    'schedule tests/m/minute was armed for 2027-03-02T09:01:00.000Z, later than its next time from now: the clock went back; armed again for 2026-03-02T09:02:00.000Z',
+  ]);
+  clock.set('2026-03-02T09:02:00.000Z');
+  assert.deepEqual(scheduler.tick().map((r) => r.schedule?.schedule_id), ['tests/m/minute']);
+  clock.set('2026-03-02T09:06:30.000Z');
+  assert.deepEqual(scheduler.tick().map((r) => r.schedule?.schedule_id).sort(), ['tests/m/five', 'tests/m/minute']);
+  assert.equal(warnings().length, 2, 'one warning per re-arm, not one per pass');
+});
+
+test('a runtime started after its clock was set back re-arms what its last run armed too far ahead', async (t) => {
+  const clock = new FakeClock('2027-03-02T09:00:10.000Z');
+  const first = await startTestRuntime({ clock, keepDataDir: true });
+  first.services.executor!.pause();
+  await apply(first, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly')}---\nCheck.\n` });
+  first.services.scheduler!.tick();
+  assert.equal(first.store.schedules.nextFireAt('tests/hourly/#0'), '2027-03-02T10:00:00.000Z');
+  await first.stop();
+
+  clock.set('2026-03-02T09:15:00.000Z');
+  const again = await startTestRuntime({ clock, dataDir: first.dataDir });
+  t.after(async () => {
+    await again.stop();
+    rmSync(first.dataDir, { recursive: true, force: true });
+  });
+  again.services.executor!.pause();
+  again.services.scheduler!.tick();
+  assert.equal(again.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T10:00:00.000Z');
+  assert.equal(scheduled(again).length, 0);
+});
+
 test('passes arm and fire as reading every schedule afresh each pass does: shared, changed, added and removed expressions', async (t) => {
   const { clock, rt, scheduler } = await startPaused(t, '2026-03-02T08:59:30.000Z');
   const files = (defs: Record<string, [string, string][]>) =>
