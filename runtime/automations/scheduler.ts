@@ -1,4 +1,4 @@
-import { nextFire, readSchedule, type ParsedSchedule } from '../../core/schedule.ts';
+import { dueTimes, nextFire, readSchedule, type ParsedSchedule } from '../../core/schedule.ts';
 import type { ScheduleDef } from '../../core/snapshot.ts';
 import { iso } from '../clock.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
@@ -23,19 +23,36 @@ export function scheduleId(a: Pick<AutomationRecord, 'factory' | 'name'>, s: Sch
   return `${a.factory}/${a.name}/${s.name ?? `#${index}`}`;
 }
 
-/** The prompt of a scheduled run: the automation's prompt, then when and why it started. */
-export function scheduledPrompt(a: Pick<AutomationRecord, 'factory' | 'name' | 'prompt'>, s: ScheduleDef, firedAt: string): string {
+/**
+ * The prompt of a scheduled run: the automation's prompt, then when and why it started: the time
+ * the schedule was due (`dueAt`), and, when times it was due passed while no pass ran (a stopped
+ * runtime) and this one run stands for them all, how many there were and until when.
+ */
+export function scheduledPrompt(
+  a: Pick<AutomationRecord, 'factory' | 'name' | 'prompt'>,
+  s: ScheduleDef,
+  dueAt: string,
+  collapsed: { count: number; more?: boolean; until: string } = { count: 1, until: dueAt },
+): string {
   const name = s.name ? `\`${s.name}\` (\`${s.cron}\`, UTC)` : `\`${s.cron}\` (UTC)`;
-  return [
+  const lines = [
     a.prompt.replace(/\s+$/, ''),
     '',
     '---',
     '',
     SCHEDULE_HEADING,
     '',
-    `This run was started by the automation \`${a.name}\` of factory \`${a.factory}\` because its schedule ${name} fired at ${firedAt}.`,
-    '',
-  ].join('\n');
+    `This run was started by the automation \`${a.name}\` of factory \`${a.factory}\` because its schedule ${name} was due at ${dueAt}.`,
+  ];
+  if (collapsed.count > 1) {
+    const times = collapsed.more ? `more than ${collapsed.count} times` : `${collapsed.count} times`;
+    lines.push(
+      '',
+      `The schedule was due ${times} from ${dueAt} until this run started at ${collapsed.until}, while no scheduler was running. Missed times start one run, not one each: this run stands for all of them.`,
+    );
+  }
+  lines.push('');
+  return lines.join('\n');
 }
 
 /**
@@ -165,13 +182,15 @@ export const schedulerService: ServiceFactory = {
       let rearmed: { id: string; was: string; next: string }[] = [];
       let byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
       const firedAt = iso(now);
-      const runFor = (w: WantedSchedule): NewRun => {
+      const runFor = (w: WantedSchedule, dueAt: string): NewRun => {
         const { automation: a, schedule: s } = byId.get(w.id)!;
+        const parsed = cache.parse(s.cron);
+        const due = parsed && !Number.isNaN(Date.parse(dueAt)) ? dueTimes(parsed, new Date(dueAt), now) : { count: 1 };
         return {
           ...automationRunBase(a),
-          prompt: scheduledPrompt(a, s, firedAt),
+          prompt: scheduledPrompt(a, s, dueAt, { ...due, until: firedAt }),
           source: 'SCHEDULE',
-          schedule: { schedule_id: w.id, schedule_name: s.name ?? '', cron_schedule: s.cron },
+          schedule: { schedule_id: w.id, schedule_name: s.name ?? '', cron_schedule: s.cron, scheduled_for: dueAt },
         };
       };
       const want = (armed: ReadonlyMap<string, ArmedSchedule>) => {

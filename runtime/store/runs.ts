@@ -16,6 +16,8 @@ export interface RunSchedule {
   schedule_id: string;
   schedule_name: string;
   cron_schedule: string;
+  /** This runtime's own: the time the schedule was due (the first, when missed ones were collapsed). */
+  scheduled_for?: string;
 }
 export type CreatorType = 'user' | 'agent' | 'automation';
 export type FinalState = 'SUCCEEDED' | 'FAILED' | 'ERROR' | 'CANCELLED';

@@ -52,11 +52,17 @@ export class ScheduleStore {
    * down collapse into this one) and is armed for `next`. One armed for later is armed for `next`
    * when that differs (the scheduler re-arms it after the clock went back), and does not fire.
    * Schedules no longer wanted are forgotten.
+   * `runFor` is given the time a due schedule was armed for.
    * `want` is asked inside the transaction, after the lock, with the armed state: what it reads
    * (definitions, pauses) is what the replica before committed, so a pause or a disable that
    * committed while this one waited is seen, and an @every keeps counting from its armed time.
    */
-  fire(now: string, want: (armed: ReadonlyMap<string, ArmedSchedule>) => readonly WantedSchedule[], runs: RunStore, runFor: (w: WantedSchedule) => NewRun): RunRecord[] {
+  fire(
+    now: string,
+    want: (armed: ReadonlyMap<string, ArmedSchedule>) => readonly WantedSchedule[],
+    runs: RunStore,
+    runFor: (w: WantedSchedule, due: string) => NewRun,
+  ): RunRecord[] {
     return this.ctx.db.transaction(() => {
       // Replicas on one PostgreSQL database fire in turns, each reading what the one before moved,
       // so a fire starts one run in total and not one per replica (docs/deploy.md#several-replicas).
@@ -64,7 +70,8 @@ export class ScheduleStore {
       const known = new Map((this.stmts.all.all() as (ArmedSchedule & { schedule_id: string })[]).map((r) => [r.schedule_id, r]));
       // Asked before the loop below forgets the rows it has seen.
       const wanted = want(known);
-      const due: WantedSchedule[] = [];
+      // Each due schedule with the time it was armed for: the time its run is for.
+      const due: [WantedSchedule, string][] = [];
       for (const w of wanted) {
         const row = known.get(w.id);
         known.delete(w.id);
@@ -73,11 +80,11 @@ export class ScheduleStore {
           if (w.next !== row.next) this.stmts.upsert.run(w.id, w.cron, w.next);
           continue;
         }
-        if (row && row.cron === w.cron) due.push(w);
+        if (row && row.cron === w.cron) due.push([w, row.next]);
         this.stmts.upsert.run(w.id, w.cron, w.next);
       }
       for (const id of known.keys()) this.stmts.remove.run(id);
-      return due.length ? runs.createInTx(due.map(runFor)) : [];
+      return due.length ? runs.createInTx(due.map(([w, at]) => runFor(w, at))) : [];
     })();
   }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_EVERY_MS, nextFire, parseSchedule } from '../../core/schedule.ts';
+import { MAX_COUNTED_DUE_TIMES, MAX_EVERY_MS, dueTimes, nextFire, parseSchedule } from '../../core/schedule.ts';
 
 const error = (text: string) => {
   const parsed = parseSchedule(text);
@@ -52,4 +52,20 @@ test('what croner refuses is said in our words: the field at fault, its text, an
 test('a blank expression is one sentence, and one field is not "1 fields"', () => {
   assert.equal(error('  '), 'the schedule is empty; give five cron fields such as 0 9 * * 1-5, a descriptor such as @daily, or @every <duration>');
   assert.equal(error('hourly'), "'hourly' has 1 field; a cron schedule has five (minute hour day-of-month month day-of-week), in UTC");
+});
+
+test('dueTimes counts the times a schedule was due from its armed time to now, both included', () => {
+  const read = (text: string) => {
+    const parsed = parseSchedule(text);
+    assert.ok('value' in parsed);
+    return parsed.value;
+  };
+  const first = new Date('2026-03-02T09:00:00.000Z');
+  assert.deepEqual(dueTimes(read('@hourly'), first, new Date('2026-03-02T09:00:04.000Z')), { count: 1 });
+  assert.deepEqual(dueTimes(read('@hourly'), first, new Date('2026-03-02T11:00:00.000Z')), { count: 3 });
+  assert.deepEqual(dueTimes(read('@every 1h'), first, new Date('2026-03-02T11:59:59.000Z')), { count: 3 });
+  // A year of a minutely @every is counted; a cron's count stops at MAX_COUNTED_DUE_TIMES and says there were more.
+  assert.deepEqual(dueTimes(read('@every 1m'), first, new Date('2027-03-02T09:00:00.000Z')), { count: 525_601 });
+  assert.deepEqual(dueTimes(read('* * * * *'), first, new Date('2027-03-02T09:00:00.000Z')), { count: MAX_COUNTED_DUE_TIMES, more: true });
+  assert.deepEqual(dueTimes(read('* * * * *'), first, new Date(first.getTime() + (MAX_COUNTED_DUE_TIMES - 1) * 60_000)), { count: MAX_COUNTED_DUE_TIMES });
 });

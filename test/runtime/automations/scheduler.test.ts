@@ -45,7 +45,8 @@ test('schedules fire once per due time, missed fires collapse into one, and the 
   scheduler.tick();
   assert.equal(scheduled(rt).length, 0, 'a schedule is armed, not fired, when it first appears');
 
-  clock.set('2026-03-02T09:00:00.000Z');
+  // A pass a few seconds after nine: the run is for nine, the time the schedule was due.
+  clock.set('2026-03-02T09:00:03.250Z');
   scheduler.tick();
   scheduler.tick();
   let runs = scheduled(rt);
@@ -55,15 +56,20 @@ test('schedules fire once per due time, missed fires collapse into one, and the 
   assert.deepEqual(run.creator, { type: 'automation', name: 'triage' });
   assert.equal(run.title, 'Weekday triage');
   assert.equal(run.config.environment_id, 'e');
-  assert.deepEqual(run.schedule, { schedule_id: 'tests/triage/mornings', schedule_name: 'mornings', cron_schedule: '0 9 * * 1-5' });
-  assert.ok(run.prompt.startsWith('Triage the open issues.\n\n---\n\n' + SCHEDULE_HEADING));
-  assert.match(run.prompt, /its schedule `mornings` \(`0 9 \* \* 1-5`, UTC\) fired at 2026-03-02T09:00:00\.000Z/);
+  assert.deepEqual(run.schedule, { schedule_id: 'tests/triage/mornings', schedule_name: 'mornings', cron_schedule: '0 9 * * 1-5', scheduled_for: '2026-03-02T09:00:00.000Z' });
+  assert.equal(
+    run.prompt,
+    `Triage the open issues.\n\n---\n\n${SCHEDULE_HEADING}\n\nThis run was started by the automation \`triage\` of factory \`tests\` because its schedule \`mornings\` (\`0 9 * * 1-5\`, UTC) was due at 2026-03-02T09:00:00.000Z.\n`,
+  );
 
   // Three hours later: the hourly sweep missed two fires and starts one run; mornings waits for Tuesday.
   clock.set('2026-03-02T12:30:00.000Z');
   scheduler.tick();
   runs = scheduled(rt);
   assert.deepEqual(runs.map((r) => r.schedule?.schedule_id), ['tests/triage/mornings', 'tests/triage/sweep']);
+  // Armed at 08:59:30 for 09:59:30; due then, at 10:59:30 and at 11:59:30: one run, for the first, that says so.
+  assert.equal(runs[1].schedule?.scheduled_for, '2026-03-02T09:59:30.000Z');
+  assert.match(runs[1].prompt, /because its schedule `sweep` \(`@every 1h`, UTC\) was due at 2026-03-02T09:59:30\.000Z\.\n\nThe schedule was due 3 times from 2026-03-02T09:59:30\.000Z until this run started at 2026-03-02T12:30:00\.000Z, while no scheduler was running\. Missed times start one run, not one each: this run stands for all of them\.\n$/);
   assert.equal(rt.store.schedules.nextFireAt('tests/triage/mornings'), '2026-03-03T09:00:00.000Z');
   assert.equal(rt.store.schedules.nextFireAt('tests/off/#0'), undefined, 'a disabled automation is not armed');
 
@@ -116,6 +122,13 @@ test('a fire due while the runtime was down starts one run when it is back', asy
   again.services.scheduler!.tick();
   assert.deepEqual(scheduled(again).map((r) => r.schedule?.schedule_id), ['tests/hourly/#0']);
   assert.equal(again.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T12:00:00.000Z');
+  // It says which times it stands for: nine, ten and eleven.
+  const [run] = scheduled(again);
+  assert.equal(run.schedule?.scheduled_for, '2026-03-02T09:00:00.000Z');
+  assert.match(run.prompt, /was due at 2026-03-02T09:00:00\.000Z\.\n\nThe schedule was due 3 times from 2026-03-02T09:00:00\.000Z until this run started at 2026-03-02T11:15:00\.000Z/);
+  // Through the API too, where `schedule` carries it.
+  const shown = (await (await again.fetch(`/api/v1/agent/runs/${run.run_id}`)).json()) as { schedule: unknown };
+  assert.deepEqual(shown.schedule, { schedule_id: 'tests/hourly/#0', schedule_name: '', cron_schedule: '@hourly', scheduled_for: '2026-03-02T09:00:00.000Z' });
 });
 
 test('a paused schedule does not fire; resumed, it is armed from now and the fires it missed are skipped', async (t) => {
