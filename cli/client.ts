@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { CliError, ERROR_CODES, FactoryError, usageError, type ErrorCode, type FieldError } from '../core/errors.ts';
 import { fsReason, type CliIO } from './io.ts';
 import { readRuntimeFile } from '../runtime/runtime-file.ts';
+import { answerShape, shapeProblem } from './answers.ts';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 
@@ -318,22 +319,35 @@ export function createClient(options: { server: string; apiKey: string; origin?:
       }
     }
     if (!res.ok) throw toError(res, parsed, text, server, origin);
-    return { status: res.status, headers: res.headers, body: parsed as T, text };
+    const answer = { status: res.status, headers: res.headers, body: parsed as T, text };
+    if (res.status !== 204) checkAnswer(server, method, route, answer);
+    lastAnswer = { server, method, path: route };
+    return answer;
   };
   return {
     server,
     send,
-    request: async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => {
-      const res = await send<T>(method, path, body, headers);
-      const route = routeOf(path);
-      // Every JSON route of the runtime answers a JSON object; anything else is another server.
-      if (res.status !== 204 && (res.body === null || typeof res.body !== 'object' || Array.isArray(res.body))) {
-        throw new CliError(`the server at ${server} did not answer as a factory runtime (${method} ${route} gave ${res.status} with ${describeBody(res)}); check --server or FACTORY_SERVER.`);
-      }
-      lastAnswer = { server, method, path: route };
-      return res.body;
-    },
+    request: async <T>(method: string, path: string, body?: unknown, headers?: Record<string, string>) => (await send<T>(method, path, body, headers)).body,
   };
+}
+
+/**
+ * Every JSON route of the runtime answers a JSON object, and each route the CLI reads has the
+ * fields its commands use (cli/answers.ts): anything else comes from another server, or from a
+ * runtime of another version, and is said in one sentence before a command prints anything.
+ */
+function checkAnswer(server: string, method: string, route: string, res: ClientResponse): void {
+  if (res.body === null || typeof res.body !== 'object' || Array.isArray(res.body)) {
+    throw new CliError(`the server at ${server} did not answer as a factory runtime (${method} ${route} gave ${res.status} with ${describeBody(res)}); check --server or FACTORY_SERVER.`);
+  }
+  const shape = answerShape(method, route);
+  const problem = shape && shapeProblem(res.body, shape);
+  if (problem) throw new CliError(cannotRead(server, method, route, problem));
+}
+
+/** The sentence for an answer of another shape; `runCli` says the same of an answer a command then fails to read. */
+export function cannotRead(server: string, method: string, route: string, problem: string): string {
+  return `the server at ${server} answered ${method} ${route} with JSON this CLI cannot read (${problem}); check --server or FACTORY_SERVER, and that the runtime runs the same version as this CLI.`;
 }
 
 /** A request path without its query, as messages name it. */

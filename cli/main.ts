@@ -3,7 +3,7 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { CliError, FactoryError } from '../core/errors.ts';
 import { processIO, type CliIO } from './io.ts';
-import { takeLastAnswer } from './client.ts';
+import { cannotRead, takeLastAnswer } from './client.ts';
 import { COMMANDS } from './commands/index.ts';
 
 /** Builds the whole command tree. Each command module adds itself through `COMMANDS`. */
@@ -108,9 +108,7 @@ export async function runCli(argv: string[], io: CliIO = processIO()): Promise<n
     const answer = takeLastAnswer();
     if (err instanceof TypeError && answer) {
       // A JSON object of the wrong shape: another server, or a runtime of another version.
-      io.stderr(
-        `error: the server at ${answer.server} answered ${answer.method} ${answer.path} with JSON this CLI cannot read (${message}); check --server or FACTORY_SERVER, and that the runtime runs the same version as this CLI.\n`,
-      );
+      io.stderr(`error: ${cannotRead(answer.server, answer.method, answer.path, message)}\n`);
     } else io.stderr(`error: ${message}\n`);
     if (debug && err instanceof Error && err.stack) io.stderr(err.stack + '\n');
     return 1;

@@ -263,7 +263,7 @@ test('what is not a runtime or not a key is said as such, never as an unreachabl
     }
     // Only an answer of this command counts: an answer accepted before a command is forgotten when
     // the command starts, so a TypeError after none is printed as it is.
-    await createClient({ server: url, apiKey: 'k' }).request('GET', '/api/v1/webhooks');
+    await createClient({ server: url, apiKey: 'k' }).request('GET', '/readyz');
     const afterNone = bufferIO({ FACTORY_API_KEY: 'k', FACTORY_SERVER: 'http://127.0.0.1:9' }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], afterNone), 1);
     assert.match(afterNone.err, /^error: cannot reach the runtime/);
@@ -277,6 +277,36 @@ test('what is not a runtime or not a key is said as such, never as an unreachabl
     const oddKey = bufferIO({ FACTORY_API_KEY: 'ключ', FACTORY_SERVER: url }, { cwd: root });
     assert.equal(await runCli(['webhook', 'list'], oddKey), 1);
     assert.equal(oddKey.err, 'error: the API key (from FACTORY_API_KEY) has characters an HTTP header cannot carry; a factory API key is printable ASCII without spaces.\n');
+  } finally {
+    server.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a JSON answer of another shape is named in one sentence before anything is printed, with --json or not', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'factory-shape-'));
+  // A real server that answers 200 {"foo":1} to every request.
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"foo":1}'));
+  });
+  const url = await listenLocally(server);
+  const repo = join(process.cwd(), 'examples', 'factory');
+  const said = (method: string, route: string, problem: string) =>
+    `error: the server at ${url} answered ${method} ${route} with JSON this CLI cannot read (${problem}); check --server or FACTORY_SERVER, and that the runtime runs the same version as this CLI.\n`;
+  try {
+    for (const [argv, method, route, problem] of [
+      [['plan', repo, '--json', '--detailed-exitcode'], 'POST', '/api/v1/factories/example/plan', '"factory" is missing'],
+      [['plan', repo], 'POST', '/api/v1/factories/example/plan', '"factory" is missing'],
+      [['apply', repo, '--json'], 'POST', '/api/v1/factories/example/apply', '"factory" is missing'],
+      [['run', 'list', '--json'], 'GET', '/api/v1/agent/runs', '"runs" is missing'],
+      [['run', 'list'], 'GET', '/api/v1/agent/runs', '"runs" is missing'],
+    ] as const) {
+      const cli = bufferIO({ FACTORY_API_KEY: 'fk_x', FACTORY_SERVER: url }, { cwd: root });
+      assert.equal(await runCli([...argv], cli), 1, argv.join(' '));
+      assert.equal(cli.out, '', `${argv.join(' ')}: nothing on stdout`);
+      assert.equal(cli.err, said(method, route, problem), argv.join(' '));
+    }
   } finally {
     server.close();
     rmSync(root, { recursive: true, force: true });
