@@ -157,7 +157,7 @@ export const RUN_LIST_QUERY: Param[] = [
   q('model_id', str('Oz\'s recorded config.model_id.')),
   q('skill', str('Oz\'s recorded skill or config.skill_spec.')),
   q('skill_spec', str('The same as skill.')),
-  q('schedule_id', str('Oz\'s; no run here has one, so the page is empty.')),
+  q('schedule_id', str('Runs started by this schedule (its id, <factory>/<automation>/<name or #index>), retries of them included.')),
   q('artifact_type', { name: '', description: 'Oz\'s; no run here has artifacts, so the page is empty.', schema: { enum: ['PLAN', 'PULL_REQUEST', 'SCREENSHOT'] } }),
   q('sort_by', { name: '', description: 'Default created_at.', schema: { enum: ['created_at', 'updated_at'] } }),
   q('sort_order', { name: '', description: 'Default desc.', schema: { enum: ['asc', 'desc'] } }),

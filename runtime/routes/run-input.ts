@@ -237,7 +237,7 @@ export function parseListRuns(query: Query, limits: { runListDefault: number; ru
     if (Number.isNaN(ms)) errors.push({ pointer: name, message: `${name} must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got "${v}"` });
     else out[key] = new Date(ms).toISOString();
   }
-  for (const [name, key] of [['creator', 'creator'], ['q', 'q'], ['name', 'configName'], ['model_id', 'modelId']] as const) {
+  for (const [name, key] of [['creator', 'creator'], ['q', 'q'], ['name', 'configName'], ['model_id', 'modelId'], ['schedule_id', 'scheduleId']] as const) {
     const v = one(name);
     if (v === undefined) continue;
     if (v === '' || charCount(v) > 1000) errors.push({ pointer: name, message: `${name} must be 1 to 1000 characters` });
@@ -248,8 +248,7 @@ export function parseListRuns(query: Query, limits: { runListDefault: number; ru
   if (skill !== undefined && skillSpec !== undefined && skill !== skillSpec) {
     errors.push({ pointer: 'skill', message: 'skill is an alias of skill_spec; give one, or the same value' });
   } else if ((skill ?? skillSpec) !== undefined) out.skill = skill ?? skillSpec;
-  // No run here comes from a schedule of Oz or has an artifact: valid filters, empty pages.
-  if (one('schedule_id') !== undefined) out.none = true;
+  // No run here has an artifact: a valid filter, an empty page.
   const artifact = one('artifact_type');
   if (artifact !== undefined) {
     if (!['PLAN', 'PULL_REQUEST', 'SCREENSHOT'].includes(artifact)) errors.push({ pointer: 'artifact_type', message: `artifact_type must be PLAN, PULL_REQUEST or SCREENSHOT, got "${artifact}"` });

@@ -190,6 +190,8 @@ export interface RunListQuery {
   configName?: string;
   modelId?: string;
   skill?: string;
+  /** The schedule that started the run (`schedule.schedule_id`), retries of such runs included. */
+  scheduleId?: string;
   /** True when a filter can match no run here (an Oz state or source this runtime never has). */
   none?: boolean;
   sortBy?: RunSortKey;
@@ -254,6 +256,14 @@ interface Row {
 const COLUMNS = `seq, run_id, state, title, prompt, environment_id, source, creator_type, creator_name, factory,
   automation, webhook_uid, delivery_id, metadata, created_at, updated_at, started_at, finished_at, status_message,
   error_code, retryable, oz, schedule, retry_of, replay, notify`;
+
+/**
+ * The `schedule_id` of a scheduled run's `schedule` (JSON text), as the runs_by_schedule index
+ * (migration 019) spells it: a query must use this very expression for the index to serve it.
+ */
+export function scheduleIdOf(dialect: 'sqlite' | 'postgres'): string {
+  return dialect === 'postgres' ? "((schedule::jsonb) ->> 'schedule_id')" : "json_extract(schedule, '$.schedule_id')";
+}
 
 /**
  * The cursor is opaque to clients: base64url of `<created_at>|<seq>` for the default order (newest
@@ -638,6 +648,11 @@ export class RunStore {
       }
     }
     if (q.source !== undefined && q.source !== 'WEBHOOK') where.push(q.source === 'SCHEDULE' ? 'schedule IS NOT NULL' : 'schedule IS NULL');
+    if (q.scheduleId !== undefined) {
+      // The expression and the condition of the runs_by_schedule index (migration 019), so a page reads only its runs.
+      where.push(`schedule IS NOT NULL AND ${scheduleIdOf(this.ctx.dialect)} = ?`);
+      params.push(q.scheduleId);
+    }
     if (q.q !== undefined) {
       // instr() on lower-cased text: a plain substring, so % and _ in the query mean themselves.
       const needle = q.q.toLowerCase();

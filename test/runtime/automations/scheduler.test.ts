@@ -74,11 +74,23 @@ test('schedules fire once per due time, missed fires collapse into one, and the 
   assert.equal(rt.store.schedules.nextFireAt('tests/off/#0'), undefined, 'a disabled automation is not armed');
 
   // The run API shows them as SCHEDULE (Oz: SCHEDULED_AGENT), not as API runs.
-  for (const [q, n] of [['source=SCHEDULE', 2], ['source=SCHEDULED_AGENT', 2], ['source=API', 0]] as const) {
-    const page = (await (await rt.fetch(`/api/v1/agent/runs?${q}`)).json()) as { runs: { source: string }[] };
+  // A schedule's runs, by its id (the runs' schedule.schedule_id), as Oz's runs.list({schedule_id}) asks.
+  for (const [q, n] of [
+    ['source=SCHEDULE', 2],
+    ['source=SCHEDULED_AGENT', 2],
+    ['source=API', 0],
+    [`schedule_id=${encodeURIComponent('tests/triage/mornings')}`, 1],
+    [`schedule_id=${encodeURIComponent('tests/triage/sweep')}&source=SCHEDULE`, 1],
+    [`schedule_id=${encodeURIComponent('tests/off/#0')}`, 0],
+  ] as const) {
+    const page = (await (await rt.fetch(`/api/v1/agent/runs?${q}`)).json()) as { runs: { source: string; schedule?: { schedule_id: string } }[] };
     assert.equal(page.runs.length, n, q);
     assert.ok(page.runs.every((r) => r.source === 'SCHEDULE'));
+    if (q.startsWith('schedule_id=')) assert.ok(page.runs.every((r) => r.schedule?.schedule_id === decodeURIComponent(q.slice(12).split('&')[0])), q);
   }
+  const empty = await rt.fetch('/api/v1/agent/runs?schedule_id=');
+  assert.equal(empty.status, 400);
+  assert.match(((await empty.json()) as { detail: string }).detail, /schedule_id must be 1 to 1000 characters/);
 });
 
 test('a changed schedule is armed again; a removed one is forgotten; plan shows the change', async (t) => {
