@@ -54,3 +54,22 @@ export function unstorable(text: string): string | undefined {
  * character. Counted in characters (`u`), as the API's schemas count.
  */
 export const PLAIN_NAME = /^[^\x00-\x1f\x7f]{1,128}$/u;
+
+/**
+ * The most characters of an id or name a request gave that an error's detail quotes back: more
+ * than any valid one has (a delivery id, the longest, has 200), so only a value that cannot name
+ * anything is cut.
+ */
+export const ECHO_CHARS = 200;
+
+/**
+ * An id or name from a request as an error quotes it back (docs/errors.md): whole up to
+ * ECHO_CHARS characters, cut with an ellipsis beyond, so a 404 for a 5,000-character id is not
+ * 5,000 characters long.
+ */
+export function echoed(value: string): string {
+  if (value.length <= ECHO_CHARS) return value;
+  // Two UTF-16 units a character at most: this many hold one character more than are kept.
+  const chars = [...value.slice(0, 2 * ECHO_CHARS + 2)];
+  return chars.length > ECHO_CHARS ? chars.slice(0, ECHO_CHARS - 1).join('') + '…' : value;
+}

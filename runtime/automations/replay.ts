@@ -5,6 +5,7 @@ import type { Store } from '../store/index.ts';
 import type { CreatorType, RunRecord } from '../store/runs.ts';
 import { webhookRun } from './hook.ts';
 import { compileAutomations, matchCompiled, parsePayload, triggersFor } from './match.ts';
+import { echoed } from '../../core/text.ts';
 
 /** Who asked for a replay: the API key's user or agent. */
 export interface Replayer {
@@ -37,7 +38,7 @@ export function replayDelivery(store: Store, webhook: WebhookRecord, entry: Deli
   let automations: readonly AutomationRecord[] = store.defs.cachedAutomations(webhook.factory);
   if (only !== undefined) {
     const a = automations.find((x) => x.name === only);
-    if (!a) throw notFound(`The factory "${webhook.factory}" has no automation "${only}".`);
+    if (!a) throw notFound(`The factory "${webhook.factory}" has no automation "${echoed(only)}".`);
     if (!a.enabled) throw conflict(`The automation "${only}" is disabled; enable it to replay a delivery to it.`);
     if (triggersFor(a, webhook.uid).length === 0) throw conflict(`The automation "${only}" has no trigger on the webhook ${webhook.uid}.`);
     automations = [a];

@@ -2,6 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { FactoryError, notFound } from '../../core/errors.ts';
 import type { KeyKind, Scope } from '../store/keys.ts';
 import type { Store } from '../store/index.ts';
+import { echoed } from '../../core/text.ts';
 
 /** Who is calling: the API key that authenticated the request (docs/runtime.md). */
 export interface Principal {
@@ -91,7 +92,7 @@ export interface RequireScopeOptions {
 }
 
 /** The 404 detail of a factory the key may not manage, for routes whose resource is the factory. */
-const unknownFactoryDetail = (factory: string) => `There is no factory "${factory}" that this API key may manage.`;
+const unknownFactoryDetail = (factory: string) => `There is no factory "${echoed(factory)}" that this API key may manage.`;
 
 /**
  * Route middleware: authenticates (401 authentication_required) and checks the scope

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { invalidRequest } from '../../core/errors.ts';
+import { invalidRequest, type FactoryError, type FieldError } from '../../core/errors.ts';
 
 /**
  * The query parameters a route takes (docs/api.md: nothing is silently ignored). Any other is a
@@ -19,7 +19,18 @@ export function queryParams(allowed: readonly string[], booleans: readonly strin
         errors.push({ pointer: name, message: `must be true or false, got ${JSON.stringify(value)}` });
       }
     }
-    if (errors.length) throw invalidRequest('The query is not valid.', errors);
+    if (errors.length) throw invalidQuery(errors);
     await next();
   };
+}
+
+/**
+ * The 400 of a query with problems: the detail says the first of them, as every query check says
+ * it (docs/api.md#conventions), and `errors` lists them all. A message that already begins with the
+ * parameter's name is not prefixed with it again.
+ */
+export function invalidQuery(errors: FieldError[]): FactoryError {
+  const [first] = errors;
+  const said = first.message.startsWith(`${first.pointer} `) ? first.message : `${first.pointer}: ${first.message}`;
+  return invalidRequest(`The query is not valid: ${said}.`, errors);
 }

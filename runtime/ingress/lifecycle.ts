@@ -9,7 +9,7 @@ import { DEFINITIONS_LOCK } from '../store/definitions.ts';
 import type { Store } from '../store/index.ts';
 import { SECRET_NAME_PATTERN, secretAllows, type SecretMeta } from '../store/secrets.ts';
 import { iso } from '../clock.ts';
-import { charCount } from '../../core/text.ts';
+import { charCount, echoed } from '../../core/text.ts';
 
 /**
  * Webhook lifecycle (docs/ingress.md#webhook-lifecycle) for the management API: create, enable,
@@ -354,7 +354,7 @@ function refuseBinding(meta: SecretMeta, factory: string): void {
 
 function live(store: Store, uid: string): WebhookRecord {
   const w = store.defs.getWebhookByUid(uid);
-  if (!w || w.deletedAt) throw notFound(`No webhook has the UID ${uid}.`);
+  if (!w || w.deletedAt) throw notFound(`No webhook has the UID ${echoed(uid)}.`);
   return w;
 }
 

@@ -15,6 +15,7 @@ import type { Store } from '../store/index.ts';
 import type { RunState } from '../../core/run-state.ts';
 import type { RouteModule } from './index.ts';
 import { queryParams } from '../http/query.ts';
+import { echoed } from '../../core/text.ts';
 
 /**
  * Automations (docs/automations.md) in the management API, scope `manage` for the factory:
@@ -146,7 +147,7 @@ function findAutomation(store: Store, ctx: Context): AutomationRecord {
   const factory = String(ctx.params.factory);
   const name = String(ctx.params.name);
   const a = store.defs.listAutomations(factory).find((x) => x.name === name);
-  if (!a || !canManageFactory(principalOf(ctx), factory)) throw notFound(`The factory "${factory}" has no automation "${name}".`);
+  if (!a || !canManageFactory(principalOf(ctx), factory)) throw notFound(`The factory "${echoed(factory)}" has no automation "${echoed(name)}".`);
   return a;
 }
 
@@ -185,7 +186,7 @@ function findDelivery(store: Store, automation: AutomationRecord, input: TestReq
     const webhook = byUid.get(input.webhookUid);
     if (!webhook) throw notFound(`The factory "${automation.factory}" has no webhook ${input.webhookUid}.`);
     const entry = store.deliveries.get(webhook.uid, input.deliveryId);
-    if (!entry) throw notFound(`The webhook ${webhook.name} (${webhook.uid}) has no delivery "${input.deliveryId}" in its log.`);
+    if (!entry) throw notFound(`The webhook ${webhook.name} (${webhook.uid}) has no delivery "${echoed(input.deliveryId)}" in its log.`);
     return { webhook, entry };
   }
   const selected = [...new Set(automation.triggers.map(triggerWebhookUid))].filter((u): u is string => u !== undefined && byUid.has(u));
@@ -196,13 +197,13 @@ function findDelivery(store: Store, automation: AutomationRecord, input: TestReq
       return entry ? [{ webhook: byUid.get(uid)!, entry }] : [];
     });
     if (hits.length > 1) {
-      throw invalidRequest(`Several webhooks have a delivery "${input.deliveryId}" (${hits.map((h) => h.webhook.uid).join(', ')}); give webhook_uid.`, [
+      throw invalidRequest(`Several webhooks have a delivery "${echoed(input.deliveryId)}" (${hits.map((h) => h.webhook.uid).join(', ')}); give webhook_uid.`, [
         { pointer: '/webhook_uid', message: 'required when the delivery id is ambiguous' },
       ]);
     }
     if (hits.length === 1) return hits[0];
   }
-  throw notFound(`No webhook of the factory "${automation.factory}" has a delivery "${input.deliveryId}" in its log.`);
+  throw notFound(`No webhook of the factory "${automation.factory}" has a delivery "${echoed(input.deliveryId)}" in its log.`);
 }
 
 /** The stored body, or a 409 that says why there is none (docs/ingress.md#the-pipeline-step-by-step: only Accepted entries keep it). */

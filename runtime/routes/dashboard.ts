@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Context } from 'koa';
 import { notFound } from '../../core/errors.ts';
 import type { RouteModule } from './index.ts';
+import { echoed } from '../../core/text.ts';
 
 /**
  * The dashboard (docs/dashboard.md): a static page at `/` and its assets under `/dashboard/`. The
@@ -72,7 +73,7 @@ export const dashboardRoutes: RouteModule = (router) => {
 
   router.get('/dashboard/:file', (ctx) => {
     const asset = assets.get(String(ctx.params.file));
-    if (!asset) throw notFound(`The dashboard has no file "${String(ctx.params.file)}".`);
+    if (!asset) throw notFound(`The dashboard has no file "${echoed(String(ctx.params.file))}".`);
     secure(ctx);
     ctx.type = asset.type;
     ctx.body = asset.body;

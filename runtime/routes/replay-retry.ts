@@ -9,6 +9,7 @@ import type { RouteModule } from './index.ts';
 import { creatorOf, findRun, RUNS_PATH, runView } from './runs.ts';
 import { unknownWebhookDetail, webhookFactory } from './webhooks-manage.ts';
 import { runEnvironment } from '../executor/prepare.ts';
+import { echoed } from '../../core/text.ts';
 
 /**
  * Starting runs again (docs/api.md#retry, docs/ingress.md#replay):
@@ -28,7 +29,7 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
     const only = replayAutomation(await optionalJson(ctx, config.limits.apiBodyBytes));
     const id = String(ctx.params.delivery_id);
     const entry = store.deliveries.get(uid, id);
-    if (!entry) throw notFound(`The webhook ${uid} has no delivery ${id} in its log.`);
+    if (!entry) throw notFound(`The webhook ${uid} has no delivery ${echoed(id)} in its log.`);
     const runs = replayDelivery(store, webhook, entry, creatorOf(principal), only);
     if (runs.length) wake();
     ctx.status = runs.length ? 201 : 200;

@@ -13,8 +13,8 @@ import { CANCEL_CHANNEL } from '../store/leases.ts';
 import type { NewRunItem, RunRecord } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { parseAfter, parseCreateRun, parseListRuns } from './run-input.ts';
-import { queryParams } from '../http/query.ts';
-import { titleFromPrompt } from '../../core/text.ts';
+import { invalidQuery, queryParams } from '../http/query.ts';
+import { echoed, titleFromPrompt } from '../../core/text.ts';
 import { CANCELLED_INPUT } from '../store/leases.ts';
 
 export const RUNS_PATH = '/api/v1/agent/runs';
@@ -52,14 +52,14 @@ function onlyEnvironment(deps: AppDeps): string {
 /** A run or 404. */
 export function findRun(deps: AppDeps, runId: string): RunRecord {
   const run = deps.store.runs.get(runId);
-  if (!run) throw notFound(`No run has the id "${runId}".`);
+  if (!run) throw notFound(`No run has the id "${echoed(runId)}".`);
   return run;
 }
 
 /** The transcript page after `after`, as both the API and the session page serve it. */
 export function transcriptBody(deps: AppDeps, ctx: Context, run: RunRecord) {
   const after = parseAfter(ctx.query.after);
-  if (typeof after !== 'number') throw invalidRequest('The query is not valid.', [after]);
+  if (typeof after !== 'number') throw invalidQuery([after]);
   const events = deps.store.runs.events(run.run_id, after, TRANSCRIPT_PAGE + 1);
   const page = events.slice(0, TRANSCRIPT_PAGE);
   return {
@@ -157,10 +157,7 @@ export const runRoutes: RouteModule = (router, deps) => {
 
   router.get(RUNS_PATH, runs, (ctx) => {
     const parsed = parseListRuns(ctx.query, config.limits);
-    if (!parsed.value) {
-      const first = parsed.errors[0];
-      throw invalidRequest(`The query is not valid: ${first.pointer}: ${first.message}.`, parsed.errors);
-    }
+    if (!parsed.value) throw invalidQuery(parsed.errors);
     const page = store.runs.list(parsed.value);
     ctx.body = {
       runs: page.runs.map((r) => runView(r, config.baseUrl)),

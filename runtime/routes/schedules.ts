@@ -11,6 +11,7 @@ import type { SchedulePause } from '../store/schedules.ts';
 import type { RouteModule } from './index.ts';
 import { noBody } from '../http/body.ts';
 import { queryParams } from '../http/query.ts';
+import { echoed } from '../../core/text.ts';
 
 /**
  * The schedule triggers of the automations, in the Oz Agent API's shape (docs/api.md#schedules),
@@ -66,7 +67,7 @@ export const scheduleRoutes: RouteModule = (router, { store, clock, log }) => {
     const item = canManageFactory(principalOf(ctx), factory)
       ? store.defs.listAutomations(factory).filter((a) => a.name === automation).flatMap((a) => scheduleItems(store, clock, a)).find((s) => s.id === id)
       : undefined;
-    if (!item) throw notFound(`schedule ${id} does not exist; list them with GET /api/v1/agent/schedules`);
+    if (!item) throw notFound(`schedule ${echoed(id)} does not exist; list them with GET /api/v1/agent/schedules`);
     return item;
   }
 };

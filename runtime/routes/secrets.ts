@@ -6,6 +6,7 @@ import { noBody, readJsonBody } from '../http/body.ts';
 import { requireScope } from '../http/auth.ts';
 import type { RouteModule } from './index.ts';
 import { queryParams } from '../http/query.ts';
+import { echoed } from '../../core/text.ts';
 
 /**
  * Team secrets (docs/runtime.md), admin scope. Values go in, never out: every response is metadata
@@ -57,7 +58,7 @@ export const secretRoutes: RouteModule = (router, { config, store, clock }) => {
 
   router.get('/api/v1/secrets/:name', admin, (ctx) => {
     const meta = store.secrets.get(ctx.params.name);
-    if (!meta) throw notFound(`No secret is named "${ctx.params.name}".`);
+    if (!meta) throw notFound(`No secret is named "${echoed(String(ctx.params.name))}".`);
     ctx.body = meta;
   });
 

@@ -20,6 +20,7 @@ import type { Store } from '../store/index.ts';
 import { deliveryRuns } from './automations.ts';
 import type { RouteModule } from './index.ts';
 import { queryParams } from '../http/query.ts';
+import { echoed } from '../../core/text.ts';
 
 /**
  * The webhook lifecycle (docs/ingress.md#webhook-lifecycle) and the delivery log
@@ -101,14 +102,14 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
     const uid = uidOf(ctx);
     const id = String(ctx.params.delivery_id);
     const entry = store.deliveries.get(uid, id);
-    if (!entry) throw notFound(`The webhook ${uid} has no delivery ${id} in its log.`);
+    if (!entry) throw notFound(`The webhook ${uid} has no delivery ${echoed(id)} in its log.`);
     ctx.type = 'application/json';
     ctx.body = deliveryDetailJson(entry, store);
   });
 };
 
 /** The one 404 sentence for a webhook that does not exist or belongs to a factory the key may not manage. */
-export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${uid}.`;
+export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${echoed(uid)}.`;
 
 /**
  * The `:uid` webhook's factory, for the scope check of every route under /api/v1/webhooks/:uid: a

@@ -7,6 +7,7 @@ import { conflict, notFound } from '../../core/errors.ts';
 import type { AuthMode, AutomationNotify, EnvironmentDef, ScheduleDef, WebhookTrigger } from '../../core/snapshot.ts';
 import type { ApplyOps } from '../definitions/plan.ts';
 import type { AutomationRecord, EnvironmentRecord, FactoryRecord, ManagedBy, WebhookRecord } from '../definitions/state.ts';
+import { echoed } from '../../core/text.ts';
 
 /**
  * Definitions as runtime state (`store.defs`): factories, webhooks, automations, environments
@@ -189,7 +190,7 @@ export function createDefinitionsStore({ db, clock, announce }: StoreContext): D
   };
   const liveWebhook = (uid: string): WebhookRecord => {
     const w = getWebhookByUid(uid);
-    if (!w || w.deletedAt) throw notFound(`webhook ${uid} does not exist`);
+    if (!w || w.deletedAt) throw notFound(`webhook ${echoed(uid)} does not exist`);
     return w;
   };
 

@@ -3,7 +3,7 @@ import { conflict, invalidRequest, notFound, type FieldError } from '../../core/
 import { newApiKey, newId, RESOURCE_NAME_PATTERN } from '../../core/ids.ts';
 import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
-import { PLAIN_NAME } from '../../core/text.ts';
+import { PLAIN_NAME, echoed } from '../../core/text.ts';
 
 export const SCOPES = ['runs', 'manage', 'worker', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -118,7 +118,7 @@ export class KeyStore {
    */
   revoke(id: string): ApiKey {
     const key = this.get(id);
-    if (!key) throw notFound(`No API key has the id "${id}".`);
+    if (!key) throw notFound(`No API key has the id "${echoed(id)}".`);
     if (key.revoked_at) return key;
     const admins = this.activeAdmins.all() as { id: string }[];
     if (key.scopes.includes('admin') && admins.length === 1 && admins[0].id === id) {

@@ -4,6 +4,7 @@ import { iso } from '../clock.ts';
 import { open, seal, secretAad } from '../crypto.ts';
 import type { StoreContext } from './index.ts';
 import { CHANNELS } from './channels.ts';
+import { echoed } from '../../core/text.ts';
 
 export const SECRET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 /** Values are credentials and signing secrets, not files. */
@@ -111,7 +112,7 @@ export class SecretStore {
     const now = iso(this.ctx.clock.now());
     this.ctx.db.transaction(() => {
       const row = this.byName.get(name) as Row | undefined;
-      if (!row) throw notFound(`No secret is named "${name}".`);
+      if (!row) throw notFound(`No secret is named "${echoed(name)}".`);
       const version = row.current_version + 1;
       this.insertVersion.run(name, version, this.seal(name, version, value), now);
       this.bumpVersion.run(version, now, name);
@@ -177,7 +178,7 @@ export class SecretStore {
    * uses is a 409 naming them: deleting it would silently break their deliveries or runs.
    */
   delete(name: string): void {
-    if (!this.byName.get(name)) throw notFound(`No secret is named "${name}".`);
+    if (!this.byName.get(name)) throw notFound(`No secret is named "${echoed(name)}".`);
     const users = this.uses(name).map((r) => r.what);
     if (users.length) {
       throw conflict(`The secret "${name}" is still used by ${users.join(', ')}; remove those uses (and apply) first.`);
@@ -202,7 +203,7 @@ export class SecretStore {
 
   private existing(name: string): Row {
     const row = this.byName.get(name) as Row | undefined;
-    if (!row) throw notFound(`No secret is named "${name}".`);
+    if (!row) throw notFound(`No secret is named "${echoed(name)}".`);
     return row;
   }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { charCount, titleFromPrompt } from '../../core/text.ts';
+import { ECHO_CHARS, charCount, echoed, titleFromPrompt } from '../../core/text.ts';
 
 test('charCount counts code points: an emoji is one, a lone surrogate is one', () => {
   assert.equal(charCount(''), 0);
@@ -21,4 +21,13 @@ test('titleFromPrompt: the first line that is not blank, trimmed, cut to 80 char
   assert.equal(titleFromPrompt('x'.repeat(81)), 'x'.repeat(79) + '…');
   // Cut by characters, never inside an emoji.
   assert.equal(titleFromPrompt('🙂'.repeat(100)), '🙂'.repeat(79) + '…');
+});
+
+test('echoed: an id quoted back is whole up to ECHO_CHARS characters, and cut with an ellipsis beyond', () => {
+  assert.equal(echoed('run_abc'), 'run_abc');
+  assert.equal(echoed('x'.repeat(ECHO_CHARS)), 'x'.repeat(ECHO_CHARS));
+  assert.equal(echoed('x'.repeat(5000)), 'x'.repeat(ECHO_CHARS - 1) + '…');
+  // Counted in characters: 200 emoji are whole, and a cut never splits one.
+  assert.equal(echoed('😀'.repeat(ECHO_CHARS)), '😀'.repeat(ECHO_CHARS));
+  assert.equal(echoed('😀'.repeat(ECHO_CHARS + 1)), '😀'.repeat(ECHO_CHARS - 1) + '…');
 });

@@ -35,3 +35,24 @@ test('list routes refuse unknown, repeated and malformed query parameters, and t
   const { webhooks } = (await (await rt.fetch('/api/v1/webhooks?include_deleted=true')).json()) as { webhooks: { uid: string }[] };
   assert.deepEqual(webhooks.map((w) => w.uid), [hook.uid]);
 });
+
+test('a refused query says its first problem in the detail, on the transcript and the run list as on the other routes', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  const run = rt.store.runs.create({ prompt: 'x', environmentId: 'missing', source: 'API', creator: { type: 'user', name: 'tester' } });
+  const transcript = `/api/v1/agent/runs/${run.run_id}/transcript`;
+  const refused: [string, string][] = [
+    [`${transcript}?after=-1`, 'The query is not valid: after must be a non-negative integer seq, got "-1".'],
+    [`${transcript}?after=abc`, 'The query is not valid: after must be a non-negative integer seq, got "abc".'],
+    [`${transcript}?foo=1`, 'The query is not valid: foo: unknown query parameter; this route takes after.'],
+    ['/api/v1/agent/runs?limit=0', 'The query is not valid: limit must be an integer from 1 to 100, got "0".'],
+    ['/api/v1/keys?all=1', 'The query is not valid: all: unknown query parameter; this route takes none.'],
+  ];
+  for (const [path, detail] of refused) {
+    const res = await rt.fetch(path);
+    const problem = (await res.json()) as { detail: string; errors: unknown[] };
+    assert.equal(res.status, 400, path);
+    assert.equal(problem.detail, detail, path);
+    assert.equal(problem.errors.length, 1, path);
+  }
+});

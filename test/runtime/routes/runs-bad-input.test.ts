@@ -57,3 +57,29 @@ test('each bad input is a 4xx problem whose detail names the cause; no run table
   assert.equal(runTables(rt).runs, 1);
   assert.equal(runTables(rt).run_idempotency, 1);
 });
+
+test('an unknown id or name is quoted back in a 404 cut to a bounded length, on every route that says it', async (t) => {
+  const rt = await startTestRuntime();
+  t.after(() => rt.stop());
+  const long = 'x'.repeat(5000);
+  const cut = 'x'.repeat(199) + '…';
+  const hook = (await (await rt.fetch('/api/v1/factories/shop/webhooks', { method: 'POST', json: { name: 'hook' } })).json()) as { webhook: { uid: string } };
+  const uid = hook.webhook.uid;
+  const cases: [string, string, string][] = [
+    ['GET', `/api/v1/agent/runs/run_${long}`, `No run has the id "run_${'x'.repeat(195)}…".`],
+    ['GET', `/api/v1/agent/runs/${long}/transcript`, `No run has the id "${cut}".`],
+    ['GET', `/api/v1/secrets/${long}`, `No secret is named "${cut}".`],
+    ['POST', `/api/v1/keys/${long}/revoke`, `No API key has the id "${cut}".`],
+    ['GET', `/api/v1/webhooks/${long}`, `No webhook has the UID ${cut}.`],
+    ['GET', `/api/v1/webhooks/${uid}/deliveries/${long}`, `The webhook ${uid} has no delivery ${cut} in its log.`],
+    ['GET', `/api/v1/agent/schedules/${long}`, `schedule ${cut} does not exist; list them with GET /api/v1/agent/schedules`],
+    ['GET', `/api/v1/automations/shop/${long}`, `The factory "shop" has no automation "${cut}".`],
+    ['GET', `/dashboard/${long}`, `The dashboard has no file "${cut}".`],
+  ];
+  for (const [method, path, detail] of cases) {
+    const res = await rt.fetch(path, { method });
+    const body = (await res.json()) as { detail: string };
+    assert.equal(res.status, 404, path.slice(0, 60));
+    assert.equal(body.detail, detail, path.slice(0, 60));
+  }
+});
