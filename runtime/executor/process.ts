@@ -95,6 +95,13 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     if (opts.statusFd || opts.envScript !== undefined) stdio.push(opts.statusFd ? 'pipe' : 'ignore');
     if (opts.envScript !== undefined) stdio.push('pipe');
     const child = spawn(program, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio });
+    // First: a spawn that fails is an 'error' event, which with no listener would end the process.
+    child.on('error', (err: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) finish({ code: null, signal: null, spawnError: err });
+    });
+    // Out of file descriptors (EMFILE, ENFILE): Node gives up before it makes the pipes, and the
+    // 'error' above ends the command.
+    if (!child.stdio) return;
     if (opts.envScript !== undefined) {
       const pipe = child.stdio[4] as NodeJS.WritableStream | null;
       // A command that never reads it (one that failed to start) closes it early: not our failure.
@@ -136,9 +143,6 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     child.stdin!.on('error', () => {});
     child.stdin!.end(opts.stdin ?? '');
 
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      if (child.pid === undefined) finish({ code: null, signal: null, spawnError: err });
-    });
     child.on('exit', () => {
       // The leader is gone; anything it left in its group (background jobs) goes with it, so the
       // pipes close and 'close' fires.

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { killOrphanGroup } from '../../../runtime/executor/process.ts';
 import { isGone, scratch } from './helpers.ts';
@@ -86,4 +86,26 @@ test('a command whose background process left its group (setsid) and holds the o
   // It ended while the process that held its output still runs (not because that one ended).
   const alive = spawnSync('pgrep', ['-f', marker]);
   assert.equal(alive.status, 0, 'the setsid process is still running');
+});
+
+test('out of file descriptors, a command fails to start with EMFILE and the process goes on (it crashed on the unheard error)', async (t) => {
+  const dir = scratch(t);
+  const script = path.join(dir, 'emfile.mts');
+  // Every descriptor taken but two: too few for the command's pipes.
+  writeFileSync(
+    script,
+    `import { openSync, closeSync } from 'node:fs';
+import { runInGroup } from ${JSON.stringify(path.resolve(import.meta.dirname, '../../../runtime/executor/process.ts'))};
+const held: number[] = [];
+try { for (;;) held.push(openSync('/dev/null', 'r')); } catch {}
+closeSync(held.pop()!); closeSync(held.pop()!);
+const exit = await runInGroup({ argv: ['/bin/true'], cwd: '/', env: {}, envScript: 'x' });
+for (const fd of held) closeSync(fd);
+await new Promise((resume) => setTimeout(resume, 100));
+console.log(JSON.stringify({ code: exit.code, spawnError: exit.spawnError?.code }));
+`,
+  );
+  const r = spawnSync('/bin/sh', ['-c', `ulimit -n 256 && exec "${process.execPath}" --import tsx "${script}"`], { cwd: path.resolve(import.meta.dirname, '../../..'), encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { code: null, spawnError: 'EMFILE' });
 });
