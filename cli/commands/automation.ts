@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { CliError, exitWith } from '../../core/errors.ts';
+import { CliError, FactoryError, exitWith } from '../../core/errors.ts';
 import { WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import { addClientOptions, clientFromFlags, type Client, type ClientFlags } from '../client.ts';
 import type { CliIO } from '../io.ts';
@@ -108,8 +108,8 @@ export function registerAutomation(program: Command, io: CliIO): void {
   });
 
   for (const [verb, description, done] of [
-    ['pause', 'pause a schedule trigger: it does not fire until resumed', 'paused'],
-    ['resume', 'resume a paused schedule trigger: it is armed again from now, the fires it missed are skipped', 'resumed'],
+    ['pause', 'pause a schedule trigger: it does not fire until resumed (pausing a paused one changes nothing)', 'paused'],
+    ['resume', 'resume a paused schedule trigger: it is armed again from now, the fires it missed are skipped (resuming a running one changes nothing)', 'resumed'],
   ] as const) {
     const cmd = group
       .command(verb)
@@ -120,9 +120,34 @@ export function registerAutomation(program: Command, io: CliIO): void {
     addClientOptions(cmd).action(async (id: string, opts: Flags) => {
       if (id.split('/').length < 3) throw new CliError(`a schedule id is <factory>/<automation>/<schedule name, or #index>, got "${id}"; see \`factory automation list --json\`.`, 2);
       const client = clientFromFlags(opts, io);
-      const s = await client.request<ScheduleView>('POST', `/api/v1/agent/schedules/${encodeURIComponent(id)}/${verb}`);
-      io.stdout(opts.json ? JSON.stringify(s, null, 2) + '\n' : `Schedule ${s.id} ${done}: ${scheduleLabel(s)}.\n`);
+      const path = `/api/v1/agent/schedules/${encodeURIComponent(id)}`;
+      // The API answers the same 200 whether or not anything changed, so the state before tells.
+      const before = await scheduleRequest<ScheduleView>(client, 'GET', path, id);
+      const s = await scheduleRequest<ScheduleView>(client, 'POST', `${path}/${verb}`, id);
+      if (opts.json) {
+        io.stdout(JSON.stringify(s, null, 2) + '\n');
+        return;
+      }
+      const unchanged = verb === 'pause' ? before.paused !== null : before.paused === null;
+      const state =
+        !unchanged ? done
+        : verb === 'pause' ? 'is already paused'
+        : s.enabled ? 'is already running'
+        : 'is not paused (its automation is disabled, so it does not fire)';
+      io.stdout(`Schedule ${s.id} ${state}: ${scheduleLabel(s)}.\n`);
     });
+  }
+}
+
+/** A request about one schedule; an unknown id is said in the CLI's words, pointing at the command that lists them. */
+async function scheduleRequest<T>(client: Client, method: 'GET' | 'POST', path: string, id: string): Promise<T> {
+  try {
+    return await client.request<T>(method, path);
+  } catch (err) {
+    if (err instanceof FactoryError && err.status === 404) {
+      throw new CliError(`no schedule has the id '${id}' (or its factory is not one your key may manage); see the ids with \`factory automation list --json\`.`);
+    }
+    throw err;
   }
 }
 

@@ -158,12 +158,24 @@ test('pause and resume through Oz\'s SDK and the CLI: enabled and paused follow,
   const pausedCli = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
   assert.equal(await runCli(['automation', 'pause', 'tests/triage/mornings'], pausedCli), 0, pausedCli.err);
   assert.equal(pausedCli.out, 'Schedule tests/triage/mornings paused: 0 9 * * 1-5 (paused).\n');
+  // Again, and resumed twice: nothing changes, and the CLI says so rather than claim a change.
+  const pausedAgain = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
+  assert.equal(await runCli(['automation', 'pause', 'tests/triage/mornings'], pausedAgain), 0, pausedAgain.err);
+  assert.equal(pausedAgain.out, 'Schedule tests/triage/mornings is already paused: 0 9 * * 1-5 (paused).\n');
+  for (const expected of ['resumed', 'is already running']) {
+    const io2 = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
+    assert.equal(await runCli(['automation', 'resume', 'tests/triage/mornings'], io2), 0, io2.err);
+    assert.equal(io2.out, `Schedule tests/triage/mornings ${expected}: 0 9 * * 1-5 (next 2026-03-02 09:00 UTC).\n`);
+  }
 
-  // A malformed id is a one-sentence usage error; an unknown one the API's 404 sentence.
+  // A malformed id is a one-sentence usage error; an unknown one points at the command that lists them.
   const bad = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
   assert.equal(await runCli(['automation', 'pause', 'mornings'], bad), 2);
   assert.match(bad.err, /a schedule id is <factory>\/<automation>\/<schedule name, or #index>, got "mornings"/);
   const unknown = bufferIO({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: raw });
   assert.equal(await runCli(['automation', 'resume', 'elsewhere/triage/mornings'], unknown), 1);
-  assert.match(unknown.err, /schedule elsewhere\/triage\/mornings does not exist/);
+  assert.equal(
+    unknown.err,
+    "error: no schedule has the id 'elsewhere/triage/mornings' (or its factory is not one your key may manage); see the ids with `factory automation list --json`.\n",
+  );
 });
