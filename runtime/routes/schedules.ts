@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { notFound } from '../../core/errors.ts';
-import { nextFire, parseSchedule } from '../../core/schedule.ts';
+import { nextFire, readSchedule } from '../../core/schedule.ts';
 import { iso } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { scheduleId } from '../automations/scheduler.ts';
@@ -93,23 +93,24 @@ export interface ScheduleItem {
  * One item per schedule of an automation. `next_run` is the time the scheduler has armed, or for a
  * schedule it has not armed yet the next time after now; null while the automation is disabled or
  * the schedule paused. `enabled` is false in both cases, as Oz's pause sets it false.
- * `last_ran` is the newest run the schedule started.
+ * `last_ran` is the newest run the schedule started (not a retry of one), one indexed query each.
  */
 function scheduleItems(store: Store, clock: Clock, a: AutomationRecord, pauses: Map<string, SchedulePause> = store.schedules.paused()): ScheduleItem[] {
   if (!a.schedules?.length) return [];
   const now = clock.now();
-  const recent = store.runs.list({ limit: 100, source: 'SCHEDULE', factory: a.factory, automation: a.name }).runs;
   return a.schedules.map((s, i) => {
     const id = scheduleId(a, s, i);
     const paused = pauses.get(id) ?? null;
     let next: string | null = null;
     if (a.enabled && !paused) {
-      const armed = store.schedules.nextFireAt(id);
-      const parsed = parseSchedule(s.cron);
-      const computed = 'error' in parsed ? undefined : nextFire(parsed.value, now, now);
-      next = armed ?? (computed ? iso(computed) : null);
+      next = store.schedules.nextFireAt(id) ?? null;
+      if (next === null) {
+        const parsed = readSchedule(s.cron);
+        const computed = 'error' in parsed ? undefined : nextFire(parsed.value, now, now);
+        next = computed ? iso(computed) : null;
+      }
     }
-    const last = recent.find((r) => r.schedule?.schedule_id === id);
+    const last = store.schedules.lastRan(id) ?? null;
     return {
       id,
       name: s.name ?? a.title ?? a.name,
@@ -120,7 +121,7 @@ function scheduleItems(store: Store, clock: Clock, a: AutomationRecord, pauses: 
       created_at: a.createdAt,
       updated_at: a.updatedAt,
       agent_config: { environment_id: a.environment },
-      history: { last_ran: last ? last.created_at : null, next_run: next },
+      history: { last_ran: last, next_run: next },
       scope: { type: 'Team' },
       factory: a.factory,
       automation: a.name,

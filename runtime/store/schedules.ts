@@ -1,5 +1,5 @@
 import type { StoreContext } from './index.ts';
-import type { NewRun, RunRecord, RunStore } from './runs.ts';
+import { scheduleIdOf, type NewRun, type RunRecord, type RunStore } from './runs.ts';
 
 /** One schedule trigger as the scheduler wants it now, with the next time it would fire after now. */
 export interface WantedSchedule {
@@ -43,6 +43,9 @@ export class ScheduleStore {
       pauses: db.prepare('SELECT schedule_id, paused_at, paused_by FROM schedule_pauses'),
       pause: db.prepare('INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES (?, ?, ?) ON CONFLICT (schedule_id) DO NOTHING'),
       unpause: db.prepare('DELETE FROM schedule_pauses WHERE schedule_id = ?'),
+      // The newest run the schedule fired, through the runs_by_schedule index (migration 019).
+      lastRan: db.prepare(`SELECT created_at FROM runs WHERE schedule IS NOT NULL AND ${scheduleIdOf(ctx.dialect)} = ? AND retry_of IS NULL
+        ORDER BY created_at DESC, seq DESC LIMIT 1`),
     };
   }
 
@@ -110,6 +113,15 @@ export class ScheduleStore {
       this.stmts.remove.run(id);
       return true;
     })();
+  }
+
+  /**
+   * When the newest run the schedule started was created, or undefined when it started none
+   * (docs/api.md#schedules). A retry of such a run carries the schedule too, but was started by
+   * whoever retried it, not by the schedule: it does not count.
+   */
+  lastRan(id: string): string | undefined {
+    return (this.stmts.lastRan.get(id) as { created_at: string } | undefined)?.created_at;
   }
 
   /** The next fire time of a schedule, or undefined when it is not armed. */

@@ -179,3 +179,43 @@ test('pause and resume through Oz\'s SDK and the CLI: enabled and paused follow,
     "error: no schedule has the id 'elsewhere/triage/mornings' (or its factory is not one your key may manage); see the ids with `factory automation list --json`.\n",
   );
 });
+
+test('last_ran is per schedule: a rare schedule beside a frequent one keeps its last run; a retry of its run does not count', async (t) => {
+  const clock = new FakeClock('2026-03-02T08:59:30.000Z');
+  const rt = await startTestRuntime({ clock });
+  t.after(() => rt.stop());
+  rt.services.executor!.pause();
+  const files = [
+    { path: 'factory.yaml', text: 'name: tests\n' },
+    { path: 'environments/e.yaml', text: 'agent:\n  command: ["true"]\n' },
+    { path: 'automations/m.md', text: `---\nenvironment: e\ntriggers:\n${sched('0 9 * * *', 'daily')}${sched('* * * * *', 'minute')}---\nGo.\n` },
+  ];
+  const { snapshot, diagnostics } = compile(files);
+  assert.ok(snapshot, JSON.stringify(diagnostics));
+  assert.equal((await rt.fetch('/api/v1/factories/tests/apply', { method: 'POST', json: { snapshot } })).status, 200);
+  const scheduler = rt.services.scheduler!;
+  scheduler.tick();
+  clock.set('2026-03-02T09:00:00.000Z');
+  const [daily] = scheduler.tick().filter((r) => r.schedule?.schedule_id === 'tests/m/daily');
+  assert.ok(daily);
+  const history = async () =>
+    Object.fromEntries(((await (await rt.fetch('/api/v1/agent/schedules')).json()) as { schedules: { id: string; history: { last_ran: string | null } }[] }).schedules.map((s) => [s.id, s.history.last_ran]));
+  assert.deepEqual(await history(), { 'tests/m/daily': '2026-03-02T09:00:00.000Z', 'tests/m/minute': '2026-03-02T09:00:00.000Z' });
+
+  // The daily run fails and is retried at 09:30: the retry carries the schedule, but the schedule did not start it.
+  while (rt.store.runs.claimNext()?.run_id !== daily.run_id);
+  rt.store.runs.finish(daily.run_id, 'FAILED', { statusMessage: 'the agent exited with 1' });
+  clock.set('2026-03-02T09:30:00.000Z');
+  const retry = await rt.fetch(`/api/v1/agent/runs/${daily.run_id}/retry`, { method: 'POST' });
+  assert.equal(retry.status, 201, await retry.clone().text());
+  assert.equal(((await retry.json()) as { schedule: { schedule_id: string } }).schedule.schedule_id, 'tests/m/daily');
+
+  // 150 minutes of the minutely schedule's runs after it: the daily one's last run is still found.
+  for (let i = 0; i < 150; i++) {
+    clock.advance(60_000);
+    scheduler.tick();
+  }
+  assert.deepEqual(await history(), { 'tests/m/daily': '2026-03-02T09:00:00.000Z', 'tests/m/minute': '2026-03-02T12:00:00.000Z' });
+  const one = (await (await rt.fetch(`/api/v1/agent/schedules/${encodeURIComponent('tests/m/daily')}`)).json()) as { history: { last_ran: string | null } };
+  assert.equal(one.history.last_ran, '2026-03-02T09:00:00.000Z');
+});
