@@ -83,6 +83,7 @@ export const ANSWER_SHAPES: readonly { method: string; path: string; shape: Shap
   { method: 'GET', path: '/api/v1/automations', shape: { automations: [AUTOMATION] } },
   { method: 'POST', path: '/api/v1/automations/{factory}/{name}/test', shape: AUTOMATION_TEST },
   { method: 'GET', path: '/api/v1/agent/schedules', shape: { schedules: [SCHEDULE] } },
+  { method: 'GET', path: '/api/v1/agent/schedules/{schedule_id}', shape: SCHEDULE },
   { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/pause', shape: SCHEDULE },
   { method: 'POST', path: '/api/v1/agent/schedules/{schedule_id}/resume', shape: SCHEDULE },
   { method: 'POST', path: '/api/v1/keys', shape: { ...KEY, key: 'string' } },
