@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CliError, FactoryError } from '../core/errors.ts';
+import { writeFileDurably } from './durable-file.ts';
 
 /**
  * AES-256-GCM for team secrets at rest (docs/runtime.md). The sealed form is one buffer:
@@ -71,8 +72,10 @@ export function loadOrCreateMasterKey(dataDir: string): { key: Buffer; path: str
   }
   if (text === undefined) {
     const key = randomBytes(MASTER_KEY_BYTES);
-    // 'wx' fails if another process created it meanwhile, rather than overwriting its key.
-    writeFileSync(path, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+    // Exclusive: fails if another process created it meanwhile, rather than overwriting its key.
+    // Durable: the database will soon hold secrets sealed with it (a power loss must not leave an
+    // empty file beside them).
+    writeFileDurably(path, key.toString('base64') + '\n', { mode: 0o600, exclusive: true });
     chmodSync(path, 0o600);
     return { key, path, created: true };
   }

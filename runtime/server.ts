@@ -12,6 +12,7 @@ import { appListener, createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { loadOrCreateMasterKey } from './crypto.ts';
+import { writeFileDurably } from './durable-file.ts';
 import { createLogger, type Logger } from './log.ts';
 import { SERVICES, type Service, type Services } from './services.ts';
 import { openStore, type Store } from './store/index.ts';
@@ -300,8 +301,10 @@ export function bootstrapAdminKey(store: Store, dataDir: string, log: Logger): {
     store.lockUntilCommit('bootstrap-admin-key');
     if (store.keys.count() > 0) return undefined;
     const { id, raw } = store.keys.create({ name: 'admin', kind: 'personal', scopes: ['admin'] });
-    writeFileSync(path, raw + '\n', { mode: 0o600 });
-    chmodSync(path, 0o600); // the mode applies only when the file is created; tighten an old file too
+    // On disk before the commit that records the key, so a power loss never leaves the key's row
+    // with an empty file (and no way to bootstrap another).
+    writeFileDurably(path, raw + '\n', { mode: 0o600 });
+    chmodSync(path, 0o600);
     return id;
   });
   if (id === undefined) return { path, created: false };
