@@ -12,8 +12,28 @@ export const STATE_CHANGED = 'run.state_changed';
 
 const SECRET = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
 
-/** Why `text` cannot be a notification URL, or undefined when it can. */
+/**
+ * Why `text` cannot be a notification URL, or undefined when it can: the rule of the API's run
+ * creation, the compiler and apply alike (docs/api.md#run-notifications). Besides being an
+ * absolute http(s) URL without credentials, it must be written as the URL parser gives it back
+ * (lowercase scheme and host, a `/` path at least, no default port, spaces and the like
+ * %-escaped): a URL is stored and shown as given, so what a person reads is exactly where the
+ * notifications go (`http:/x` would otherwise be shown as typed and sent to `http://x/`).
+ */
 export function notifyUrlProblem(text: unknown): string | undefined {
+  const problem = unsendableUrl(text);
+  if (problem !== undefined) return problem;
+  const normal = new URL(text as string).href;
+  if (normal !== text) return `must be written as the URL parser spells it, ${JSON.stringify(normal)}`;
+  return undefined;
+}
+
+/**
+ * Why no notification can be sent to `text`, or undefined: what the notifier checks before each
+ * attempt. Looser than notifyUrlProblem, so a URL stored before that rule (as given, not as
+ * the parser spells it) keeps being sent to.
+ */
+export function unsendableUrl(text: unknown): string | undefined {
   if (typeof text !== 'string' || text === '') return 'must be an http(s) URL';
   if (charCount(text) > NOTIFY_URL_MAX) return `must be at most ${NOTIFY_URL_MAX} characters`;
   let url: URL;

@@ -1,4 +1,4 @@
-import { isNotifySecret, nextDelayMs, notifyAllowed, notifyUrlProblem, signNotification, STATE_CHANGED } from '../../core/notify.ts';
+import { isNotifySecret, nextDelayMs, notifyAllowed, signNotification, STATE_CHANGED, unsendableUrl } from '../../core/notify.ts';
 import { runView } from '../routes/runs.ts';
 import type { Service, ServiceFactory } from '../services.ts';
 import { secretAllows } from '../store/secrets.ts';
@@ -57,8 +57,9 @@ export const notifierService: ServiceFactory = {
 
     /** Why this notification cannot be sent at all, before any request: recorded as its attempt's error. */
     const refusal = (n: DueNotification): { error: string } | { secret: string } => {
-      // A URL stored before the compiler checked it as the API does (docs/api.md#run-notifications).
-      const bad = notifyUrlProblem(n.notify.url);
+      // A URL stored before the compiler checked it as the API does (docs/api.md#run-notifications);
+      // one stored before URLs had to be written as the parser spells them is still sent to.
+      const bad = unsendableUrl(n.notify.url);
       if (bad !== undefined) return { error: `the URL ${bad}` };
       const secret = secretOf(n);
       if (typeof secret !== 'string') return secret;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { isNotifySecret, nextDelayMs, notifyAllowed, notifyUrlProblem, parseAllowEntry, parseDelay, signNotification } from '../../core/notify.ts';
+import { isNotifySecret, nextDelayMs, notifyAllowed, notifyUrlProblem, parseAllowEntry, parseDelay, signNotification, unsendableUrl } from '../../core/notify.ts';
 
 test('notification URLs: absolute http(s) without credentials', () => {
   assert.equal(notifyUrlProblem('https://hooks.example.com/a?b=c'), undefined);
@@ -62,4 +62,19 @@ test('retry waits: one per retry, then none', () => {
   assert.equal(parseDelay('3m'), 180_000);
   assert.equal(parseDelay('7'), 7);
   assert.equal(parseDelay('1h'), undefined);
+});
+
+test('a notification URL must be written as the URL parser gives it back; the notifier still sends to one stored otherwise', () => {
+  for (const [url, normal] of [
+    ['http:/x', 'http://x/'],
+    ['http://x.example/ spaces', 'http://x.example/%20spaces'],
+    ['HTTP://X.EXAMPLE/', 'http://x.example/'],
+    ['https://hooks.example.com', 'https://hooks.example.com/'],
+    ['https://hooks.example.com:443/runs', 'https://hooks.example.com/runs'],
+  ]) {
+    assert.equal(notifyUrlProblem(url), `must be written as the URL parser spells it, ${JSON.stringify(normal)}`, url);
+    assert.equal(notifyUrlProblem(normal), undefined, normal);
+    assert.equal(unsendableUrl(url), undefined, url);
+  }
+  assert.match(unsendableUrl('ftp://example.com/')!, /http\(s\)/);
 });

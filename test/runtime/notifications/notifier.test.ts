@@ -165,6 +165,11 @@ describe('notifications', { concurrency: true }, () => {
         [{ url: 'ftp://example.com/x' }, /webhook\.url must be an http\(s\) URL/, '/webhook/url'],
         [{ url: 'not a url' }, /absolute http\(s\) URL/, '/webhook/url'],
         [{ url: 'http://user:pw@example.com/' }, /user name or password/, '/webhook/url'],
+        // Not as the URL parser spells it: it would be shown as typed and sent elsewhere.
+        [{ url: 'http:/x' }, /written as the URL parser spells it, \\"http:\/\/x\/\\"/, '/webhook/url'],
+        [{ url: 'http://x.example/ spaces' }, /spells it, \\"http:\/\/x\.example\/%20spaces\\"/, '/webhook/url'],
+        [{ url: 'HTTP://X.EXAMPLE/' }, /spells it, \\"http:\/\/x\.example\/\\"/, '/webhook/url'],
+        [{ url: 'https://hooks.example.com' }, /spells it, \\"https:\/\/hooks\.example\.com\/\\"/, '/webhook/url'],
         [{ url: 'http://example.com/', secret: 'plain' }, /whsec_/, '/webhook/secret'],
         [{ url: 'http://example.com/', extra: 1 }, /unknown key .{1,2}extra/, '/webhook/extra'],
         ['http://example.com/', /must be an object/, '/webhook'],
@@ -281,6 +286,16 @@ describe('notifications', { concurrency: true }, () => {
         const errors = compileWith({ url, secretName: 'review-notify' });
         assert.deepEqual(errors.map((d) => [d.code, d.pointer, d.message]), [['automation.notify_url', '/notify/url', `notify.url must be an absolute http(s) URL, got ${JSON.stringify(url)}`]], url);
       }
+      // Not written as the parser gives it back: the same rule as the API's, with the form to write.
+      for (const [url, normal] of [
+        ['HTTP://X.EXAMPLE/', 'http://x.example/'],
+        ['https://hooks.example.com', 'https://hooks.example.com/'],
+        ['https://hooks.example.com:443/runs', 'https://hooks.example.com/runs'],
+      ]) {
+        const errors = compileWith({ url, secretName: 'review-notify' });
+        const message = `notify.url must be written as the URL parser spells it, ${JSON.stringify(normal)}, got ${JSON.stringify(url)}`;
+        assert.deepEqual(errors.map((d) => [d.code, d.pointer, d.message]), [['automation.notify_url', '/notify/url', message]], url);
+      }
     });
   });
 
@@ -303,6 +318,14 @@ describe('notifications', { concurrency: true }, () => {
       assert.equal(refused.status, 400);
       const problem = (await refused.json()) as any;
       assert.ok(problem.errors.some((e: any) => e.code === 'automation.notify_url' && e.pointer === '/notify/url'), JSON.stringify(problem.errors));
+      // Nor one that is not written as the URL parser spells it.
+      forged.automations[0].notify!.url = listener.url.toUpperCase() + '/auto';
+      forged.digest = snapshotDigest(forged);
+      const unlike = (await (await rt.fetch(`/api/v1/factories/${FACTORY}/apply`, { method: 'POST', json: { snapshot: forged } })).json()) as any;
+      assert.ok(
+        unlike.errors.some((e: any) => e.code === 'automation.notify_url' && e.message === `notify.url must be written as the URL parser spells it, ${JSON.stringify(`${listener.url}/auto`)}`),
+        JSON.stringify(unlike.errors),
+      );
 
       // One that reached the outbox anyway (a database from before this check): its run's row is
       // given the bad URL, and a good run is queued after it.
@@ -333,6 +356,23 @@ describe('notifications', { concurrency: true }, () => {
       const before = reads;
       await new Promise((r) => setTimeout(r, 1000));
       assert.ok(reads - before <= 3, `the outbox was read ${reads - before} times in a second while two attempts were in flight`);
+    });
+
+    it('one stored as given rather than as the URL parser spells it (before that rule) is still sent to', async (t) => {
+      const listener = new Listener();
+      await listener.start();
+      t.after(() => listener.stop());
+      const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms' } });
+      t.after(() => rt.stop());
+      await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+      rt.services.executor!.pause();
+      const { body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/old` } });
+      const asGiven = listener.url.toUpperCase() + '/old';
+      rt.store.transaction(() => rt.store.db.prepare('UPDATE runs SET notify = replace(notify, ?, ?) WHERE run_id = ?').run(`${listener.url}/old`, asGiven, body.run_id));
+      rt.services.executor!.resume();
+      await waitForRun(rt, body.run_id);
+      await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'delivered'));
+      assert.equal(listener.of('/old').length, 2);
     });
   });
 });
