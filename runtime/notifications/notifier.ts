@@ -106,8 +106,11 @@ export const notifierService: ServiceFactory = {
         } catch (err) {
           if (stopped) return; // Cut short by the stop: not an attempt; sent again after a restart.
           const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-          const why = controller.signal.aborted ? String((controller.signal.reason as Error)?.message ?? 'timed out') : cause?.code ?? cause?.message ?? (err as Error).message;
-          result = { statusCode: null, error: `no answer: ${why}`.slice(0, ERROR_MAX) };
+          // The timeout's own reason already reads "no answer within N ms"; anything else is the cause of no answer.
+          const error = controller.signal.aborted
+            ? String((controller.signal.reason as Error)?.message ?? 'no answer: timed out')
+            : `no answer: ${cause?.code ?? cause?.message ?? (err as Error).message}`;
+          result = { statusCode: null, error: error.slice(0, ERROR_MAX) };
         } finally {
           clearTimeout(timeout);
           controllers.delete(controller);

@@ -185,6 +185,20 @@ describe('notifications', { concurrency: true }, () => {
   });
 
   describe('run notifications: allow-list and restarts', { concurrency: true }, () => {
+    it('a target that never answers fails each attempt after the timeout, said once', async (t) => {
+      const listener = new Listener();
+      await listener.start();
+      t.after(() => listener.stop());
+      listener.answer = () => undefined;
+      const rt = await startTestRuntime({ flags: { notifyRetryDelays: '50ms', notifyTimeoutMs: 200 } });
+      t.after(() => rt.stop());
+      await applyEnvironments(rt, { ok: envYaml({ command: [process.execPath, path.join(AGENTS, 'scripted-agent.mjs')] }) });
+      const { body } = await createRun(rt, { prompt: 'x', config: { environment_id: 'ok' }, webhook: { url: `${listener.url}/hang` } });
+      await waitForRun(rt, body.run_id);
+      const failed = await notificationsWhen(rt, body.run_id, (n) => n.length === 2 && n.every((x) => x.status === 'failed'));
+      for (const n of failed) assert.deepEqual(n.attempts.map((a: any) => a.error), ['no answer within 200 ms', 'no answer within 200 ms']);
+    });
+
     it('--notify-allow limits the targets (400 for others)', async (t) => {
       const rt = await startTestRuntime({ flags: { notifyAllow: ['hooks.example.com', '127.0.0.1:9'] } });
       t.after(() => rt.stop());
