@@ -38,6 +38,9 @@ declare module '../services.ts' {
 export const RUNTIME_STOPPED_MESSAGE = 'the runtime stopped while the run was in progress';
 const POLL_MS = 2_000;
 const CLEANUP_EVERY_MS = 10 * 60_000;
+/** A run's outcome that could not be written is tried again this often, this many times in all (ten minutes). */
+const FINISH_RETRY_MS = 1_000;
+const FINISH_TRIES = 600;
 
 export interface PoolDeps {
   config: Config;
@@ -268,11 +271,33 @@ export class ExecutorPool implements Service {
     const { store, log } = this.deps;
     const signal = job.abort.signal;
     log.info({ runId: run.run_id, environment: run.config.environment_id, creator: `${run.creator.type} ${run.creator.name}` }, 'run started');
-    const finish = (state: FinalState, outcome: FinishInput) => {
-      // Only while this pool holds the run's lease (docs/runs.md#workers): a lost lease ended it already.
-      if (store.leases.finish(run.run_id, this.holder, state, outcome) === LEASE_LOST) {
-        log.warn({ runId: run.run_id, state }, 'the run\'s lease was lost; its outcome was not recorded');
-        return;
+    // Transcript events that could not be stored (a full disk): the run goes on, and says so at its end.
+    let unstored = 0;
+    const finish = async (state: FinalState, outcome: FinishInput) => {
+      // The outcome is known and worth keeping: a failed write (a full disk) is tried again each
+      // second, the run still held (its lease renewed), until it is stored or the runtime stops
+      // (docs/runs.md#workers).
+      for (let attempt = 1; ; attempt++) {
+        if (unstored > 0) {
+          try {
+            store.runs.appendEvent(run.run_id, 'output', { stream: 'stderr', text: `[${unstored} transcript event(s) of this run could not be stored: the runtime's storage failed]\n`, truncated: true });
+            unstored = 0;
+          } catch {
+            // Still failing: tried again with the outcome.
+          }
+        }
+        try {
+          // Only while this pool holds the run's lease (docs/runs.md#workers): a lost lease ended it already.
+          if (store.leases.finish(run.run_id, this.holder, state, outcome) === LEASE_LOST) {
+            log.warn({ runId: run.run_id, state }, 'the run\'s lease was lost; its outcome was not recorded');
+            return;
+          }
+          break;
+        } catch (err) {
+          if (this.stopping || attempt >= FINISH_TRIES) throw err;
+          if (attempt === 1) log.warn({ err, runId: run.run_id, state }, 'could not record the outcome of a run; trying again every second');
+          await new Promise((resume) => setTimeout(resume, FINISH_RETRY_MS));
+        }
       }
       log.info({ runId: run.run_id, state, statusMessage: outcome.statusMessage ?? undefined }, 'run finished');
     };
@@ -285,7 +310,12 @@ export class ExecutorPool implements Service {
         signal,
         // Events of a run whose lease was lost are dropped: it has ended (docs/runs.md#workers).
         onEvent: (e) => {
-          if (!job.lost) store.runs.appendEvent(run.run_id, e.type, e.data);
+          if (job.lost) return;
+          try {
+            store.runs.appendEvent(run.run_id, e.type, e.data);
+          } catch (err) {
+            if (unstored++ === 0) log.warn({ err, runId: run.run_id }, 'could not store a transcript event of a run; the run goes on');
+          }
         },
         inheritedEnv: this.deps.config.inheritedEnv,
         isolation: this.isolation,
@@ -301,11 +331,11 @@ export class ExecutorPool implements Service {
       });
     } catch (err) {
       if (err instanceof RunSetupError) {
-        finish('FAILED', { statusMessage: err.message, errorCode: 'environment_invalid', retryable: false });
+        await finish('FAILED', { statusMessage: err.message, errorCode: 'environment_invalid', retryable: false });
         return;
       }
       log.error({ err, runId: run.run_id }, 'run failed in the executor');
-      finish('ERROR', {
+      await finish('ERROR', {
         statusMessage: 'the runtime could not prepare or run the workspace',
         errorCode: 'platform_error',
         retryable: true,
@@ -313,11 +343,11 @@ export class ExecutorPool implements Service {
       return;
     }
     if (result.state === 'CANCELLED' && this.stopping) {
-      finish('ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
+      await finish('ERROR', { statusMessage: RUNTIME_STOPPED_MESSAGE, errorCode: 'runtime_stopped', retryable: true });
       return;
     }
     const statusMessage = result.errorCode === 'agent_not_found' ? agentNotFoundMessage(result.statusMessage, prepared.warp, this.isolation) : result.statusMessage;
-    finish(result.state, { statusMessage, errorCode: result.errorCode, retryable: false });
+    await finish(result.state, { statusMessage, errorCode: result.errorCode, retryable: false });
   }
 
   /**
