@@ -60,12 +60,14 @@ export function scheduledPrompt(
  * it meets it, not each schedule every TICK_MS (a cron parse costs a fraction of a millisecond,
  * which thousands of schedules made a second of blocked event loop per pass). Expressions no
  * schedule used in the pass before are forgotten. Within a pass, the next time after now of a cron
- * expression is searched once, whatever the number of schedules that share it.
+ * expression, and how many times it was due since a given time, are searched once, whatever the
+ * number of schedules that share it.
  */
 export class ScheduleCache {
   private kept = new Map<string, ParsedSchedule | null>();
   private used = new Map<string, ParsedSchedule | null>();
   private readonly nextOf = new Map<string, Date | null>();
+  private readonly dueOf = new Map<string, { count: number; more?: true }>();
   private now = new Date(0);
 
   /** Starts a pass at `now`. */
@@ -73,6 +75,7 @@ export class ScheduleCache {
     this.kept = this.used;
     this.used = new Map();
     this.nextOf.clear();
+    this.dueOf.clear();
     this.now = now;
   }
 
@@ -88,6 +91,18 @@ export class ScheduleCache {
       this.used.set(cron, parsed);
     }
     return parsed ?? undefined;
+  }
+
+  /** How many times a schedule armed for `dueAt` was due by the pass's now; counted once per cron expression and time. */
+  due(cron: string, parsed: ParsedSchedule, dueAt: Date): { count: number; more?: true } {
+    if (parsed.kind === 'every') return dueTimes(parsed, dueAt, this.now);
+    const key = `${cron}\n${dueAt.toISOString()}`;
+    let due = this.dueOf.get(key);
+    if (!due) {
+      due = dueTimes(parsed, dueAt, this.now);
+      this.dueOf.set(key, due);
+    }
+    return due;
   }
 
   /** The first fire time after the pass's now; `anchor` starts an @every's intervals. */
@@ -185,7 +200,7 @@ export const schedulerService: ServiceFactory = {
       const runFor = (w: WantedSchedule, dueAt: string): NewRun => {
         const { automation: a, schedule: s } = byId.get(w.id)!;
         const parsed = cache.parse(s.cron);
-        const due = parsed && !Number.isNaN(Date.parse(dueAt)) ? dueTimes(parsed, new Date(dueAt), now) : { count: 1 };
+        const due = parsed && !Number.isNaN(Date.parse(dueAt)) ? cache.due(s.cron, parsed, new Date(dueAt)) : { count: 1 };
         return {
           ...automationRunBase(a),
           prompt: scheduledPrompt(a, s, dueAt, { ...due, until: firedAt }),
