@@ -16,15 +16,16 @@ const SECRET = /^whsec_([A-Za-z0-9+/]+={0,2})$/;
  * Why `text` cannot be a notification URL, or undefined when it can: the rule of the API's run
  * creation, the compiler and apply alike (docs/api.md#run-notifications). Besides being an
  * absolute http(s) URL without credentials, it must be written as the URL parser gives it back
- * (lowercase scheme and host, a `/` path at least, no default port, spaces and the like
- * %-escaped): a URL is stored and shown as given, so what a person reads is exactly where the
+ * (lowercase scheme and host, no default port, spaces and the like %-escaped; only an origin may
+ * leave out its `/`): a URL is stored and shown as given, so what a person reads is exactly where the
  * notifications go (`http:/x` would otherwise be shown as typed and sent to `http://x/`).
  */
 export function notifyUrlProblem(text: unknown): string | undefined {
   const problem = unsendableUrl(text);
   if (problem !== undefined) return problem;
   const normal = new URL(text as string).href;
-  if (normal !== text) return `must be written as the URL parser spells it, ${JSON.stringify(normal)}`;
+  // An origin without its `/` (`https://hooks.example.com`) names the same request: allowed as written.
+  if (normal !== text && normal !== `${text as string}/`) return `must be written as the URL parser spells it, ${JSON.stringify(normal)}`;
   return undefined;
 }
 

@@ -69,12 +69,14 @@ test('a notification URL must be written as the URL parser gives it back; the no
     ['http:/x', 'http://x/'],
     ['http://x.example/ spaces', 'http://x.example/%20spaces'],
     ['HTTP://X.EXAMPLE/', 'http://x.example/'],
-    ['https://hooks.example.com', 'https://hooks.example.com/'],
     ['https://hooks.example.com:443/runs', 'https://hooks.example.com/runs'],
   ]) {
     assert.equal(notifyUrlProblem(url), `must be written as the URL parser spells it, ${JSON.stringify(normal)}`, url);
     assert.equal(notifyUrlProblem(normal), undefined, normal);
     assert.equal(unsendableUrl(url), undefined, url);
   }
+  // An origin may leave out its '/': the same request either way.
+  assert.equal(notifyUrlProblem('https://hooks.example.com'), undefined);
+  assert.equal(notifyUrlProblem('https://hooks.example.com?x=1'), 'must be written as the URL parser spells it, "https://hooks.example.com/?x=1"');
   assert.match(unsendableUrl('ftp://example.com/')!, /http\(s\)/);
 });
