@@ -5,6 +5,7 @@ import { CliError } from '../core/errors.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { tightenMode } from '../core/file-mode.ts';
 import { readRuntimeFile } from './runtime-file.ts';
+import { unwritableReason } from './store/storage-health.ts';
 
 /**
  * One runtime per data dir (docs/runtime.md#the-data-dir). A second one on the same dir would take
@@ -30,7 +31,8 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
     try {
       opened = new Database(path, { timeout: 0 });
     } catch (err) {
-      throw new CliError(`cannot lock the ${what.dir} ${dataDir}: ${fsReason(err)}.`);
+      // SQLite says "unable to open database file": the file system says why (read-only, full).
+      throw new CliError(`cannot lock the ${what.dir} ${dataDir}: ${unwritableReason(dataDir) ?? fsReason(err)}.`);
     }
     try {
       tightenMode(path, 0o600);
@@ -48,7 +50,7 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
         truncateSync(path, 0);
         continue;
       }
-      throw new CliError(`cannot lock the data dir ${dataDir}: ${(err as Error).message}.`);
+      throw new CliError(`cannot lock the ${what.dir} ${dataDir}: ${unwritableReason(dataDir) ?? (err as Error).message}.`);
     }
   }
   let held = true;

@@ -16,6 +16,7 @@ import { writeFileDurably } from './durable-file.ts';
 import { createLogger, type Logger } from './log.ts';
 import { SERVICES, type Service, type Services } from './services.ts';
 import { openStore, type Store } from './store/index.ts';
+import { startupStorageError, unwritableReason } from './store/storage-health.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { listen } from './listen.ts';
 import type { RuntimeFile } from './runtime-file.ts';
@@ -70,7 +71,9 @@ export async function startServer(config: Config, options: StartServerOptions = 
   try {
     mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw new CliError(`cannot use ${config.dataDir} as the data dir: ${fsReason(err)}.`);
+    // A recursive mkdir on a read-only file system reports ENOENT: ask the nearest existing parent.
+    const why = ((err as NodeJS.ErrnoException).code === 'ENOENT' && unwritableReason(config.dataDir)) || fsReason(err);
+    throw new CliError(`cannot use ${config.dataDir} as the data dir: ${why}.`);
   }
   // Before anything of the data dir is read: another runtime on it would lose its runs to this one.
   const lock = lockDataDir(config.dataDir);
@@ -133,8 +136,11 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
     });
   } catch (err) {
     stopListening();
-    throw err;
+    // "unable to open database file" says neither where nor why: the data dir and the file system's reason.
+    throw startupStorageError(err, config.dataDir, config.database.engine) ?? err;
   }
+  // A damaged database must not be served as ready: checked in a thread, while the runtime serves.
+  if (store.engine === 'sqlite') store.health.startQuickCheck(join(config.dataDir, 'factory.db'), log);
 
   try {
     const admin = bootstrapAdminKey(store, config.dataDir, log);
@@ -182,7 +188,8 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
         });
         clearTimeout(force);
         await stopServices();
-        // The checkpoint thread's connection closes first, so the runtime's own close is the last one.
+        // The check's and the checkpoint thread's connections close first, so the runtime's own close is the last one.
+        await store.health.stop();
         await store.checkpointer?.stopAndWait();
         store.close();
         removeRuntimeFile(runtimeFile);
@@ -207,7 +214,7 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   } catch (err) {
     stopListening();
     store.close();
-    throw err;
+    throw startupStorageError(err, config.dataDir, config.database.engine) ?? err;
   }
 }
 

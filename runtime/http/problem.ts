@@ -2,6 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { ERROR_CODES, FactoryError, type ErrorCode } from '../../core/errors.ts';
 import type { Logger } from '../log.ts';
 import { redactUrl } from '../log.ts';
+import { STORAGE_RETRY_AFTER_SECONDS, storageFailure, type StorageHealth } from '../store/storage-health.ts';
 
 export const PROBLEM_TYPE_BASE = 'https://factory.dev/problems/';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -42,17 +43,20 @@ export function problemMiddleware(log: Logger): Middleware {
         });
       }
     } catch (err) {
-      writeProblem(ctx, toFactoryError(err, ctx, log));
+      writeProblem(ctx, toFactoryError(err, ctx, log, ctx.deps?.store?.health));
     }
   };
 }
 
 /**
  * Maps anything thrown to a FactoryError; unknown errors are logged here and become a bare 500.
+ * A storage failure (a full disk, a read-only file system, an I/O error, a damaged database:
+ * store/storage-health.ts) becomes a 503 saying so, recorded in `health`, which logs it (one line
+ * when writes start failing, not one stack per request: docs/runtime.md#when-storage-fails).
  * Exported for the ingress's raw node:http adapter (runtime/routes/ingress.ts), which answers
  * without Koa but must map and log errors exactly as this middleware does.
  */
-export function toFactoryError(err: unknown, ctx: Pick<Context, 'method' | 'path'>, log: Logger): FactoryError {
+export function toFactoryError(err: unknown, ctx: Pick<Context, 'method' | 'path'>, log: Logger, health?: StorageHealth): FactoryError {
   if (err instanceof FactoryError) {
     if (err.status >= 500) log.error({ err, method: ctx.method, path: redactUrl(ctx.path) }, 'request failed');
     return err;
@@ -63,6 +67,15 @@ export function toFactoryError(err: unknown, ctx: Pick<Context, 'method' | 'path
     const code = codeForStatus(e.status);
     const detail = e.expose && typeof e.message === 'string' && e.message ? e.message : ERROR_CODES[code].title + '.';
     return new FactoryError(code, detail, { headers: e.headers });
+  }
+  const storage = health ? health.failed(err, log) : storageFailure(err);
+  if (storage) {
+    if (!health) log.error({ code: storage.code, method: ctx.method, path: redactUrl(ctx.path) }, `writes fail: ${storage.reason}`);
+    const reads = ctx.method === 'GET' || ctx.method === 'HEAD';
+    const detail = reads
+      ? `The runtime could not answer this request: ${storage.reason}. Retry later.`
+      : `The runtime could not store this request: ${storage.reason}; nothing was stored. Retry later.`;
+    return new FactoryError('service_unavailable', detail, { headers: { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) }, cause: err });
   }
   log.error({ err, method: ctx.method, path: redactUrl(ctx.path) }, 'unhandled error');
   return new FactoryError('internal_error', INTERNAL_DETAIL);

@@ -1,18 +1,24 @@
 import { FactoryError } from '../../core/errors.ts';
+import { writeProblem } from '../http/problem.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * `GET /healthz`: the process is up. `GET /readyz`: the database answers, and which engine it is
- * (503 otherwise), so a load balancer takes a replica that lost its database out of rotation
- * (docs/runtime.md#health). Neither names the database's address: they need no key.
+ * `GET /healthz`: the process is up. `GET /readyz`: the database answers, takes writes and is not
+ * damaged, and which engine it is (503 otherwise, saying why), so a load balancer takes a replica
+ * that lost its database, or cannot store what it is sent, out of rotation (docs/runtime.md#health).
+ * Neither names the database's address: they need no key.
  */
-export const healthRoutes: RouteModule = (router, { store }) => {
+export const healthRoutes: RouteModule = (router, { store, log }) => {
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', (ctx) => {
     const engine = store.engine === 'postgres' ? 'PostgreSQL' : 'SQLite';
     if (!store.ping()) throw new FactoryError('service_unavailable', `The database (${engine}) is not reachable.`);
+    // Written here rather than thrown: the storage state has its own log lines, and a load
+    // balancer asks every few seconds.
+    const unready = store.health.unready(log);
+    if (unready) return writeProblem(ctx, new FactoryError('service_unavailable', unready));
     ctx.body = { status: 'ok', database: { engine: store.engine, reachable: true } };
   });
 };

@@ -95,7 +95,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
       (err: unknown) => {
         // Same mapping and logging as the problem middleware: an unknown error is logged once
         // and answered as a bare 500 (e.g. a hook that failed at pipeline step 9).
-        const problem = toFactoryError(err, { method, path }, log);
+        const problem = toFactoryError(err, { method, path }, log, store.health);
         if (!res.headersSent) writeProblem(res, problem, path);
         else res.destroy();
         done(start, method, url, problem.status);

@@ -80,20 +80,34 @@ export const POSTGRES_MIGRATIONS_DIR = join(MIGRATIONS_DIR, 'postgres');
  */
 export function openDatabase(path: string): SqliteDB {
   const db = connect(path);
-  migrate(db);
+  try {
+    migrate(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   return db;
 }
 
+/**
+ * Opens `path` with the runtime's pragmas. A failure (a read-only or full file system, a damaged
+ * file) closes what was opened: the caller says why in one sentence and nothing keeps the file open.
+ */
 function connect(path: string): SqliteDB {
   const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  // The database holds every factory's payloads, transcripts and sealed secrets: its files are the
-  // runtime's alone (SQLite would make them with the process's umask, 0644 as a rule). The -wal and
-  // -shm files SQLite makes later take the database file's mode.
-  if (path !== ':memory:') for (const file of [path, `${path}-wal`, `${path}-shm`]) tightenMode(file, 0o600);
-  db.pragma('synchronous = FULL');
-  db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 5000');
+  try {
+    db.pragma('journal_mode = WAL');
+    // The database holds every factory's payloads, transcripts and sealed secrets: its files are the
+    // runtime's alone (SQLite would make them with the process's umask, 0644 as a rule). The -wal and
+    // -shm files SQLite makes later take the database file's mode.
+    if (path !== ':memory:') for (const file of [path, `${path}-wal`, `${path}-shm`]) tightenMode(file, 0o600);
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    db.pragma('busy_timeout = 5000');
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   return db;
 }
 

@@ -18,6 +18,7 @@ import { LeaseStore } from './leases.ts';
 import { CHANNELS, type Channel } from './channels.ts';
 export { CHANNELS, type Channel } from './channels.ts';
 import { RateWindowStore } from './rate-windows.ts';
+import { StorageHealth } from './storage-health.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
 export interface StoreContext {
@@ -82,6 +83,8 @@ export class Store {
   /** SQLite: one process, so notifications stay in it (an in-process emitter). */
   private readonly channels = new EventEmitter().setMaxListeners(0);
   readonly rateWindows: RateWindowStore;
+  /** Whether writes fail for a storage failure, and whether the database is damaged (docs/runtime.md#when-storage-fails). */
+  readonly health: StorageHealth;
   /** SQLite with `checkpointThread`: the WAL's checkpoints, off the event loop. */
   checkpointer: Checkpointer | undefined;
   /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
@@ -97,6 +100,9 @@ export class Store {
         : undefined;
     const ctx: StoreContext = { ...base, announce: announcer(base.db, this.channels), lockUntilCommit: (name) => this.lockUntilCommit(name) };
     this.location = ctx.db instanceof PostgresDatabase ? ctx.db.url : String((ctx.db as { name?: string }).name ?? '');
+    // Before any module makes its transactions: every one that writes and commits is seen.
+    this.health = new StorageHealth(ctx.db, ctx.dialect, this.location, ctx.clock);
+    this.health.watchCommits();
     this.keys = new KeyStore(ctx);
     this.secrets = new SecretStore(ctx);
     this.defs = createDefinitionsStore(ctx);
@@ -161,6 +167,7 @@ export class Store {
 
   close(): void {
     this.checkpointer?.stop();
+    void this.health.stop(0);
     if (this.db.open) this.db.close();
   }
 }
