@@ -210,23 +210,19 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // 5. The body, capped.
   const read = await readCappedBody(req.body, deps.limits.ingressBodyBytes, declared);
   if (!read.ok) {
-    if (read.reason === 'timeout') {
-      // Node has answered 408 and closed the connection (runtime/http/client-error.ts); logged as such.
+    if (read.reason === 'aborted' || read.reason === 'timeout') {
+      // The body did not all arrive: the sender closed the connection, or took longer than the
+      // request timeout (then Node has answered 408 and closed it: runtime/http/client-error.ts).
+      // It is still a request to an enabled webhook, so it is logged
+      // (docs/ingress.md#the-pipeline-step-by-step): what arrived is not a JSON document.
       counts.aborted += 1;
-      return reject('rejected_invalid_json', 'body_timeout', { size: read.size }, {
-        status: 408,
+      const late = read.reason === 'timeout';
+      return reject('rejected_invalid_json', late ? 'body_timeout' : 'body_incomplete', { size: read.size }, {
+        status: late ? 408 : 400,
         headers: {},
-        problem: { code: 'request_timeout', detail: 'The request did not arrive in time.' },
-      });
-    }
-    if (read.reason === 'aborted') {
-      // The sender closed the connection before the body ended. It is still a request to an
-      // enabled webhook, so it is logged (docs/ingress.md#the-pipeline-step-by-step): what arrived is not a JSON document.
-      counts.aborted += 1;
-      return reject('rejected_invalid_json', 'body_incomplete', { size: read.size }, {
-        status: 400,
-        headers: {},
-        problem: { code: 'invalid_json', detail: 'The request body ended before it was complete.' },
+        problem: late
+          ? { code: 'request_timeout', detail: 'The request did not arrive in time.' }
+          : { code: 'invalid_json', detail: 'The request body ended before it was complete.' },
       });
     }
     return reject('rejected_too_large', null, { size: read.size }, {

@@ -115,15 +115,20 @@ test('a changed schedule is armed again; a removed one is forgotten; plan shows 
   assert.equal(rt.store.schedules.nextFireAt('tests/nightly/#0'), undefined);
 });
 
-test('a fire due while the runtime was down starts one run when it is back', async (t) => {
-  const clock = new FakeClock('2026-03-02T08:00:00.000Z');
+/**
+ * An hourly schedule armed by a runtime at the clock's time, that runtime stopped, and another
+ * started on the same data dir once the clock reads `restartAt` (its executor paused, one pass
+ * made). `armed` says what the first one armed.
+ */
+async function restartedWithHourly(t: { after: (fn: () => Promise<void>) => void }, clock: FakeClock, restartAt: string): Promise<{ armed: string | undefined; again: TestRuntime }> {
   const first = await startTestRuntime({ clock, keepDataDir: true });
   first.services.executor!.pause();
   await apply(first, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly')}---\nCheck.\n` });
   first.services.scheduler!.tick();
+  const armed = first.store.schedules.nextFireAt('tests/hourly/#0');
   await first.stop();
 
-  clock.set('2026-03-02T11:15:00.000Z');
+  clock.set(restartAt);
   const again = await startTestRuntime({ clock, dataDir: first.dataDir });
   t.after(async () => {
     await again.stop();
@@ -131,6 +136,11 @@ test('a fire due while the runtime was down starts one run when it is back', asy
   });
   again.services.executor!.pause();
   again.services.scheduler!.tick();
+  return { armed, again };
+}
+
+test('a fire due while the runtime was down starts one run when it is back', async (t) => {
+  const { again } = await restartedWithHourly(t, new FakeClock('2026-03-02T08:00:00.000Z'), '2026-03-02T11:15:00.000Z');
   again.services.scheduler!.tick();
   assert.deepEqual(scheduled(again).map((r) => r.schedule?.schedule_id), ['tests/hourly/#0']);
   assert.equal(again.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T12:00:00.000Z');
@@ -233,21 +243,8 @@ test('a clock that jumped ahead and came back does not silence schedules: their 
 
 test('a runtime started after its clock was set back re-arms what its last run armed too far ahead', async (t) => {
   const clock = new FakeClock('2027-03-02T09:00:10.000Z');
-  const first = await startTestRuntime({ clock, keepDataDir: true });
-  first.services.executor!.pause();
-  await apply(first, { hourly: `---\nenvironment: e\ntriggers:\n${sched('@hourly')}---\nCheck.\n` });
-  first.services.scheduler!.tick();
-  assert.equal(first.store.schedules.nextFireAt('tests/hourly/#0'), '2027-03-02T10:00:00.000Z');
-  await first.stop();
-
-  clock.set('2026-03-02T09:15:00.000Z');
-  const again = await startTestRuntime({ clock, dataDir: first.dataDir });
-  t.after(async () => {
-    await again.stop();
-    rmSync(first.dataDir, { recursive: true, force: true });
-  });
-  again.services.executor!.pause();
-  again.services.scheduler!.tick();
+  const { armed, again } = await restartedWithHourly(t, clock, '2026-03-02T09:15:00.000Z');
+  assert.equal(armed, '2027-03-02T10:00:00.000Z');
   assert.equal(again.store.schedules.nextFireAt('tests/hourly/#0'), '2026-03-02T10:00:00.000Z');
   assert.equal(scheduled(again).length, 0);
 });
