@@ -69,6 +69,9 @@ export function parseAllowEntry(text: string): AllowEntry | undefined {
   } catch {
     return undefined;
   }
+  // A name is dot-separated labels of letters, digits and inner hyphens (an IP literal is one already):
+  // `-`, `.`, `..` or `a..b` could never equal a URL's host.
+  if (!host.startsWith('[') && !/^(?!-)[a-z0-9-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9-]{1,63}(?<!-))*$/.test(host)) return undefined;
   return { host, ...(port !== undefined ? { port } : {}) };
 }
 

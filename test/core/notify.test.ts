@@ -26,6 +26,10 @@ test('the allow-list: host as written, with or without a port; null allows every
   assert.equal(parseAllowEntry('host:99999'), undefined);
   assert.equal(parseAllowEntry('http://host'), undefined);
   assert.equal(parseAllowEntry('a b'), undefined);
+  // Names that no URL's host can be.
+  for (const bad of ['-', '.', '..', 'a..b', '-a.example', 'a-.example', '.example', 'x'.repeat(64) + '.example']) assert.equal(parseAllowEntry(bad), undefined, bad);
+  assert.deepEqual(parseAllowEntry('my-hooks.example.com:8443'), { host: 'my-hooks.example.com', port: 8443 });
+  assert.deepEqual(parseAllowEntry('localhost'), { host: 'localhost' });
   // An entry means the host a URL names however it is spelt: compared as the URL parser writes it.
   const spelt = ['[0:0:0:0:0:0:0:1]:8080', '10.0.0.010', '127.1'].map((e) => parseAllowEntry(e)!);
   assert.deepEqual(spelt, [{ host: '[::1]', port: 8080 }, { host: '10.0.0.8' }, { host: '127.0.0.1' }]);
