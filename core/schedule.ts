@@ -69,6 +69,12 @@ const EVERY = /^@every\s+(?=\d)(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
  * It also searches for a first fire time, so a cron that never fires (`0 0 31 2 *`) is refused.
  */
 export function parseSchedule(text: string): { value: ParsedSchedule } | { error: string } {
+  // croner reads a leading '+' in day of week as "day of month AND day of week", which no other
+  // cron does (they match either): refused, so a schedule means what it means everywhere.
+  const fields = text.trim().split(/\s+/);
+  if (fields.length === 5 && fields[4].startsWith('+')) {
+    return { error: `'${text.trim()}' is not a valid cron schedule: day of week '${fields[4]}' starts with '+', which is not cron syntax; day of week takes 0-7 or SUN-SAT` };
+  }
   const read = readSchedule(text);
   // A fixed start keeps this pure; a schedule that fires never does so from any start.
   if ('value' in read && read.value.kind === 'cron' && !read.value.cron.nextRun(new Date(Date.UTC(2000, 0, 1)))) {

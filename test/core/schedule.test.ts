@@ -45,6 +45,8 @@ test('what croner refuses is said in our words: the field at fault, its text, an
     ['0 0 5W-10 * *', "day of month '5W-10': W (the nearest weekday) follows a single day of month, as in 15W or LW"],
     ['0 0 L-2 * *', "day of month 'L-2': L (the last) stands alone or as LW in day of month, and follows a weekday in day of week, as in 5L"],
     ['0 0 * JAN-FOO *', "month 'JAN-FOO' is not a value, a range (a-b), a list (a,b) or a step (*/n, a-b/n); month takes 1-12 or JAN-DEC"],
+    // croner alone reads '+' as "day of month AND day of week": not cron syntax anywhere else.
+    ['0 0 1 * +MON', "day of week '+MON' starts with '+', which is not cron syntax; day of week takes 0-7 or SUN-SAT"],
   ];
   for (const [cron, why] of cases) assert.equal(error(cron), `'${cron}' is not a valid cron schedule: ${why}`, cron);
 });
