@@ -16,7 +16,7 @@ import type { DB, Dialect, Statement } from './db.ts';
  */
 
 /** What kind of storage failure an error is. */
-export type StorageKind = 'full' | 'readonly' | 'io' | 'corrupt' | 'resources';
+export type StorageKind = 'full' | 'readonly' | 'io' | 'corrupt' | 'resources' | 'unreachable';
 
 export interface StorageFailure {
   kind: StorageKind;
@@ -46,6 +46,16 @@ const POSTGRES_REASONS: Record<string, [StorageKind, string]> = {
   '25006': ['readonly', 'its database is read-only (a standby, or read-only transactions)'],
   XX001: ['corrupt', "its database's data is damaged (corrupt)"],
   XX002: ['corrupt', "its database's index is damaged (corrupt)"],
+  // Class 08 (the connection) and 57P01-03 (the server shutting down or starting): a replica that
+  // lost its database has stored nothing, and its next statement connects again.
+  '08000': ['unreachable', 'its database server cannot be reached (the connection failed)'],
+  '08001': ['unreachable', 'its database server cannot be reached (the connection failed)'],
+  '08003': ['unreachable', 'its database server cannot be reached (the connection failed)'],
+  '08004': ['unreachable', 'its database server cannot be reached (the connection was refused)'],
+  '08006': ['unreachable', 'its database server cannot be reached (the connection was lost)'],
+  '57P01': ['unreachable', 'its database server cannot be reached (it is shutting down)'],
+  '57P02': ['unreachable', 'its database server cannot be reached (it crashed)'],
+  '57P03': ['unreachable', 'its database server cannot be reached (it is starting)'],
 };
 
 const ERRNO_REASONS: Record<string, [StorageKind, string]> = {
@@ -58,7 +68,8 @@ const ERRNO_REASONS: Record<string, [StorageKind, string]> = {
 /**
  * The storage failure `err` is, or undefined for any other error: SQLite's SQLITE_FULL,
  * SQLITE_IOERR*, SQLITE_READONLY*, SQLITE_CORRUPT*, SQLITE_NOTADB and SQLITE_CANTOPEN*;
- * PostgreSQL's 53xxx, 58xxx, 25006, XX001 and XX002; the system's ENOSPC, EDQUOT, EROFS and EIO.
+ * PostgreSQL's 53xxx, 58xxx, 25006, XX001 and XX002, and a lost connection (08xxx, 57P01-03);
+ * the system's ENOSPC, EDQUOT, EROFS and EIO.
  */
 export function storageFailure(err: unknown): StorageFailure | undefined {
   const code = (err as { code?: unknown } | null)?.code;

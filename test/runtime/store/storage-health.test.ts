@@ -167,6 +167,8 @@ test('storage failures of both engines and of the system are told apart from oth
     [new PostgresError('cannot execute INSERT in a read-only transaction', '25006'), 'readonly'],
     [new PostgresError('invalid page in block', 'XX001'), 'corrupt'],
     [new PostgresError('duplicate key value', '23505'), undefined],
+    [new PostgresError('terminating connection due to administrator command', '57P01'), 'unreachable'],
+    [new PostgresError('the transaction ended before its work was done (the connection to PostgreSQL was lost)', '08006'), 'unreachable'],
     [Object.assign(new Error('ENOSPC'), { code: 'ENOSPC' }), 'full'],
     [Object.assign(new Error('EROFS'), { code: 'EROFS' }), 'readonly'],
     [new Error('no code'), undefined],
