@@ -28,11 +28,17 @@ export const DERIVED_TITLE_CHARS = 80;
  * clients read `title` as a string that is always there.
  */
 export function titleFromPrompt(prompt: string): string {
-  // Every view of a run asks this, and a prompt may be a megabyte on one line: read only the start
-  // of that line (two UTF-16 units a character at most, so this many hold one character more).
-  const line = /\S[^\r\n]*/.exec(prompt)?.[0].trimEnd() ?? '';
-  const chars = [...line.slice(0, 2 * DERIVED_TITLE_CHARS + 2)];
-  return chars.length > DERIVED_TITLE_CHARS ? chars.slice(0, DERIVED_TITLE_CHARS - 1).join('') + '…' : line;
+  // Every view of a run asks this, and a prompt may be a megabyte on one line.
+  return clip(/\S[^\r\n]*/.exec(prompt)?.[0].trimEnd() ?? '', DERIVED_TITLE_CHARS);
+}
+
+/** `text` whole up to `max` characters (not UTF-16 units), else its first `max - 1` and an ellipsis. */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  // Only the start is read (a text may be a megabyte): two UTF-16 units a character at most, so
+  // this many hold one character more than are kept.
+  const chars = [...text.slice(0, 2 * max + 2)];
+  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : text;
 }
 
 /** A UTF-16 surrogate without its other half. */
@@ -68,8 +74,5 @@ export const ECHO_CHARS = 200;
  * 5,000 characters long.
  */
 export function echoed(value: string): string {
-  if (value.length <= ECHO_CHARS) return value;
-  // Two UTF-16 units a character at most: this many hold one character more than are kept.
-  const chars = [...value.slice(0, 2 * ECHO_CHARS + 2)];
-  return chars.length > ECHO_CHARS ? chars.slice(0, ECHO_CHARS - 1).join('') + '…' : value;
+  return clip(value, ECHO_CHARS);
 }

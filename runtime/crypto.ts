@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CliError, FactoryError } from '../core/errors.ts';
 import { writeFileDurably } from './durable-file.ts';
@@ -76,7 +76,6 @@ export function loadOrCreateMasterKey(dataDir: string): { key: Buffer; path: str
     // Durable: the database will soon hold secrets sealed with it (a power loss must not leave an
     // empty file beside them).
     writeFileDurably(path, key.toString('base64') + '\n', { mode: 0o600, exclusive: true });
-    chmodSync(path, 0o600);
     return { key, path, created: true };
   }
   const key = Buffer.from(text.trim(), 'base64');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fsyncSync, linkSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
@@ -14,6 +14,7 @@ export function writeFileDurably(path: string, data: string, options: { mode: nu
   const fd = openSync(tmp, 'wx', options.mode);
   try {
     try {
+      fchmodSync(fd, options.mode); // exactly this mode, whatever the umask
       writeSync(fd, data);
       fsyncSync(fd);
     } finally {

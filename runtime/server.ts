@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -311,7 +311,6 @@ export function bootstrapAdminKey(store: Store, dataDir: string, log: Logger): {
     // On disk before the commit that records the key, so a power loss never leaves the key's row
     // with an empty file (and no way to bootstrap another).
     writeFileDurably(path, raw + '\n', { mode: 0o600 });
-    chmodSync(path, 0o600);
     return id;
   });
   if (id === undefined) return { path, created: false };

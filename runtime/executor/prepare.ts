@@ -5,7 +5,6 @@
  * API (docs/runs.md#workers) and applies its own executor settings (applyIsolation).
  */
 
-import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { repositoryUrl } from '../../core/harness.ts';
 import type { EnvironmentDef, RepoDef, WarpExecution } from '../../core/snapshot.ts';
@@ -14,7 +13,7 @@ import type { Store } from '../store/index.ts';
 import type { RunRecord } from '../store/runs.ts';
 import { agentTimeoutProblem, parseDuration } from '../../core/duration.ts';
 import type { JobSpec } from './job.ts';
-import type { Isolation } from './sandbox.ts';
+import { isExecutableFile, type Isolation } from './sandbox.ts';
 import type { EnvironmentRecord } from '../definitions/state.ts';
 
 /** A job without its place on disk: the same for every executor. */
@@ -127,16 +126,8 @@ function resolveEnv(store: Store, env: EnvironmentDef): Record<string, string> {
  */
 function findInBinds(program: string, binds: readonly string[]): string | undefined {
   if (program.includes('/')) return undefined;
-  const executable = (p: string) => {
-    try {
-      accessSync(p, constants.X_OK);
-      return statSync(p).isFile();
-    } catch {
-      return false;
-    }
-  };
   for (const dir of binds) {
-    for (const p of [path.join(dir, program), path.join(dir, 'bin', program)]) if (executable(p)) return p;
+    for (const p of [path.join(dir, program), path.join(dir, 'bin', program)]) if (isExecutableFile(p)) return p;
   }
   return undefined;
 }

@@ -183,33 +183,24 @@ function hostLayout(): HostLayout {
  * The program a name without a slash means: the first executable file of that name on the
  * runtime's PATH, then on the sandbox's fixed PATH (docs/runtime.md#configuration); a name with a
  * slash, or one found nowhere, as given (spawning it then fails with ENOENT, which the start-up
- * check reports). Looked up once per name and PATH.
+ * check reports).
  */
 export function findProgram(name: string, searchPath: string | undefined): string {
   if (name.includes('/')) return name;
-  const key = `${name}\0${searchPath ?? ''}`;
-  let found = programCache.get(key);
-  if (found === undefined) {
-    found = name;
-    for (const dir of [...(searchPath ?? '').split(':'), ...SANDBOX_PATH.split(':')]) {
-      // Only absolute entries: an empty or relative one would mean the runtime's working directory.
-      if (!path.isAbsolute(dir)) continue;
-      const candidate = path.join(dir, name);
-      try {
-        if (statSync(candidate).isFile()) {
-          accessSync(candidate, constants.X_OK);
-          found = candidate;
-          break;
-        }
-      } catch {
-        // Not here.
-      }
-    }
-    programCache.set(key, found);
-  }
-  return found;
+  // Only absolute entries: an empty or relative one would mean the runtime's working directory.
+  const dirs = [...(searchPath ?? '').split(':'), ...SANDBOX_PATH.split(':')].filter((dir) => path.isAbsolute(dir));
+  return dirs.map((dir) => path.join(dir, name)).find(isExecutableFile) ?? name;
 }
-const programCache = new Map<string, string>();
+
+/** Is `p` a file this process may execute? */
+export function isExecutableFile(p: string): boolean {
+  try {
+    accessSync(p, constants.X_OK);
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
 
 /** The real path of an existing file, or undefined. */
 export function realPath(p: string): string | undefined {

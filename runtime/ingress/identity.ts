@@ -78,7 +78,7 @@ function asSent(value: string): string {
   } catch {
     // Not UTF-8: its bytes as one character each could equal another id's UTF-8 reading (E9 and
     // C3 A9 would both be "é"), so such an id is named by the hash of its bytes instead.
-    return 'sha256:' + createHash('sha256').update(bytes).digest('hex');
+    return bodyIdentity(bytes);
   }
 }
 
@@ -89,5 +89,5 @@ export function bodyIdentity(body: Buffer): string {
 
 function bounded(v: string): string {
   if (v.length <= MAX_IDENTITY_LENGTH) return v;
-  return 'sha256:' + createHash('sha256').update(v).digest('hex');
+  return bodyIdentity(Buffer.from(v));
 }

@@ -265,6 +265,11 @@ export function scheduleIdOf(dialect: 'sqlite' | 'postgres'): string {
   return dialect === 'postgres' ? "((schedule::jsonb) ->> 'schedule_id')" : "json_extract(schedule, '$.schedule_id')";
 }
 
+/** "This run was started by the schedule `?`": the partial index's condition and its key, as one predicate. */
+export function bySchedule(dialect: 'sqlite' | 'postgres'): string {
+  return `schedule IS NOT NULL AND ${scheduleIdOf(dialect)} = ?`;
+}
+
 /**
  * The cursor is opaque to clients: base64url of `<created_at>|<seq>` for the default order (newest
  * created first), `<value>|<seq>|<sort_by>|<sort_order>` for another.
@@ -650,7 +655,7 @@ export class RunStore {
     if (q.source !== undefined && q.source !== 'WEBHOOK') where.push(q.source === 'SCHEDULE' ? 'schedule IS NOT NULL' : 'schedule IS NULL');
     if (q.scheduleId !== undefined) {
       // The expression and the condition of the runs_by_schedule index (migration 019), so a page reads only its runs.
-      where.push(`schedule IS NOT NULL AND ${scheduleIdOf(this.ctx.dialect)} = ?`);
+      where.push(bySchedule(this.ctx.dialect));
       params.push(q.scheduleId);
     }
     if (q.q !== undefined) {

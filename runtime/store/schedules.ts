@@ -1,5 +1,5 @@
 import type { StoreContext } from './index.ts';
-import { scheduleIdOf, type NewRun, type RunRecord, type RunStore } from './runs.ts';
+import { bySchedule, type NewRun, type RunRecord, type RunStore } from './runs.ts';
 
 /** One schedule trigger as the scheduler wants it now, with the next time it would fire after now. */
 export interface WantedSchedule {
@@ -44,7 +44,7 @@ export class ScheduleStore {
       pause: db.prepare('INSERT INTO schedule_pauses (schedule_id, paused_at, paused_by) VALUES (?, ?, ?) ON CONFLICT (schedule_id) DO NOTHING'),
       unpause: db.prepare('DELETE FROM schedule_pauses WHERE schedule_id = ?'),
       // The newest run the schedule fired, through the runs_by_schedule index (migration 019).
-      lastRan: db.prepare(`SELECT created_at FROM runs WHERE schedule IS NOT NULL AND ${scheduleIdOf(ctx.dialect)} = ? AND retry_of IS NULL
+      lastRan: db.prepare(`SELECT created_at FROM runs WHERE ${bySchedule(ctx.dialect)} AND retry_of IS NULL
         ORDER BY created_at DESC, seq DESC LIMIT 1`),
     };
   }

@@ -35,6 +35,10 @@ const SQLITE_REASONS: [prefix: string, kind: StorageKind, reason: string][] = [
   ['SQLITE_CANTOPEN', 'io', "its database's files could not be opened"],
 ];
 
+function unreachable(why: string): [StorageKind, string] {
+  return ['unreachable', `its database server cannot be reached (${why})`];
+}
+
 /** PostgreSQL's SQLSTATEs (class 53: insufficient resources; 58: system error; XX001/XX002: damaged data). */
 const POSTGRES_REASONS: Record<string, [StorageKind, string]> = {
   '53100': ['full', "its database server's disk is full"],
@@ -46,17 +50,18 @@ const POSTGRES_REASONS: Record<string, [StorageKind, string]> = {
   '25006': ['readonly', 'its database is read-only (a standby, or read-only transactions)'],
   XX001: ['corrupt', "its database's data is damaged (corrupt)"],
   XX002: ['corrupt', "its database's index is damaged (corrupt)"],
-  // Class 08 (the connection) and 57P01-03 (the server shutting down or starting): a replica that
-  // lost its database has stored nothing, and its next statement connects again.
-  '08000': ['unreachable', 'its database server cannot be reached (the connection failed)'],
-  '08001': ['unreachable', 'its database server cannot be reached (the connection failed)'],
-  '08003': ['unreachable', 'its database server cannot be reached (the connection failed)'],
-  '08004': ['unreachable', 'its database server cannot be reached (the connection was refused)'],
-  '08006': ['unreachable', 'its database server cannot be reached (the connection was lost)'],
-  '57P01': ['unreachable', 'its database server cannot be reached (it is shutting down)'],
-  '57P02': ['unreachable', 'its database server cannot be reached (it crashed)'],
-  '57P03': ['unreachable', 'its database server cannot be reached (it is starting)'],
+  // Class 08 (the connection; others of the class as 08000) and 57P01-03 (the server shutting down
+  // or starting): a replica that lost its database has stored nothing, and its next statement
+  // connects again.
+  '08000': unreachable('the connection failed'),
+  '08004': unreachable('the connection was refused'),
+  '08006': unreachable('the connection was lost'),
+  '57P01': unreachable('it is shutting down'),
+  '57P02': unreachable('it crashed'),
+  '57P03': unreachable('it is starting'),
 };
+
+const CLASS_ENTRY: Record<string, string> = { '08': '08000', '53': '53000', '58': '58030' };
 
 const ERRNO_REASONS: Record<string, [StorageKind, string]> = {
   ENOSPC: ['full', 'its disk is full'],
@@ -78,7 +83,8 @@ export function storageFailure(err: unknown): StorageFailure | undefined {
     const hit = SQLITE_REASONS.find(([prefix]) => code.startsWith(prefix));
     return hit && { kind: hit[1], code, reason: hit[2] };
   }
-  const pg = POSTGRES_REASONS[code] ?? (/^5[38][0-9A-Z]{3}$/.test(code) ? POSTGRES_REASONS[code.startsWith('53') ? '53000' : '58030'] : undefined);
+  // A code of a class without an entry of its own reads as its class's first entry.
+  const pg = POSTGRES_REASONS[code] ?? (/^(?:08|5[38])[0-9A-Z]{3}$/.test(code) ? POSTGRES_REASONS[CLASS_ENTRY[code.slice(0, 2)]] : undefined);
   if (pg) return { kind: pg[0], code, reason: pg[1] };
   const errno = ERRNO_REASONS[code];
   return errno && { kind: errno[0], code, reason: errno[1] };

@@ -1,21 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileDurably } from '../../runtime/durable-file.ts';
+import { scratch } from './executor/helpers.ts';
 
 /** The key files' writer: whole or absent, exclusive when asked, nothing left beside them. */
 
-function tempDir(t: { after: (fn: () => void) => void }): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'factory-durable-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 test('a durable write puts the whole file in place with its mode, and leaves no temporary file', (t) => {
-  const dir = tempDir(t);
+  const dir = scratch(t);
   const file = path.join(dir, 'admin.key');
   writeFileDurably(file, 'one\n', { mode: 0o600 });
   assert.equal(readFileSync(file, 'utf8'), 'one\n');
@@ -27,7 +21,7 @@ test('a durable write puts the whole file in place with its mode, and leaves no 
 });
 
 test('an exclusive durable write fails with EEXIST when the file exists, keeping it as it was', (t) => {
-  const dir = tempDir(t);
+  const dir = scratch(t);
   const file = path.join(dir, 'master.key');
   writeFileDurably(file, 'first\n', { mode: 0o600, exclusive: true });
   assert.throws(() => writeFileDurably(file, 'second\n', { mode: 0o600, exclusive: true }), { code: 'EEXIST' });
@@ -44,7 +38,7 @@ function straceMissing(): string | false {
 }
 
 test('the file and its directory are fsynced before the write returns (seen by strace)', { skip: straceMissing() }, (t) => {
-  const dir = tempDir(t);
+  const dir = scratch(t);
   const trace = path.join(dir, 'trace');
   const script = `import { writeFileDurably } from ${JSON.stringify(path.resolve(import.meta.dirname, '../../runtime/durable-file.ts'))};
 writeFileDurably(${JSON.stringify(path.join(dir, 'master.key'))}, 'k\\n', { mode: 0o600, exclusive: true });`;

@@ -87,3 +87,6 @@ export async function signIn(page: Page, key: string): Promise<void> {
   await page.getByLabel('API key', { exact: true }).fill(key);
   await page.getByRole('button', { name: 'Sign in', exact: true }).click();
 }
+
+/** Where the page keeps the key: this tab's sessionStorage (docs/dashboard.md). */
+export const storedKey = (page: Page): Promise<string | null> => page.evaluate<string | null>(`sessionStorage.getItem('factory.apiKey')`);

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { startTestRuntime } from '../helpers.ts';
-import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
+import { browserSkip, signIn, storedKey, withBrowserPage } from './chromium.ts';
 import { GITHUB_UID, SECRET_NAME, applyFactory, createSecret } from '../automations/helpers.ts';
 import { succeededRun } from './runs-helpers.ts';
 
@@ -18,9 +18,6 @@ const SKIP = browserSkip();
 
 /** 100,000 levels of arrays (~200 KB, under the ingress cap): JSON.stringify overflows the stack on it. */
 const DEEP = '['.repeat(100_000) + ']'.repeat(100_000);
-
-/** Where the page keeps the key: this tab's sessionStorage (docs/dashboard.md). */
-const storedKey = (page: Page) => page.evaluate<string | null>(`sessionStorage.getItem('factory.apiKey')`);
 
 test('in a real browser the page signs in, shows webhooks, deliveries and payloads (also one too deep to lay out), and signs out', { skip: SKIP }, async () => {
   const rt = await startTestRuntime();

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { startTestRuntime } from '../helpers.ts';
-import { browserSkip, signIn, withBrowserPage } from './chromium.ts';
+import { browserSkip, signIn, storedKey, withBrowserPage } from './chromium.ts';
 import { succeededRun } from './runs-helpers.ts';
 
 /**
@@ -11,8 +11,6 @@ import { succeededRun } from './runs-helpers.ts';
  */
 
 const SKIP = browserSkip();
-
-const storedKey = (page: Page) => page.evaluate<string | null>(`sessionStorage.getItem('factory.apiKey')`);
 
 /** Counts the page's requests to the API from now on. */
 function apiRequests(page: Page): () => number {
