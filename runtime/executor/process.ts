@@ -41,7 +41,15 @@ export interface GroupSpawn {
    * is then a fixed, minimal set: never the run's own variables.
    */
   envScript?: string;
+  /**
+   * Written to fd `SECCOMP_FD`, a pipe, then closed: the system-call filter bubblewrap reads
+   * (`--seccomp`, runtime/executor/seccomp.ts) and closes before it starts the command.
+   */
+  seccomp?: Buffer;
 }
+
+/** The descriptor a sandboxed command's bubblewrap reads its system-call filter from. */
+export const SECCOMP_FD = 5;
 
 export interface GroupExit {
   /** Exit code, or null when killed by a signal or never started. */
@@ -91,9 +99,11 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
     }
 
     const [program, ...args] = opts.argv;
+    // fd 3: the launcher's status, fd 4: the command's variables, fd 5: the filter; 'ignore' (/dev/null) fills a gap.
     const stdio: ('pipe' | 'ignore')[] = ['pipe', 'pipe', 'pipe'];
-    if (opts.statusFd || opts.envScript !== undefined) stdio.push(opts.statusFd ? 'pipe' : 'ignore');
-    if (opts.envScript !== undefined) stdio.push('pipe');
+    const extra = [opts.statusFd, opts.envScript !== undefined, opts.seccomp !== undefined];
+    const last = extra.lastIndexOf(true);
+    for (let i = 0; i <= last; i++) stdio.push(extra[i] ? 'pipe' : 'ignore');
     const child = spawn(program, args, { cwd: opts.cwd, env: opts.env, detached: true, stdio });
     // First: a spawn that fails is an 'error' event, which with no listener would end the process.
     child.on('error', (err: NodeJS.ErrnoException) => {
@@ -107,6 +117,12 @@ export function runInGroup(opts: GroupSpawn): Promise<GroupExit> {
       // A command that never reads it (one that failed to start) closes it early: not our failure.
       pipe?.on('error', () => {});
       pipe?.end(opts.envScript);
+    }
+    if (opts.seccomp !== undefined) {
+      const pipe = (child.stdio as unknown as (NodeJS.WritableStream | null)[])[SECCOMP_FD];
+      // bubblewrap that failed before reading it closes it early: its exit status says why.
+      pipe?.on('error', () => {});
+      pipe?.end(opts.seccomp);
     }
     let status = '';
     if (opts.statusFd) {

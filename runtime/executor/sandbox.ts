@@ -21,13 +21,14 @@
  */
 
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CliError } from '../../core/errors.ts';
 import { isWithin, type Config, type ExecutorKind, type SandboxSettings } from '../config.ts';
-import { runInGroup, type GroupExit, type GroupSpawn } from './process.ts';
+import { runInGroup, SECCOMP_FD, type GroupExit, type GroupSpawn } from './process.ts';
+import { seccompProgram } from './seccomp.ts';
 
 /** Where the commands of a sandboxed run see their workspace. */
 export const SANDBOX_WORKSPACE = '/workspace';
@@ -230,8 +231,10 @@ export interface CommandOptions extends Omit<GroupSpawn, 'argv' | 'cwd' | 'env' 
 export function bwrapArgs(iso: Isolation, layout: HostLayout, opts: { workspace?: string; cwd: string; network: boolean; sources: string[]; argv: string[] }): string[] {
   const args = ['--die-with-parent', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'factory-run'];
   // As root, bubblewrap needs no user namespace, and one would map the command's user back to
-  // root; as anyone else it needs one, and the command may not create further ones.
+  // root; as anyone else it needs one, and the command may not create further ones. Either way the
+  // system-call filter, read from SECCOMP_FD, refuses the command a user namespace of its own.
   if (!iso.runAs) args.push('--unshare-user', '--disable-userns');
+  args.push('--seccomp', String(SECCOMP_FD));
   if (!opts.network) args.push('--unshare-net');
 
   const visible: string[] = [];
@@ -361,7 +364,7 @@ export class RunSandbox {
     const { argv, cwd, env, network, sources = [], ...rest } = opts;
     if (this.sandboxed) {
       const args = bwrapArgs(this.iso, hostLayout(), { workspace: this.workspace, cwd: this.inside(cwd), network, sources, argv });
-      return runInGroup({ ...rest, argv: [this.iso.sandbox.bwrap, ...args], cwd: '/', env: wrapperEnv(env), envScript: envScript(env), statusFd: true });
+      return runInGroup({ ...rest, argv: [this.iso.sandbox.bwrap, ...args], cwd: '/', env: wrapperEnv(env), envScript: envScript(env), statusFd: true, seccomp: sandboxFilter() });
     }
     if (this.iso.runAs) {
       const { uid, gid } = this.iso.runAs;
@@ -373,6 +376,14 @@ export class RunSandbox {
     return runInGroup({ ...rest, argv, cwd, env });
   }
 }
+
+/** The system-call filter of this machine's architecture, built once; the probe has refused an architecture without one. */
+function sandboxFilter(): Buffer {
+  filter ??= seccompProgram();
+  if (!filter) throw new Error(`no system-call filter for ${process.arch}`);
+  return filter;
+}
+let filter: Buffer | undefined;
 
 /**
  * The environment of the wrapper programs (bubblewrap on the host, setpriv as root): the fixed
@@ -467,9 +478,12 @@ interface ProbeResult {
   stderr: string;
 }
 
+/** The probe's descriptors: output on 1 and 2, nothing on 3 and 4, the system-call filter's file on SECCOMP_FD. */
+type ProbeStdio = ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', number];
+
 type ProbePlan =
   | { done: true; problem: IsolationProblem | undefined }
-  | { done: false; bwrap: string; args: string[]; options: { env: NodeJS.ProcessEnv; timeout: number; stdio: ['ignore', 'pipe', 'pipe'] }; judge(r: ProbeResult): IsolationProblem | undefined };
+  | { done: false; bwrap: string; args: string[]; options: { env: NodeJS.ProcessEnv; timeout: number; stdio: ProbeStdio }; judge(r: ProbeResult): IsolationProblem | undefined };
 
 /** The probe up to its bubblewrap process (the checks that need none are answered at once), and how to read that process's result. */
 function probePlan(iso: Isolation): ProbePlan {
@@ -480,6 +494,10 @@ function probePlan(iso: Isolation): ProbePlan {
   if (iso.kind !== 'sandbox') return { done: true, problem: undefined };
   const bwrap = iso.sandbox.bwrap;
   if (!layout.prlimit) return { done: true, problem: { what: 'the sandbox sets its limits with prlimit, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: true } };
+  const program = seccompProgram();
+  if (!program) {
+    return { done: true, problem: { what: `the sandbox's system-call filter has no table for this machine's architecture (${process.arch})`, fix: 'run the runtime on x86_64 or arm64', sandboxOnly: true } };
+  }
   // bubblewrap would say only "Can't find source path": named here as the setting it is.
   for (const dir of iso.sandbox.roBinds) {
     if (!realPath(dir) || !lstatSync(realPath(dir)!).isDirectory()) {
@@ -487,10 +505,18 @@ function probePlan(iso: Isolation): ProbePlan {
     }
   }
   // A directory standing in for a workspace, so the probe binds what a run binds; gone once judged.
+  // The filter goes in as a file here (spawnSync writes to no descriptor but stdin), outside the
+  // directory bound as the workspace.
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'factory-probe-'));
+  const workspace = path.join(scratch, 'workspace');
   let args: string[];
+  let filterFd: number;
   try {
-    args = bwrapArgs(iso, layout, { workspace: scratch, cwd: SANDBOX_WORKSPACE, network: false, sources: [], argv: ['true'] });
+    mkdirSync(workspace);
+    const filterFile = path.join(scratch, 'seccomp.bpf');
+    writeFileSync(filterFile, program);
+    filterFd = openSync(filterFile, 'r');
+    args = bwrapArgs(iso, layout, { workspace, cwd: SANDBOX_WORKSPACE, network: false, sources: [], argv: ['true'] });
   } catch (err) {
     rmSync(scratch, { recursive: true, force: true });
     throw err;
@@ -499,8 +525,9 @@ function probePlan(iso: Isolation): ProbePlan {
     done: false,
     bwrap,
     args,
-    options: { env: { PATH: SANDBOX_PATH }, timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] },
+    options: { env: { PATH: SANDBOX_PATH }, timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', filterFd] },
     judge(r) {
+      closeSync(filterFd);
       rmSync(scratch, { recursive: true, force: true });
       if (r.error) {
         const code = (r.error as NodeJS.ErrnoException).code;
@@ -525,7 +552,7 @@ function probePlan(iso: Isolation): ProbePlan {
 }
 
 /** `spawnSync`'s result, without blocking: the process's exit status, signal, output, or its spawn error (never rejects). */
-function spawnCollect(file: string, args: string[], options: { env: NodeJS.ProcessEnv; timeout: number; stdio: ['ignore', 'pipe', 'pipe'] }): Promise<ProbeResult> {
+function spawnCollect(file: string, args: string[], options: { env: NodeJS.ProcessEnv; timeout: number; stdio: ProbeStdio }): Promise<ProbeResult> {
   return new Promise((resolve) => {
     const out: Buffer[] = [];
     const err: Buffer[] = [];

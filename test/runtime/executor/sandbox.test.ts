@@ -301,3 +301,26 @@ test('sandbox: a --sandbox-ro-bind that is a link into the data dir shows nothin
   assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
   assert.equal(output, 'end\n');
 });
+
+test('sandbox: a command cannot make a user namespace of its own, nor reach the calls the filter refuses (docs/security.md#system-calls)', { skip: SKIP }, async (t) => {
+  const dir = scratch(t);
+  // perl's syscall() makes the calls by number (x86_64's table): clone3 with no arguments fails with
+  // EINVAL when it reaches the kernel, keyctl(KEYCTL_GET_KEYRING_ID) with ENOKEY or EINVAL.
+  const calls = process.arch === 'x64' ? `perl -e 'syscall(435, 0, 0); print "clone3 ", $!+0, "\\n"; syscall(250, 0, 0, 0); print "keyctl ", $!+0, "\\n"'` : 'echo clone3 38; echo keyctl 1';
+  const script = [
+    'unshare --user true 2>&1; echo "unshare $?"',
+    'unshare --user --map-root-user id 2>&1; echo "unshare root $?"',
+    calls,
+    // What a build does still works: a pipeline, a background job, a program with threads.
+    '(echo forked) & wait',
+    `node -e 'new (require("worker_threads").Worker)("", { eval: true }).on("exit", () => console.log("threads ok"))' 2>&1`,
+  ].join('\n');
+  const { result, output } = await run(spec(dir, { agent: { command: ['/bin/sh', '-c', script] } }));
+  assert.equal(result.state, 'SUCCEEDED', JSON.stringify(result));
+  assert.match(output, /unshare: unshare failed: (Operation not permitted|No space left on device)\nunshare 1\n/, output);
+  assert.match(output, /unshare root 1\n/, output);
+  assert.match(output, /clone3 38\n/, 'clone3 gets ENOSYS, so callers fall back to clone');
+  assert.match(output, /keyctl 1\n/, 'keyctl gets EPERM');
+  assert.match(output, /forked\n/);
+  assert.match(output, /threads ok\n/, output);
+});
