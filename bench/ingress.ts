@@ -23,7 +23,9 @@
  * `npm run bench -- ingress` (3 rounds of 5 s per target), `npm run bench -- ingress --quick`
  * (1 round of 2 s). `BENCH_CPU_PROF=<dir>` writes a CPU profile of the runtime's process there;
  * `BENCH_ROWS=<text>` measures only the rows whose label contains it, next to the bare rows of their sizes
- * (for a profile of one row; the targets are then not judged).
+ * (for a profile of one row; the targets are then not judged). `BENCH_THREADS=1` prints, after each
+ * measured run, the CPU per answer of each thread of the target's process; `BENCH_PERF=1` starts the
+ * runtime with `--perf-basic-prof`, so `perf record -g -p <pid>` names its JavaScript functions.
  */
 
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
@@ -40,7 +42,7 @@ import { createLogger, turnDestination } from '../runtime/log.ts';
 import type { CheckpointStats } from '../runtime/store/checkpointer.ts';
 import { startServer } from '../runtime/server.ts';
 import { freePort } from './serve.ts';
-import { cpuMicros, runWrk, type SignedBody, type WrkResult } from './wrk.ts';
+import { cpuMicros, runWrk, threadCpuMicros, type SignedBody, type WrkResult } from './wrk.ts';
 
 /** The targets, each judged "met" or "NOT met" in the output. */
 export const TARGETS = {
@@ -286,7 +288,7 @@ interface ServerProcess {
 }
 
 async function startProcess(args: string[], profileDir?: string): Promise<ServerProcess> {
-  const execArgv = profileDir ? [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${profileDir}`] : process.execArgv;
+  const execArgv = profileDir ? [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${profileDir}`] : process.env.BENCH_PERF ? [...process.execArgv, '--perf-basic-prof'] : process.execArgv;
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let early: ((code: number | null) => void) | undefined;
@@ -376,6 +378,7 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
       rows.splice(0, rows.length, ...rows.filter((row) => row.label.includes(only) || (row.target === 'bare' && sizes.has(row.size))));
     }
     let runNumber = 0;
+    const byThread = process.env.BENCH_THREADS === '1';
     const measure = async (row: Row, secs: number) => {
       const server = row.target === 'bare' ? bare : row.target === 'factory' ? factory : webhook!;
       const url =
@@ -384,8 +387,18 @@ export async function benchIngress(print: (line: string) => void, opts: { quick?
       const expect = row.target === 'webhook' ? { expectStatus: WEBHOOK_MISS.status, expectBody: WEBHOOK_MISS.body } : {};
       const target = { url, bodies: bodies.get(row.size)!, idHeader: 'X-GitHub-Delivery', idPrefix: `r${++runNumber}`, collectIds: row.target === 'factory', ...expect };
       const before = cpuMicros(server.pid);
+      const threadsBefore = byThread ? threadCpuMicros(server.pid) : undefined;
       const result = await runWrk(dir, target, { seconds: secs, connections: CONNECTIONS });
       const cpu = cpuMicros(server.pid) - before;
+      if (threadsBefore && secs > 1) {
+        // BENCH_THREADS=1: where the row's CPU went, by thread (µs per answer), threads that spent under 1 µs left out.
+        const parts: string[] = [];
+        for (const [tid, now] of threadCpuMicros(server.pid)) {
+          const perRequest = (now.micros - (threadsBefore.get(tid)?.micros ?? 0)) / Math.max(1, result.responses);
+          if (perRequest >= 1) parts.push(`${now.name}[${tid}] ${perRequest.toFixed(0)}`);
+        }
+        print(`  threads, ${row.label}: ${parts.join(', ')} µs/req`);
+      }
       return { result, cpuMicros: cpu };
     };
 

@@ -7,7 +7,7 @@
  */
 
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface SignedBody {
@@ -172,6 +172,23 @@ export function cpuMicros(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]); // utime and stime, fields 14 and 15
   return (ticks * 1e6) / CLOCK_TICKS;
+}
+
+/** The CPU (µs) each thread of a process has spent, by thread id, with the thread's name. */
+export function threadCpuMicros(pid: number): Map<string, { name: string; micros: number }> {
+  const out = new Map<string, { name: string; micros: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended while listing
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.set(tid, { name, micros: ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS });
+  }
+  return out;
 }
 
 /** USER_HZ: 100 on every Linux architecture node runs on. */
