@@ -82,6 +82,11 @@ export interface Config {
   readonly trustProxy: boolean;
   readonly maxConcurrentRuns: number;
   /**
+   * Most connections the HTTP server holds at once (docs/runtime.md#connections); undefined: chosen
+   * at start from the process's open-file limit (runtime/server.ts `connectionCap`).
+   */
+  readonly maxConnections: number | undefined;
+  /**
    * False with --no-executor (docs/runs.md#workers): this process executes no run and leaves them
    * to workers, while it still serves the APIs and sweeps expired leases.
    */
@@ -169,6 +174,8 @@ export interface ConfigFlags {
   database?: string;
   trustProxy?: boolean | string;
   maxConcurrentRuns?: string | number;
+  /** `--max-connections N`. */
+  maxConnections?: string | number;
   logLevel?: string;
   /** A kind, or false from commander's --no-executor. */
   executor?: string | false;
@@ -293,6 +300,8 @@ export function parseConfig(
 
   const executeRuns = flags.executor !== false && !bool(pick(undefined, 'noExecutor'), false);
   const leaseSeconds = int(pick(flags.leaseSeconds, 'leaseSeconds'), 30, 3, 3600);
+  const maxConnectionsRaw = pick(flags.maxConnections, 'maxConnections');
+  const maxConnections = maxConnectionsRaw ? int(maxConnectionsRaw, 0, 8, 1_000_000) : undefined;
   const executorRaw = pick(flags.executor === false ? undefined : flags.executor, 'executor');
   if (executorRaw && executorRaw.value !== 'sandbox' && executorRaw.value !== 'direct') {
     throw usageError(`${executorRaw.source} must be sandbox or direct, got "${executorRaw.value}".`);
@@ -361,7 +370,7 @@ export function parseConfig(
   if (repositoryBase.startsWith('/')) localRepos.push(repositoryBase);
 
   return deepFreeze({
-    port, host, metricsPort, baseUrl, dataDir, database, masterKey, trustProxy, maxConcurrentRuns, executeRuns, leaseSeconds, logLevel, limits, inheritedEnv,
+    port, host, metricsPort, baseUrl, dataDir, database, masterKey, trustProxy, maxConcurrentRuns, maxConnections, executeRuns, leaseSeconds, logLevel, limits, inheritedEnv,
     executor, executorChosen: executorRaw !== undefined, workDir, runAs, sandbox, notify, repositoryBase, localRepos, localReposChosen,
   });
 }
@@ -391,6 +400,7 @@ const ENV_NAMES: Record<string, string> = {
   database: 'FACTORY_DATABASE_URL',
   trustProxy: 'FACTORY_TRUST_PROXY',
   maxConcurrentRuns: 'FACTORY_MAX_CONCURRENT_RUNS',
+  maxConnections: 'FACTORY_MAX_CONNECTIONS',
   logLevel: 'FACTORY_LOG_LEVEL',
   executor: 'FACTORY_EXECUTOR',
   noExecutor: 'FACTORY_NO_EXECUTOR',

@@ -8,6 +8,7 @@ import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders } from './http/proble
 import { tightenMode } from '../core/file-mode.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { answerClientError } from './http/client-error.ts';
+import { capConnections, connectionCap } from './http/connection-cap.ts';
 import { appListener, createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -115,6 +116,7 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   // then a 408 and the connection closed (docs/errors.md).
   server.headersTimeout = timeouts?.headersMs ?? HEADERS_TIMEOUT_MS;
   server.requestTimeout = timeouts?.requestMs ?? REQUEST_TIMEOUT_MS;
+  capConnections(server, connectionCap(config.maxConnections), log);
   // Listen before any key or database is made: a --host or --port that cannot be listened on
   // leaves none of them behind (docs/runtime.md#the-data-dir).
   await listen(server, config.host, config.port);

@@ -47,6 +47,7 @@ export function registerServe(program: Command, io: CliIO): void {
     .option('--database <url>', 'a PostgreSQL URL shared by every replica, instead of the SQLite file in the data dir (env FACTORY_DATABASE_URL; needs FACTORY_MASTER_KEY)')
     .option('--trust-proxy', 'read the client address from X-Forwarded-For (env FACTORY_TRUST_PROXY)')
     .option('--max-concurrent-runs <n>', 'runs executed at once (env FACTORY_MAX_CONCURRENT_RUNS, default 2)')
+    .option('--max-connections <n>', 'connections held at once; more are closed as they arrive (env FACTORY_MAX_CONNECTIONS, default half the open-file limit, at most 10000)')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (env FACTORY_LOG_LEVEL)');
   addExecutorOptions(command)
     // After --executor <kind>, so commander leaves the value unset unless either is given (docs/runs.md#workers).

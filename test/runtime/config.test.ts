@@ -76,6 +76,8 @@ test('invalid values name the flag or variable', () => {
     [{ port: 'eighty' }, {}, /--port/],
     [{}, { FACTORY_PORT: '70000' }, /FACTORY_PORT/],
     [{ maxConcurrentRuns: '0' }, {}, /--max-concurrent-runs/],
+    [{ maxConnections: '7' }, {}, /--max-connections must be an integer from 8 to 1000000, got "7"/],
+    [{}, { FACTORY_MAX_CONNECTIONS: 'lots' }, /FACTORY_MAX_CONNECTIONS/],
     [{}, { FACTORY_TRUST_PROXY: 'maybe' }, /FACTORY_TRUST_PROXY/],
     [{ baseUrl: 'ftp://x' }, {}, /--base-url/],
     [{}, { FACTORY_LOG_LEVEL: 'loud' }, /FACTORY_LOG_LEVEL/],
@@ -84,6 +86,12 @@ test('invalid values name the flag or variable', () => {
   for (const [flags, env, re] of cases) {
     assert.throws(() => parseConfig(flags, env), (e: unknown) => e instanceof CliError && e.exitCode === 2 && re.test(e.message));
   }
+});
+
+test('--max-connections: unset is chosen at start (undefined here); the flag wins over the variable', () => {
+  assert.equal(parseConfig({}, {}).maxConnections, undefined);
+  assert.equal(parseConfig({}, { FACTORY_MAX_CONNECTIONS: '500' }).maxConnections, 500);
+  assert.equal(parseConfig({ maxConnections: '64' }, { FACTORY_MAX_CONNECTIONS: '500' }).maxConnections, 64);
 });
 
 test('limit overrides for tests', () => {
