@@ -6,6 +6,7 @@ import type { ExecutorPool } from './executor/pool.ts';
 import type { Buckets, IngressMetrics } from './ingress/metrics.ts';
 import { WEBHOOK_OUTCOMES } from './ingress/metrics.ts';
 import type { IngressState } from './ingress/state.ts';
+import type { ConnectionStats } from './http/connection-cap.ts';
 import type { Service, ServiceFactory } from './services.ts';
 import type { RunRecord } from './store/runs.ts';
 import { listen } from './listen.ts';
@@ -45,6 +46,7 @@ export function buildRegistry(prom: PromClient, deps: {
   maxConcurrentRuns: number;
   ingress: IngressState | undefined;
   executor: ExecutorPool | undefined;
+  connections?: ConnectionStats;
 }): { registry: Registry; runEnded: (run: RunRecord) => void } {
   const { collectDefaultMetrics, Gauge, Histogram, Registry } = prom;
   const own = new Registry();
@@ -94,6 +96,19 @@ export function buildRegistry(prom: PromClient, deps: {
     if (Number.isFinite(seconds) && seconds >= 0) durations.observe({ state: run.state }, seconds);
   };
   if (deps.ingress) registerIngress(prom, own, deps.ingress.metrics);
+  const connections = deps.connections;
+  if (connections) {
+    new prom.Counter({
+      name: 'factory_http_connections_refused_total',
+      help: 'Connections closed as they arrived because --max-connections were open.',
+      registers: [own],
+      collect() {
+        this.reset();
+        this.inc(connections.refused);
+      },
+    });
+    new Gauge({ name: 'factory_http_max_connections', help: 'Connections the HTTP server holds at once (--max-connections).', registers: [own] }).set(connections.max);
+  }
   return { registry: own, runEnded };
 }
 
@@ -195,6 +210,7 @@ export const metricsService: ServiceFactory = {
           maxConcurrentRuns: config.maxConcurrentRuns,
           ingress: services.ingress,
           executor,
+          connections: services.connections,
         });
         built = metrics;
         executor?.onRunEnd.push(metrics.runEnded);

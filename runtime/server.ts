@@ -116,7 +116,7 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   // then a 408 and the connection closed (docs/errors.md).
   server.headersTimeout = timeouts?.headersMs ?? HEADERS_TIMEOUT_MS;
   server.requestTimeout = timeouts?.requestMs ?? REQUEST_TIMEOUT_MS;
-  capConnections(server, connectionCap(config.maxConnections), log);
+  const connections = capConnections(server, connectionCap(config.maxConnections), log);
   // Listen before any key or database is made: a --host or --port that cannot be listened on
   // leaves none of them behind (docs/runtime.md#the-data-dir).
   await listen(server, config.host, config.port);
@@ -153,7 +153,7 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
     const baseUrl = config.baseUrl.endsWith(':0') ? config.baseUrl.slice(0, -1) + String(port) : config.baseUrl;
     const finalConfig: Config = Object.freeze({ ...config, port, baseUrl });
 
-    const services: Services = {};
+    const services: Services = { connections };
     const started: Service[] = [];
     const stopServices = async () => {
       for (const s of started.reverse()) await s.stop?.();

@@ -36,15 +36,30 @@ function readLimits(): string | undefined {
   }
 }
 
+/** The cap and what it did, for the metrics (`services.connections`, docs/runtime.md#metrics). */
+export interface ConnectionStats {
+  readonly max: number;
+  /** Connections closed as they arrived since start. */
+  refused: number;
+}
+
+declare module '../services.ts' {
+  interface Services {
+    connections?: ConnectionStats;
+  }
+}
+
 /**
  * Sets the cap on `server` and says so in the log when it closes connections: one warning when it
  * first does, then at most one a minute with the number closed since the last.
  */
-export function capConnections(server: Server, max: number, log: Logger, now: () => number = Date.now): void {
+export function capConnections(server: Server, max: number, log: Logger, now: () => number = Date.now): ConnectionStats {
   server.maxConnections = max;
+  const stats: ConnectionStats = { max, refused: 0 };
   let dropped = 0;
   let lastLog = -Infinity;
   server.on('drop', () => {
+    stats.refused++;
     dropped++;
     const t = now();
     if (t - lastLog < DROP_LOG_INTERVAL_MS) return;
@@ -52,4 +67,5 @@ export function capConnections(server: Server, max: number, log: Logger, now: ()
     lastLog = t;
     dropped = 0;
   });
+  return stats;
 }

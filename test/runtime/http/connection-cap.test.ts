@@ -34,8 +34,8 @@ function closed(s: Socket): Promise<string> {
   return new Promise((resolve) => s.on('close', () => resolve(Buffer.concat(got).toString('latin1'))));
 }
 
-test('connection cap: past --max-connections a new connection is closed unanswered and the log says so once; once one ends, requests are answered again', async (t) => {
-  const rt = await startTestRuntime({ flags: { maxConnections: 8 } });
+test('connection cap: past --max-connections a new connection is closed unanswered, the log says so once and the metrics count each; once one ends, requests are answered again', async (t) => {
+  const rt = await startTestRuntime({ flags: { maxConnections: 8, metricsPort: 0 } });
   t.after(() => rt.stop());
   const port = Number(new URL(rt.url).port);
   const held: Socket[] = [];
@@ -52,6 +52,10 @@ test('connection cap: past --max-connections a new connection is closed unanswer
   await eventually(() => warnings().length === 1 || undefined, 'the warning');
   assert.equal(warnings().length, 1, 'one line for the three, not one each');
   assert.equal(warnings()[0].maxConnections, 8);
+
+  const metrics = await (await fetch(`http://127.0.0.1:${rt.services.metrics!.port}/metrics`)).text();
+  assert.match(metrics, /^factory_http_connections_refused_total 3$/m);
+  assert.match(metrics, /^factory_http_max_connections 8$/m);
 
   held.pop()!.destroy();
   const res = await eventually(async () => {
