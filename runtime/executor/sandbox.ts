@@ -540,6 +540,9 @@ function probePlan(iso: Isolation): ProbePlan {
         if (/unknown option/i.test(why)) {
           return { what: `bubblewrap (${bwrap}) is too old for the sandbox's options (${why})`, fix: 'install bubblewrap 0.8 or later (bwrap --version)', sandboxOnly: true };
         }
+        if (/system call filtering|seccomp/i.test(why)) {
+          return { what: `bubblewrap (${bwrap}) cannot install the sandbox's system-call filter here (${why})`, fix: 'use a kernel built with seccomp filters (CONFIG_SECCOMP_FILTER) and, in a container, a seccomp profile that lets a process add its own', sandboxOnly: true };
+        }
         if (why.startsWith('prlimit')) {
           return { what: `the sandbox's limits cannot be set here (${why})`, fix: 'lower --sandbox-memory-mb, --sandbox-max-processes or --sandbox-max-open-files to this user\'s hard limits (ulimit -H -a)', sandboxOnly: true };
         }

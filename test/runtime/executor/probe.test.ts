@@ -41,6 +41,12 @@ test('the probe without blocking agrees with the blocking one, verdict for verdi
     ['one too old for the options', failingBwrap(dir, 'old-bwrap', 'bwrap: Unknown option --die-with-parent'), /is too old for the sandbox's options \(bwrap: Unknown option --die-with-parent\)$/],
     ['one whose limits fail', failingBwrap(dir, 'limits-bwrap', 'prlimit: failed to set the NPROC resource limit'), /^the sandbox's limits cannot be set here \(prlimit: failed/],
     ['one that cannot create its sandbox', failingBwrap(dir, 'no-ns-bwrap', 'bwrap: No permissions to creating new namespace'), /cannot create its sandbox here \(bwrap: No permissions/],
+    // bubblewrap's own words when the kernel refuses the filter (CONFIG_SECCOMP_FILTER off).
+    [
+      'one that cannot install the filter',
+      failingBwrap(dir, 'no-seccomp-bwrap', 'bwrap: Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) reported EINVAL.'),
+      /cannot install the sandbox's system-call filter here \(bwrap: Unable to set up system call filtering/,
+    ],
   ];
   for (const [what, bwrap, expected] of cases) {
     const [first, second] = twoIsolations(path.join(dir, what.replace(/ /g, '-')), bwrap);
