@@ -4,7 +4,7 @@ import { Router } from '@koa/router';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { FactoryError } from '../core/errors.ts';
-import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders, problemMiddleware } from './http/problem.ts';
+import { problemMiddleware, writeRawProblem } from './http/problem.ts';
 import { logRequest, msSince, type Logger } from './log.ts';
 import { ROUTES } from './routes/index.ts';
 import { ingressListener, isIngressUrl } from './routes/ingress.ts';
@@ -115,10 +115,8 @@ const BAD_TARGET = new FactoryError('invalid_request', 'The request target is ne
 
 function refuseTarget(req: IncomingMessage, res: ServerResponse, log: Logger): void {
   const start = performance.now();
-  const body = JSON.stringify(problemBody(BAD_TARGET, '/'));
   // Whatever body came with it is not read: the connection closes after the answer.
-  res.writeHead(BAD_TARGET.status, { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body), ...problemHeaders(BAD_TARGET), Connection: 'close' });
-  res.end(body);
+  writeRawProblem(res, BAD_TARGET, '/', { extra: { Connection: 'close' } });
   req.resume();
   // The target itself is not logged: it is whatever the client sent, with no path to redact.
   logRequest(log, { method: req.method ?? 'GET', url: '[unusable request target]', status: BAD_TARGET.status, ms: msSince(start) });

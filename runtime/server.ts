@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import { CliError, FactoryError } from '../core/errors.ts';
-import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders } from './http/problem.ts';
+import { writeRawProblem } from './http/problem.ts';
 import { tightenMode } from '../core/file-mode.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { answerClientError } from './http/client-error.ts';
@@ -234,9 +234,7 @@ export function answerWhileStarting(req: IncomingMessage, res: ServerResponse): 
   }
   if (path !== '/readyz') return false;
   const starting = new FactoryError('service_unavailable', 'The runtime is starting: its database is not open yet.');
-  const body = JSON.stringify(problemBody(starting, '/readyz'));
-  res.writeHead(starting.status, { ...problemHeaders(starting), 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body) });
-  res.end(req.method === 'HEAD' ? undefined : body);
+  writeRawProblem(res, starting, '/readyz', { head: req.method === 'HEAD' });
   return true;
 }
 

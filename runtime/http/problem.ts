@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { ERROR_CODES, FactoryError, type ErrorCode } from '../../core/errors.ts';
 import type { Logger } from '../log.ts';
@@ -94,6 +95,17 @@ function codeForStatus(status: number): ErrorCode {
  */
 export function problemHeaders(err: FactoryError): Record<string, string> {
   return { 'X-Should-Retry': err.retryable ? 'true' : 'false', ...err.headers };
+}
+
+/**
+ * Writes `err` as problem+json on a raw node:http response, for the answers given without Koa
+ * (the ingress's adapter, an unusable request target, `/readyz` while starting): the same body and
+ * headers as `writeProblem`, then `extra` headers; `head` sends the headers alone.
+ */
+export function writeRawProblem(res: ServerResponse, err: FactoryError, path: string, opts: { extra?: Record<string, string>; head?: boolean } = {}): void {
+  const text = JSON.stringify(problemBody(err, path));
+  res.writeHead(err.status, { ...problemHeaders(err), 'Content-Type': PROBLEM_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text), ...opts.extra });
+  res.end(opts.head ? undefined : text);
 }
 
 /** Writes `err` as the response, replacing whatever headers the failed handler had set. */

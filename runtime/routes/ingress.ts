@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { FactoryError } from '../../core/errors.ts';
 import type { AppDeps } from '../app.ts';
-import { PROBLEM_CONTENT_TYPE, problemBody, problemHeaders, toFactoryError } from '../http/problem.ts';
+import { toFactoryError, writeRawProblem } from '../http/problem.ts';
 import { DISCARD_LIMIT_BYTES, discardRest } from '../ingress/body.ts';
 import { handleIngress, type IngressDeps, type IngressResult } from '../ingress/pipeline.ts';
 import { createIngressState, type IngressState } from '../ingress/state.ts';
@@ -80,7 +80,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
       (result) => {
         handleUnread(result, req, res);
         if (result.problem) {
-          writeProblem(res, new FactoryError(result.problem.code, result.problem.detail, { headers: result.headers }), path);
+          writeRawProblem(res, new FactoryError(result.problem.code, result.problem.detail, { headers: result.headers }), path);
         } else {
           const text = JSON.stringify(result.body);
           res.writeHead(result.status, {
@@ -96,7 +96,7 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
         // Same mapping and logging as the problem middleware: an unknown error is logged once
         // and answered as a bare 500 (e.g. a hook that failed at pipeline step 9).
         const problem = toFactoryError(err, { method, path }, log, store.health);
-        if (!res.headersSent) writeProblem(res, problem, path);
+        if (!res.headersSent) writeRawProblem(res, problem, path);
         else res.destroy();
         done(start, method, url, problem.status);
       },
@@ -109,16 +109,6 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
 }
 
 /** problem+json on a raw response, byte for byte what the problem middleware sends. */
-function writeProblem(res: ServerResponse, err: FactoryError, path: string): void {
-  const text = JSON.stringify(problemBody(err, path));
-  res.writeHead(err.status, {
-    ...problemHeaders(err),
-    'Content-Type': PROBLEM_CONTENT_TYPE,
-    'Content-Length': Buffer.byteLength(text),
-  });
-  res.end(text);
-}
-
 /**
  * When the body was not read to its end (401 before reading, 413): after the answer, discard
  * the rest so the client sees the answer, or close the connection when the declared body is too
