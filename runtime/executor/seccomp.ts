@@ -10,7 +10,7 @@
  *   (commands run as `--run-uid` with setpriv, without a user namespace of their own) this filter
  *   is what does;
  * - `clone3`, whose flags live in memory a filter cannot read: it fails with ENOSYS, on which the C
- *   library, Go and Rust fall back to `clone`, whose flags it can;
+ *   library and Rust's standard library fall back to `clone`, whose flags it can (Go uses `clone`);
  * - the kernel's key rings (not namespaced), `bpf`, `perf_event_open`, `userfaultfd` and io_uring:
  *   the calls container runtimes' default profiles refuse to unprivileged code, each a recurrent
  *   source of kernel exploits, none needed to build or test software.
