@@ -167,11 +167,7 @@ export function runWrk(dir: string, target: WrkTarget, opts: { seconds: number; 
 
 /** CPU time (user + system) a process has used so far, in microseconds, from /proc/<pid>/stat. */
 export function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name (field 2) may hold spaces and parentheses: fields are counted after its ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime and stime, fields 14 and 15
-  return (ticks * 1e6) / CLOCK_TICKS;
+  return statCpuMicros(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 }
 
 /** The CPU (µs) each thread of a process has spent, by thread id, with the thread's name. */
@@ -184,11 +180,17 @@ export function threadCpuMicros(pid: number): Map<string, { name: string; micros
     } catch {
       continue; // the thread ended while listing
     }
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out.set(tid, { name, micros: ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS });
+    out.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), micros: statCpuMicros(stat) });
   }
   return out;
+}
+
+/** utime + stime of a /proc stat line, in µs. */
+function statCpuMicros(stat: string): number {
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after its ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime and stime, fields 14 and 15
+  return (ticks * 1e6) / CLOCK_TICKS;
 }
 
 /** USER_HZ: 100 on every Linux architecture node runs on. */

@@ -127,12 +127,15 @@ export function nextFire(schedule: ParsedSchedule, after: Date, anchor: Date): D
 /** A cron schedule's due times are counted up to this many; an @every's are counted exactly. */
 export const MAX_COUNTED_DUE_TIMES = 100;
 
+/** How many times a schedule was due, and whether more times were not counted. */
+export type DueTimes = { count: number; more?: true };
+
 /**
  * How many times a schedule was due from `first` (a time it was due: its armed time) to `now`,
  * both included, for a run that stands for all of them. `more` says a cron schedule was due more
  * than `count` (MAX_COUNTED_DUE_TIMES) times, which were not all counted.
  */
-export function dueTimes(schedule: ParsedSchedule, first: Date, now: Date): { count: number; more?: true } {
+export function dueTimes(schedule: ParsedSchedule, first: Date, now: Date): DueTimes {
   if (now < first) return { count: 1 };
   if (schedule.kind === 'every') return { count: Math.floor((now.getTime() - first.getTime()) / schedule.ms) + 1 };
   let count = 1;

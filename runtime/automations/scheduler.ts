@@ -1,4 +1,4 @@
-import { dueTimes, nextFire, readSchedule, type ParsedSchedule } from '../../core/schedule.ts';
+import { dueTimes, nextFire, readSchedule, type DueTimes, type ParsedSchedule } from '../../core/schedule.ts';
 import type { ScheduleDef } from '../../core/snapshot.ts';
 import { iso } from '../clock.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
@@ -32,7 +32,7 @@ export function scheduledPrompt(
   a: Pick<AutomationRecord, 'factory' | 'name' | 'prompt'>,
   s: ScheduleDef,
   dueAt: string,
-  collapsed: { count: number; more?: boolean; until: string } = { count: 1, until: dueAt },
+  collapsed: { count: number; more?: boolean; until: string },
 ): string {
   const name = s.name ? `\`${s.name}\` (\`${s.cron}\`, UTC)` : `\`${s.cron}\` (UTC)`;
   const lines = [
@@ -63,11 +63,14 @@ export function scheduledPrompt(
  * expression, and how many times it was due since a given time, are searched once, whatever the
  * number of schedules that share it.
  */
+/** A schedule armed again from now because its armed time lay beyond its next time (the clock went back). */
+type Rearmed = { id: string; was: string; next: string };
+
 export class ScheduleCache {
   private kept = new Map<string, ParsedSchedule | null>();
   private used = new Map<string, ParsedSchedule | null>();
   private readonly nextOf = new Map<string, Date | null>();
-  private readonly dueOf = new Map<string, { count: number; more?: true }>();
+  private readonly dueOf = new Map<string, DueTimes>();
   private now = new Date(0);
 
   /** Starts a pass at `now`. */
@@ -94,7 +97,7 @@ export class ScheduleCache {
   }
 
   /** How many times a schedule armed for `dueAt` was due by the pass's now; counted once per cron expression and time. */
-  due(cron: string, parsed: ParsedSchedule, dueAt: Date): { count: number; more?: true } {
+  due(cron: string, parsed: ParsedSchedule, dueAt: Date): DueTimes {
     if (parsed.kind === 'every') return dueTimes(parsed, dueAt, this.now);
     const key = `${cron}\n${dueAt.toISOString()}`;
     let due = this.dueOf.get(key);
@@ -134,9 +137,9 @@ export function wantedSchedules(
   armed: ReadonlyMap<string, ArmedSchedule> = new Map(),
   cache: ScheduleCache = new ScheduleCache(),
   checkClock = false,
-): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>; rearmed: { id: string; was: string; next: string }[] } {
+): { wanted: WantedSchedule[]; byId: Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>; rearmed: Rearmed[] } {
   const wanted: WantedSchedule[] = [];
-  const rearmed: { id: string; was: string; next: string }[] = [];
+  const rearmed: Rearmed[] = [];
   const byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
   const nowIso = iso(now);
   cache.pass(now);
@@ -154,8 +157,9 @@ export function wantedSchedules(
       if (same && was.next > nowIso) {
         const fresh = checkClock ? cache.next(s.cron, parsed, now) : undefined;
         if (fresh && !(Date.parse(was.next) <= fresh.getTime())) {
-          rearmed.push({ id, was: was.next, next: iso(fresh) });
-          wanted.push({ id, cron: s.cron, next: iso(fresh) });
+          const next = iso(fresh);
+          rearmed.push({ id, was: was.next, next });
+          wanted.push({ id, cron: s.cron, next });
         } else wanted.push({ id, cron: s.cron, next: was.next });
         return;
       }
@@ -194,7 +198,7 @@ export const schedulerService: ServiceFactory = {
     const tick = (): RunRecord[] => {
       const now = clock.now();
       const checkClock = lastPass === undefined || now.getTime() < lastPass;
-      let rearmed: { id: string; was: string; next: string }[] = [];
+      let rearmed: Rearmed[] = [];
       let byId = new Map<string, { automation: AutomationRecord; schedule: ScheduleDef }>();
       const firedAt = iso(now);
       const runFor = (w: WantedSchedule, dueAt: string): NewRun => {

@@ -364,7 +364,7 @@ export class RunSandbox {
     const { argv, cwd, env, network, sources = [], ...rest } = opts;
     if (this.sandboxed) {
       const args = bwrapArgs(this.iso, hostLayout(), { workspace: this.workspace, cwd: this.inside(cwd), network, sources, argv });
-      return runInGroup({ ...rest, argv: [this.iso.sandbox.bwrap, ...args], cwd: '/', env: wrapperEnv(env), envScript: envScript(env), statusFd: true, seccomp: sandboxFilter() });
+      return runInGroup({ ...rest, argv: [this.iso.sandbox.bwrap, ...args], cwd: '/', env: wrapperEnv(env), envScript: envScript(env), statusFd: true, seccomp: machineFilter()! });
     }
     if (this.iso.runAs) {
       const { uid, gid } = this.iso.runAs;
@@ -377,11 +377,9 @@ export class RunSandbox {
   }
 }
 
-/** The system-call filter of this machine's architecture, built once; the probe has refused an architecture without one. */
-function sandboxFilter(): Buffer {
-  filter ??= seccompProgram();
-  if (!filter) throw new Error(`no system-call filter for ${process.arch}`);
-  return filter;
+/** The system-call filter of this machine's architecture, built once; undefined without a table (the probe refuses then). */
+function machineFilter(): Buffer | undefined {
+  return (filter ??= seccompProgram());
 }
 let filter: Buffer | undefined;
 
@@ -494,7 +492,7 @@ function probePlan(iso: Isolation): ProbePlan {
   if (iso.kind !== 'sandbox') return { done: true, problem: undefined };
   const bwrap = iso.sandbox.bwrap;
   if (!layout.prlimit) return { done: true, problem: { what: 'the sandbox sets its limits with prlimit, which was not found', fix: 'install util-linux (apt-get install util-linux)', sandboxOnly: true } };
-  const program = seccompProgram();
+  const program = machineFilter();
   if (!program) {
     return { done: true, problem: { what: `the sandbox's system-call filter has no table for this machine's architecture (${process.arch})`, fix: 'run the runtime on x86_64 or arm64', sandboxOnly: true } };
   }

@@ -56,16 +56,16 @@ declare module '../services.ts' {
 export function capConnections(server: Server, max: number, log: Logger, now: () => number = Date.now): ConnectionStats {
   server.maxConnections = max;
   const stats: ConnectionStats = { max, refused: 0 };
-  let dropped = 0;
   let lastLog = -Infinity;
+  /** `stats.refused` when the last line was written: the next line counts from there. */
+  let logged = 0;
   server.on('drop', () => {
     stats.refused++;
-    dropped++;
     const t = now();
     if (t - lastLog < DROP_LOG_INTERVAL_MS) return;
-    log.warn({ maxConnections: max, closed: dropped }, `the connection limit (${max}) is reached: new connections are closed until some end (--max-connections)`);
+    log.warn({ maxConnections: max, closed: stats.refused - logged }, `the connection limit (${max}) is reached: new connections are closed until some end (--max-connections)`);
     lastLog = t;
-    dropped = 0;
+    logged = stats.refused;
   });
   return stats;
 }

@@ -352,9 +352,12 @@ function refuseBinding(meta: SecretMeta, factory: string): void {
   );
 }
 
+/** The one 404 sentence for a webhook that does not exist or belongs to a factory the key may not manage. */
+export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${echoed(uid)}.`;
+
 function live(store: Store, uid: string): WebhookRecord {
   const w = store.defs.getWebhookByUid(uid);
-  if (!w || w.deletedAt) throw notFound(`No webhook has the UID ${echoed(uid)}.`);
+  if (!w || w.deletedAt) throw notFound(unknownWebhookDetail(uid));
   return w;
 }
 

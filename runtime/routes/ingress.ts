@@ -108,7 +108,6 @@ export function ingressListener(app: AppDeps): (req: IncomingMessage, res: Serve
   };
 }
 
-/** problem+json on a raw response, byte for byte what the problem middleware sends. */
 /**
  * When the body was not read to its end (401 before reading, 413): after the answer, discard
  * the rest so the client sees the answer, or close the connection when the declared body is too

@@ -13,6 +13,7 @@ import {
   setWebhookSecret,
   type LifecycleResult,
   type SecretWriter,
+  unknownWebhookDetail,
 } from '../ingress/lifecycle.ts';
 import { webhookUrlWithToken } from '../ingress/url.ts';
 import { OUTCOME_LABELS, type DeliveryEntry } from '../store/deliveries.ts';
@@ -108,8 +109,7 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
   });
 };
 
-/** The one 404 sentence for a webhook that does not exist or belongs to a factory the key may not manage. */
-export const unknownWebhookDetail = (uid: string) => `No webhook has the UID ${echoed(uid)}.`;
+export { unknownWebhookDetail };
 
 /**
  * The `:uid` webhook's factory, for the scope check of every route under /api/v1/webhooks/:uid: a

@@ -261,7 +261,7 @@ const COLUMNS = `seq, run_id, state, title, prompt, environment_id, source, crea
  * The `schedule_id` of a scheduled run's `schedule` (JSON text), as the runs_by_schedule index
  * (migration 019) spells it: a query must use this very expression for the index to serve it.
  */
-export function scheduleIdOf(dialect: 'sqlite' | 'postgres'): string {
+function scheduleIdOf(dialect: 'sqlite' | 'postgres'): string {
   return dialect === 'postgres' ? "((schedule::jsonb) ->> 'schedule_id')" : "json_extract(schedule, '$.schedule_id')";
 }
 

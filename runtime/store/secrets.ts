@@ -111,8 +111,7 @@ export class SecretStore {
     checkValue(value);
     const now = iso(this.ctx.clock.now());
     this.ctx.db.transaction(() => {
-      const row = this.byName.get(name) as Row | undefined;
-      if (!row) throw notFound(`No secret is named "${echoed(name)}".`);
+      const row = this.existing(name);
       const version = row.current_version + 1;
       this.insertVersion.run(name, version, this.seal(name, version, value), now);
       this.bumpVersion.run(version, now, name);
@@ -178,7 +177,7 @@ export class SecretStore {
    * uses is a 409 naming them: deleting it would silently break their deliveries or runs.
    */
   delete(name: string): void {
-    if (!this.byName.get(name)) throw notFound(`No secret is named "${echoed(name)}".`);
+    this.existing(name);
     const users = this.uses(name).map((r) => r.what);
     if (users.length) {
       throw conflict(`The secret "${name}" is still used by ${users.join(', ')}; remove those uses (and apply) first.`);

@@ -256,18 +256,11 @@ export class StorageHealth {
       Number((assigned ??= db.prepare('SELECT CASE WHEN txid_current_if_assigned() IS NULL THEN 0 ELSE 1 END AS wrote').pluck()).get()) === 1;
     const sqlite = this.dialect === 'sqlite';
     // The question never changes the transaction's outcome: if it cannot be asked, nothing is ended.
-    const askedWrote = (ask: () => boolean): boolean => {
+    const asked = <T,>(ask: () => T, otherwise: T): T => {
       try {
         return ask();
       } catch {
-        return false;
-      }
-    };
-    const askedCount = (): number => {
-      try {
-        return count();
-      } catch {
-        return NaN;
+        return otherwise;
       }
     };
     const watched = <F extends (...args: any[]) => any>(fn: F) => {
@@ -276,11 +269,11 @@ export class StorageHealth {
         if (depth === 1) tainted = false;
         try {
           const watch = depth === 1 && health.failing !== undefined;
-          const before = watch && sqlite ? askedCount() : 0;
+          const before = watch && sqlite ? asked(count, NaN) : 0;
           const result = fn.apply(this, args);
           // A savepoint that failed for a storage failure was rolled back, but what it wrote first
           // still gave the transaction its id (PostgreSQL): such a transaction proves nothing.
-          if (watch) wrote = !tainted && askedWrote(() => (sqlite ? count() > before : hasId()));
+          if (watch) wrote = !tainted && asked(() => (sqlite ? count() > before : hasId()), false);
           return result;
         } catch (err) {
           if (depth > 1 && storageFailure(err)) tainted = true;

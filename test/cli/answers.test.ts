@@ -70,7 +70,7 @@ test('each answer shape the CLI checks asks for no more than the runtime promise
 test('shapeProblem names the first field that does not fit, with its path', () => {
   const shape = answerShape('GET', '/api/v1/agent/runs')!;
   assert.ok(shape);
-  assert.equal(answerShape('GET', '/api/v1/agent/runs/run_x/transcript') !== undefined, true);
+  assert.ok(answerShape('GET', '/api/v1/agent/runs/run_x/transcript'));
   assert.equal(answerShape('GET', '/healthz'), undefined);
   // A schedule id is one URL-encoded segment.
   assert.ok(answerShape('POST', `/api/v1/agent/schedules/${encodeURIComponent('shop/nightly/#0')}/pause`));

@@ -15,6 +15,7 @@ import { compile } from '../../../cli/compiler/compile.ts';
 import { startChildRuntime, type ChildRuntime } from '../ingress/helpers.ts';
 import { removeWorkspace } from '../../../runtime/executor/workspace.ts';
 import { isolationOf } from '../../../runtime/executor/sandbox.ts';
+import { seccompAbis } from '../../../runtime/executor/seccomp.ts';
 import { parseConfig } from '../../../runtime/config.ts';
 import { AGENTS, makeRepo, processesOfRun, processesWith, run, sandboxSkip, scratch, spec } from './helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
@@ -304,9 +305,11 @@ test('sandbox: a --sandbox-ro-bind that is a link into the data dir shows nothin
 
 test('sandbox: a command cannot make a user namespace of its own, nor reach the calls the filter refuses (docs/security.md#system-calls)', { skip: SKIP }, async (t) => {
   const dir = scratch(t);
-  // perl's syscall() makes the calls by number (x86_64's table): clone3 with no arguments fails with
-  // EINVAL when it reaches the kernel, keyctl(KEYCTL_GET_KEYRING_ID) with ENOKEY or EINVAL.
-  const calls = process.arch === 'x64' ? `perl -e 'syscall(435, 0, 0); print "clone3 ", $!+0, "\\n"; syscall(250, 0, 0, 0); print "keyctl ", $!+0, "\\n"'` : 'echo clone3 38; echo keyctl 1';
+  // perl's syscall() makes the calls by number, this machine's own (the filter's table, which
+  // seccomp.test.ts checks against the kernel headers): clone3 with no arguments fails with EINVAL
+  // when it reaches the kernel, keyctl(KEYCTL_GET_KEYRING_ID) with ENOKEY or EINVAL.
+  const [native] = seccompAbis(process.arch)!;
+  const calls = `perl -e 'syscall(${native.clone3}, 0, 0); print "clone3 ", $!+0, "\\n"; syscall(${native.refused.keyctl}, 0, 0, 0); print "keyctl ", $!+0, "\\n"'`;
   const script = [
     'unshare --user true 2>&1; echo "unshare $?"',
     'unshare --user --map-root-user id 2>&1; echo "unshare root $?"',

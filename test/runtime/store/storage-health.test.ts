@@ -102,7 +102,9 @@ test('a read-only database: the CLI prints the runtime\'s sentence, /readyz answ
 
   db.pragma('query_only = OFF');
   assert.equal((await post(hook, '{}')).status, 202);
-  assert.deepEqual(storageLines(rt.logs).map((l) => l.msg), [storageLines(rt.logs)[0].msg, 'writes succeed again']);
+  const lines = storageLines(rt.logs);
+  assert.equal(lines.length, 2);
+  assert.equal(lines[1].msg, 'writes succeed again');
   assert.equal((await rt.fetch('/readyz', { key: null })).status, 200);
 });
 
@@ -141,7 +143,6 @@ test('while writes fail: a repeat line at most once a minute with the count; a r
 
   // Reading in a transaction commits nothing: still failing.
   store.runs.dueNotifications(clock.now(), 10);
-  assert.equal(store.health.isFailing, true);
   assert.equal(store.health.isFailing, true);
   // Any write of the store that commits ends it, with one line.
   db.pragma(`max_page_count = ${NO_LIMIT}`);
