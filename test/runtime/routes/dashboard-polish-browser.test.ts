@@ -153,6 +153,8 @@ test('in a real browser a run title with control characters reads in the runs ta
       const row = page.getByRole('region', { name: 'Runs', exact: true }).getByRole('row').filter({ hasText: runId });
       await row.getByRole('cell', { name: title, exact: true }).waitFor();
       await page.goto(`${rt.url}/sessions/${runId}`);
+      // The heading reads "Run" until the run has loaded.
+      await page.getByRole('heading', { level: 1 }).filter({ hasNotText: /^Run$/ }).waitFor();
       assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), title);
     });
   } finally {
