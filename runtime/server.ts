@@ -174,6 +174,9 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
     const app = createApp({ config: finalConfig, store, clock, log, services });
     handler = appListener(app);
     markReady();
+    // The claims' index in memory (SQLite) is read in steps, between requests, once the runtime
+    // answers; a delivery that comes first reads the rest itself (docs/ingress.md#identity).
+    store.deliveries.loadInBackground();
     log.info({ url: baseUrl, dataDir: config.dataDir, database: store.location }, 'factory runtime listening');
     const runtimeFile = writeRuntimeFile(config.dataDir, localUrl(config.host, port), clock, log);
 

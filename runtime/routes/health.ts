@@ -17,6 +17,8 @@ export const healthRoutes: RouteModule = (router, { store, log }) => {
     if (!store.ping()) throw new FactoryError('service_unavailable', `The database (${engine}) is not reachable.`);
     // Written here rather than thrown: the storage state has its own log lines, and a load
     // balancer asks every few seconds.
+    const loading = store.deliveries.loading();
+    if (loading) return writeProblem(ctx, new FactoryError('service_unavailable', `The runtime is still reading its delivery claims (${loading.loaded} so far).`));
     const unready = store.health.unready(log);
     if (unready) return writeProblem(ctx, new FactoryError('service_unavailable', unready));
     ctx.body = { status: 'ok', database: { engine: store.engine, reachable: true } };

@@ -1,5 +1,7 @@
 import type { StoreContext } from './index.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
+import { memoryClaims, tableClaims, type Claims } from './claims.ts';
+import type { SqliteDB } from './db.ts';
 
 /**
  * The delivery log (docs/ingress.md#identity, docs/ingress.md#delivery-log): entries, stored
@@ -157,19 +159,13 @@ export type DeliveryStore = ReturnType<typeof createDeliveryStore>;
 /** Builds the delivery store (`store.deliveries`) on an open, migrated database. */
 export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   const db = ctx.db;
+  const claims: Claims = ctx.dialect === 'sqlite' ? memoryClaims(db as SqliteDB) : tableClaims(db);
   const COLUMNS = columns(ctx.dialect);
   const insert = db.prepare(
     `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version, payload)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      RETURNING seq`,
   ).pluck();
-  // One statement claims the identity for the entry just logged (`seq`): a new row, or an expired
-  // one (older than the cutoff, not yet pruned) taken over. A live Accepted identity changes
-  // nothing: the delivery is a Duplicate.
-  const claimIdentity = db.prepare(
-    `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (?, ?, ?, ?)
-     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq WHERE delivery_identities.accepted_ms < ?`,
-  );
   // A Duplicate keeps no payload (docs/ingress.md#delivery-log).
   const markDuplicate = db.prepare(`UPDATE deliveries SET outcome = 'duplicate', payload = NULL WHERE seq = ?`);
   const listStmt = db.prepare(
@@ -178,11 +174,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   );
   // One id may have several entries (an Accepted one, its Duplicates, earlier rejections):
   // `get` answers the Accepted one when there is one, else the newest. The Accepted one is found
-  // through its identity (migration 008), the others through the partial index by id.
-  const getAccepted = db.prepare(
-    `SELECT ${COLUMNS} FROM delivery_identities i JOIN deliveries d ON d.seq = i.seq
-     WHERE i.webhook_uid = ? AND i.identity = ?`,
-  );
+  // through its identity's claim (migration 008), the others through the partial index by id.
+  const getEntry = db.prepare(`SELECT ${COLUMNS} FROM deliveries d WHERE d.seq = ?`);
   const getOther = db.prepare(
     `SELECT ${COLUMNS} FROM deliveries d
      WHERE d.webhook_uid = ? AND d.delivery_id = ? AND d.outcome <> 'accepted' ORDER BY d.seq DESC LIMIT 1`,
@@ -202,15 +195,6 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   const copyPayloadToRuns = db.prepare(
     `UPDATE run_attachments SET bytes = (SELECT d.payload FROM deliveries d WHERE d.seq = ?), entry_seq = NULL
      WHERE entry_seq = ? AND run_id IN (SELECT r.run_id FROM runs r WHERE r.delivery_seq = ?)`,
-  );
-  // An identity outlives its entry (30 days against 7), never the other way round: one whose
-  // Accepted entry is still in the log (among the newest 50 of a quiet webhook) stays, as the way
-  // to find that entry by id. The claim's cutoff, not this, decides whether it still dedups.
-  const pruneIdentities = db.prepare(
-    `DELETE FROM delivery_identities WHERE (webhook_uid, identity) IN (
-       SELECT i.webhook_uid, i.identity FROM delivery_identities i
-       WHERE i.accepted_ms < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = i.seq)
-       ORDER BY i.accepted_ms LIMIT ?)`,
   );
   // The cap on Rejected entries: the oldest beyond the newest `keep` of one webhook, along the
   // partial index of migration 008 (its WHERE clause repeated word for word).
@@ -256,7 +240,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     const nowMs = f.receivedAt.getTime();
     const cutoff = nowMs - identityDays * DAY_MS;
     const seq = logEntry(f, 'accepted', null, payload);
-    if (claimIdentity.run(f.webhookUid, f.deliveryId, nowMs, seq, cutoff).changes !== 1) {
+    if (!claims.claim(f.webhookUid, f.deliveryId, nowMs, seq, cutoff)) {
       markDuplicate.run(seq);
       return { outcome: 'duplicate', seq };
     }
@@ -343,9 +327,9 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     return { deleted, more: true };
   };
 
-  const pruneStep = db.transaction((now: Date, limits: PruneLimits, budget: number): PruneStep => {
+  const pruneTx = db.transaction((now: Date, limits: PruneLimits, budget: number): PruneStep => {
     const entries = pruneEntries(now.getTime() - limits.days * DAY_MS, limits.keep, budget);
-    const identities = pruneIdentities.run(now.getTime() - limits.identityDays * DAY_MS, budget).changes;
+    const identities = claims.prune(now.getTime() - limits.identityDays * DAY_MS, budget);
     const rejected = pruneRejected(limits.rejectedKeep);
     return {
       entries: entries.deleted,
@@ -355,7 +339,34 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     };
   });
 
+  // The claims forget what a step pruned only once its transaction committed (claims.ts).
+  const pruneStep = (now: Date, limits: PruneLimits, budget: number): PruneStep => {
+    let step: PruneStep;
+    try {
+      step = pruneTx.immediate(now, limits, budget);
+    } catch (err) {
+      claims.committed(false);
+      throw err;
+    }
+    claims.committed(!db.inTransaction);
+    return step;
+  };
+
   return {
+    /**
+     * Reads, in steps from timers (unref'd: they keep no process alive), what the delivery store
+     * needs at open: on SQLite, the claims' index in memory (claims.ts). Until it is read, the
+     * first delivery reads the rest itself; `loading` says how far it is, for `/readyz`.
+     */
+    loadInBackground(): void {
+      const step = () => {
+        if (db.open && !claims.loadStep()) setTimeout(step, 0).unref();
+      };
+      setTimeout(step, 0).unref();
+    },
+
+    loading: () => claims.loading(),
+
     /**
      * The ingress's group commit: every write of one event-loop turn, in arrival order, in ONE
      * transaction, with the meaning of one-by-one commits (group-commit.ts `savepointBatch`): an
@@ -369,7 +380,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
 
     /**
      * Pipeline steps 8 and 9 (docs/ingress.md), inside the caller's transaction: claims the
-     * identity under the UNIQUE (webhook_uid, identity) key; if it was already claimed by an
+     * identity (one claim per (webhook_uid, identity), claims.ts); if it was already claimed by an
      * Accepted delivery within `identityDays`, logs a Duplicate; otherwise logs the Accepted entry
      * and its payload and runs the `onAccepted` hooks (run creation, docs/automations.md) in the
      * same transaction. Synchronous: better- sqlite3 has no await inside a transaction, so a hook
@@ -405,7 +416,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     },
 
     get(webhookUid: string, deliveryId: string): DeliveryEntry | undefined {
-      const row = (getAccepted.get(webhookUid, deliveryId) ?? getOther.get(webhookUid, deliveryId)) as Row | undefined;
+      const seq = claims.entryOf(webhookUid, deliveryId);
+      const row = ((seq === undefined ? undefined : getEntry.get(seq)) ?? getOther.get(webhookUid, deliveryId)) as Row | undefined;
       return row ? toEntry(row) : undefined;
     },
 
@@ -427,7 +439,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
      * step has work to do.
      */
     pruneStep(now: Date, limits: PruneLimits, budget: number = PRUNE_BATCH): PruneStep {
-      return pruneStep.immediate(now, limits, budget);
+      return pruneStep(now, limits, budget);
     },
 
     /**
@@ -439,7 +451,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
       rejectCursor = '';
       const gone = { entries: 0, identities: 0 };
       for (;;) {
-        const step = pruneStep.immediate(now, limits, PRUNE_BATCH);
+        const step = pruneStep(now, limits, PRUNE_BATCH);
         gone.entries += step.entries + step.rejected;
         gone.identities += step.identities;
         if (!step.more) return gone;
