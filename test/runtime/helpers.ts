@@ -33,11 +33,18 @@ export class LogCapture extends Writable {
 /** Options of a test runtime's `fetch`: `key` (null: no Authorization header), `json` (a body sent as JSON). */
 export type ApiInit = RequestInit & { key?: string | null; json?: unknown };
 
-/** `fetch` relative to `baseUrl`, with the admin key unless `init.key` says otherwise. */
+/**
+ * `fetch` relative to `baseUrl`, with the admin key unless `init.key` says otherwise. Each request
+ * has a connection of its own (`Connection: close`): a runtime started in a file's `before` hook
+ * idles while the other files of its process run their tests, and a kept-alive connection reused
+ * just as the server's keep-alive timeout (5 s) closes it is reset (ECONNRESET), which a POST
+ * cannot retry. Tests of keep-alive itself use sockets of their own.
+ */
 export function apiFetch(baseUrl: string, adminKey: string): (path: string, init?: ApiInit) => Promise<Response> {
   return (path, init = {}) => {
     const { key, json, ...rest } = init;
     const headers = new Headers(rest.headers);
+    if (!headers.has('Connection')) headers.set('Connection', 'close');
     const bearer = key === undefined ? adminKey : key;
     if (bearer !== null) headers.set('Authorization', `Bearer ${bearer}`);
     if (json !== undefined) headers.set('Content-Type', 'application/json');

@@ -184,16 +184,24 @@ test('the index in memory agrees with a plain map through growth, removals and t
   assert.ok(live > 4 * 1024, `the table grew well past its first 1,024 slots (${live} claims)`);
 });
 
-test('a claim before the reading at open is done reads the rest first', (t) => {
+/** 25,000 claims written, the database opened again and its first step of 10,000 read. */
+function reopenedOneStepIn(t: { after: (fn: () => void) => void }, acceptedMs: (i: number) => number): { claims: Claims; db: SqliteDB } {
   const { path, db } = database(t);
   const first = memoryClaims(db);
-  for (let i = 0; i < 25_000; i++) first.claim('wh_a', `id-${i}`, 1000, i + 1, 0);
+  db.transaction(() => {
+    for (let i = 0; i < 25_000; i++) first.claim('wh_a', `id-${i}`, acceptedMs(i), i + 1, 0);
+  }).immediate();
   db.close();
   const again = openDatabase(path);
   t.after(() => again.close());
   const claims = memoryClaims(again);
   assert.equal(claims.loadStep(), false);
   assert.deepEqual(claims.loading(), { loaded: 10_000 });
+  return { claims, db: again };
+}
+
+test('a claim before the reading at open is done reads the rest first', (t) => {
+  const { claims } = reopenedOneStepIn(t, () => 1000);
   // id-24999 is in the part not read yet: still a Duplicate.
   assert.equal(claims.claim('wh_a', 'id-24999', 2000, 0, 0), false);
   assert.equal(claims.loading(), undefined);
@@ -201,18 +209,10 @@ test('a claim before the reading at open is done reads the rest first', (t) => {
 });
 
 test('a prune while the claims are still being read needs none of them, and leaves the rest right', (t) => {
-  const { path, db } = database(t);
-  const first = memoryClaims(db);
   // The first 10,000 claims are young, the next 15,000 old.
-  for (let i = 0; i < 25_000; i++) first.claim('wh_a', `id-${i}`, i < 10_000 ? 9 * DAY : 1000, i + 1, 0);
-  db.close();
-  const again = openDatabase(path);
-  t.after(() => again.close());
-  const claims = memoryClaims(again);
-  assert.equal(claims.loadStep(), false);
-  assert.deepEqual(claims.loading(), { loaded: 10_000 });
+  const { claims, db } = reopenedOneStepIn(t, (i) => (i < 10_000 ? 9 * DAY : 1000));
   // The prune takes the oldest 10,000, none of them read yet.
-  const gone = again.transaction(() => claims.prune(5 * DAY, 10_000)).immediate();
+  const gone = db.transaction(() => claims.prune(5 * DAY, 10_000)).immediate();
   claims.committed(true);
   assert.equal(gone, 10_000);
   assert.deepEqual(claims.loading(), { loaded: 10_000 });
