@@ -53,7 +53,12 @@ declare module '../services.ts' {
  * Sets the cap on `server` and says so in the log when it closes connections: one warning when it
  * first does, then at most one a minute with the number closed since the last.
  */
-export function capConnections(server: Server, max: number, log: Logger, now: () => number = Date.now): ConnectionStats {
+export function capConnections(
+  server: Server,
+  max: number,
+  log: Logger,
+  { now = Date.now, listener = 'the API port', flag = '--max-connections' }: { now?: () => number; listener?: string; flag?: string | null } = {},
+): ConnectionStats {
   server.maxConnections = max;
   const stats: ConnectionStats = { max, refused: 0 };
   let lastLog = -Infinity;
@@ -63,7 +68,7 @@ export function capConnections(server: Server, max: number, log: Logger, now: ()
     stats.refused++;
     const t = now();
     if (t - lastLog < DROP_LOG_INTERVAL_MS) return;
-    log.warn({ maxConnections: max, closed: stats.refused - logged }, `the connection limit (${max}) is reached: new connections are closed until some end (--max-connections)`);
+    log.warn({ listener, maxConnections: max, closed: stats.refused - logged }, `the connection limit of ${listener} (${max}) is reached: new connections are closed until some end${flag ? ` (${flag})` : ''}`);
     lastLog = t;
     logged = stats.refused;
   });

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { connectionCap, DEFAULT_MAX_CONNECTIONS } from '../../../runtime/http/connection-cap.ts';
+import { METRICS_MAX_CONNECTIONS } from '../../../runtime/metrics.ts';
 import { startTestRuntime } from '../helpers.ts';
 import { eventually } from '../../helpers/eventually.ts';
 
@@ -62,6 +63,34 @@ test('connection cap: past --max-connections a new connection is closed unanswer
   const res = await eventually(async () => {
     try {
       return await fetch(`${rt.url}/healthz`);
+    } catch {
+      return undefined; // the server has not seen the close yet
+    }
+  }, 'an answer once a connection ended');
+  assert.equal(res!.status, 200);
+});
+
+test('the metrics port holds at most 16 connections and says so naming that port; the API port goes on answering', async (t) => {
+  const rt = await startTestRuntime({ flags: { metricsPort: 0 } });
+  t.after(() => rt.stop());
+  const port = rt.services.metrics!.port!;
+  const held: Socket[] = [];
+  t.after(() => held.forEach((s) => s.destroy()));
+  for (let i = 0; i < METRICS_MAX_CONNECTIONS; i++) held.push(await open(port));
+  const extra = await open(port);
+  const answer = closed(extra);
+  extra.write(`GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n`);
+  assert.equal(await answer, '', 'closed before anything was answered');
+  const warning = await eventually(() => rt.logs.records().find((r) => r.listener === 'the metrics port'), 'the warning');
+  assert.deepEqual([warning!.maxConnections, warning!.closed], [METRICS_MAX_CONNECTIONS, 1]);
+  assert.equal((await fetch(`${rt.url}/healthz`)).status, 200);
+  // The API port's own count is not touched by the metrics port's.
+  assert.equal(rt.services.connections!.refused, 0);
+
+  held.pop()!.destroy();
+  const res = await eventually(async () => {
+    try {
+      return await fetch(`http://127.0.0.1:${port}/metrics`);
     } catch {
       return undefined; // the server has not seen the close yet
     }
