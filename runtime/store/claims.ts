@@ -121,30 +121,39 @@ export function memoryClaims(db: SqliteDB, mask: number = HASH_MASK): Claims {
     `SELECT max(id), group_concat(id), group_concat(hash) FROM (
        SELECT id, hash FROM delivery_claims WHERE id > ? AND hash IS NOT NULL ORDER BY id LIMIT ?)`,
   ).raw();
+  // Rows written before migration 020 have no hash yet: they get theirs after the others are read,
+  // in steps too (a database upgraded with a million claims would otherwise hold the event loop
+  // for seconds), each step in a transaction of its own, or a savepoint of the caller's.
+  const unhashedStmt = db.prepare('SELECT id, webhook_uid, identity FROM delivery_claims WHERE id > ? AND hash IS NULL ORDER BY id LIMIT ?').raw();
+  const setHash = db.prepare('UPDATE delivery_claims SET hash = ? WHERE id = ?');
+  const fill = db.transaction((rows: [number, string, string][]) => {
+    for (const [id, uid, identity] of rows) {
+      const h = hashOf(uid, identity);
+      setHash.run(h, id);
+      index.add(h, id);
+    }
+  });
   let after = 0;
+  let hashedRead = false;
+  let unhashedAfter = 0;
   let loaded = false;
   const loadStep = (rows: number): boolean => {
     if (loaded) return true;
-    const [last, ids, hashes] = chunk.get(after, rows) as [number | null, string | null, string | null];
-    if (last !== null && ids !== null && hashes !== null) {
-      index.load(ids, hashes);
-      after = last;
-      return false;
+    if (!hashedRead) {
+      const [last, ids, hashes] = chunk.get(after, rows) as [number | null, string | null, string | null];
+      if (last !== null && ids !== null && hashes !== null) {
+        index.load(ids, hashes);
+        after = last;
+        return false;
+      }
+      hashedRead = true;
     }
-    // Rows written before migration 020 have no hash yet: they get theirs at the first open.
-    const unhashed = db.prepare('SELECT id, webhook_uid, identity FROM delivery_claims WHERE hash IS NULL').raw().all() as [number, string, string][];
+    const unhashed = unhashedStmt.all(unhashedAfter, rows) as [number, string, string][];
     if (unhashed.length > 0) {
-      const setHash = db.prepare('UPDATE delivery_claims SET hash = ? WHERE id = ?');
-      const fill = db.transaction(() => {
-        for (const [id, uid, identity] of unhashed) {
-          const h = hashOf(uid, identity);
-          setHash.run(h, id);
-          index.add(h, id);
-        }
-      });
-      // Inside a caller's transaction (the first claim's) it is a savepoint of that transaction.
-      if (db.inTransaction) fill();
-      else fill.immediate();
+      if (db.inTransaction) fill(unhashed);
+      else fill.immediate(unhashed);
+      unhashedAfter = unhashed[unhashed.length - 1][0];
+      return false;
     }
     loaded = true;
     return true;
@@ -153,7 +162,7 @@ export function memoryClaims(db: SqliteDB, mask: number = HASH_MASK): Claims {
     while (!loaded) loadStep(LOAD_CHUNK);
   };
 
-  let pruned: [number, number][] = [];
+  let pruned: [number, number | null][] = [];
   return {
     claim(uid, identity, nowMs, seq, cutoffMs) {
       ensureLoaded();
@@ -174,12 +183,13 @@ export function memoryClaims(db: SqliteDB, mask: number = HASH_MASK): Claims {
     // A prune needs no index: a row it deletes that is not read yet never will be, and one that
     // was read leaves the index once the deletion committed.
     prune(cutoffMs, budget) {
-      const gone = pruneStmt.all(cutoffMs, budget) as [number, number][];
+      const gone = pruneStmt.all(cutoffMs, budget) as [number, number | null][];
       pruned = pruned.concat(gone);
       return gone.length;
     },
     committed(ok) {
-      if (ok) for (const [id, h] of pruned) index.remove(h, id);
+      // A claim pruned before it got its hash was never in the index.
+      if (ok) for (const [id, h] of pruned) if (h !== null) index.remove(h, id);
       pruned = [];
     },
     loadStep: () => loadStep(LOAD_STEP),

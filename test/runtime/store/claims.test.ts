@@ -103,13 +103,15 @@ test('the index is built again from the table at each open; rows without a hash 
   const again = openDatabase(path);
   t.after(() => again.close());
   const claims = memoryClaims(again);
-  // Read in steps: the first steps read the claims that have a hash; the last gives the others theirs.
+  // Read in steps: first the claims that have a hash, then the others get theirs, each in a step.
   assert.deepEqual(claims.loading(), { loaded: 0 });
-  let steps = 0;
-  while (!claims.loadStep()) steps++;
-  assert.equal(steps, 1);
+  const unhashed = () => again.prepare('SELECT COUNT(*) FROM delivery_claims WHERE hash IS NULL').pluck().get();
+  assert.equal(claims.loadStep(), false);
+  assert.deepEqual([claims.loading(), unhashed()], [{ loaded: 250 }, 250]);
+  assert.equal(claims.loadStep(), false);
+  assert.deepEqual([claims.loading(), unhashed()], [{ loaded: 500 }, 0]);
+  assert.equal(claims.loadStep(), true);
   assert.equal(claims.loading(), undefined);
-  assert.equal(again.prepare('SELECT COUNT(*) FROM delivery_claims WHERE hash IS NULL').pluck().get(), 0);
   for (let i = 0; i < 500; i++) assert.equal(claims.claim('wh_a', `id-${i}`, 2000, 0, 0), false, `id-${i}`);
   assert.equal(claims.entryOf('wh_a', 'id-321'), 322);
   assert.equal(claims.claim('wh_a', 'id-500', 2000, 0, 0), true);
@@ -220,4 +222,22 @@ test('a prune while the claims are still being read needs none of them, and leav
   assert.equal(claims.loading(), undefined);
   for (const i of [0, 9_999, 20_000, 24_999]) assert.equal(claims.claim('wh_a', `id-${i}`, 9 * DAY, 0, 0), false, `id-${i} is still claimed`);
   for (const i of [10_000, 19_999]) assert.equal(claims.claim('wh_a', `id-${i}`, 9 * DAY, 0, 0), true, `id-${i} was forgotten`);
+});
+
+test('an upgraded database gives its claims their hashes 10,000 at a time, each step committed on its own', (t) => {
+  const { path, db } = database(t);
+  const first = memoryClaims(db);
+  db.transaction(() => {
+    for (let i = 0; i < 25_000; i++) first.claim('wh_a', `id-${i}`, 1000, i + 1, 0);
+  }).immediate();
+  db.prepare('UPDATE delivery_claims SET hash = NULL').run();
+  db.close();
+  const again = openDatabase(path);
+  t.after(() => again.close());
+  const claims = memoryClaims(again);
+  const unhashed = () => again.prepare('SELECT COUNT(*) FROM delivery_claims WHERE hash IS NULL').pluck().get();
+  const seen: unknown[] = [];
+  while (!claims.loadStep()) seen.push(unhashed());
+  assert.deepEqual(seen, [15_000, 5_000, 0]);
+  assert.equal(claims.claim('wh_a', 'id-12345', 2000, 0, 0), false);
 });
