@@ -305,8 +305,7 @@ export class RunStore {
     this.stmts = {
       insert: db.prepare(`INSERT INTO runs (run_id, state, title, prompt, environment_id, source, creator_type, creator_name,
         factory, automation, webhook_uid, delivery_id, delivery_seq, metadata, oz, schedule, retry_of, replay, notify, created_at, updated_at)
-        VALUES (@run_id, 'QUEUED', @title, @prompt, @environment_id, @source, @creator_type, @creator_name,
-        @factory, @automation, @webhook_uid, @delivery_id, @delivery_seq, @metadata, @oz, @schedule, @retry_of, @replay, @notify, @now, @now)`),
+        VALUES (?, 'QUEUED', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256, entry_seq) VALUES (?, ?, ?, ?, ?, ?)'),
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
@@ -552,27 +551,30 @@ export class RunStore {
     const digests = new Map<Buffer, string>();
     for (const input of inputs) {
       const run_id = newSortableId('run', at.getTime());
-      this.stmts.insert.run({
+      // Positional, in the insert's column order: binding by name looks every name up in an
+      // object, a measurable part of a run created per delivery (docs/ingress.md#a-run-per-delivery).
+      this.stmts.insert.run(
         run_id,
-        title: input.title ?? null,
-        prompt: input.prompt,
-        environment_id: input.environmentId,
-        source: input.source === 'SCHEDULE' ? 'API' : input.source,
-        creator_type: input.creator.type,
-        creator_name: input.creator.name,
-        factory: input.factory ?? null,
-        automation: input.automation ?? null,
-        webhook_uid: input.webhookUid ?? null,
-        delivery_id: input.deliveryId ?? null,
-        delivery_seq: input.deliverySeq ?? null,
-        metadata: input.metadata == null ? null : JSON.stringify(input.metadata),
-        oz: input.oz == null ? null : JSON.stringify(input.oz),
-        schedule: input.schedule === undefined ? null : JSON.stringify(input.schedule),
-        retry_of: input.retryOf ?? null,
-        replay: input.replay ? JSON.stringify({ by: input.replay.by, at: now }) : null,
-        notify: input.notify ? this.sealNotify(run_id, input.notify) : null,
+        input.title ?? null,
+        input.prompt,
+        input.environmentId,
+        input.source === 'SCHEDULE' ? 'API' : input.source,
+        input.creator.type,
+        input.creator.name,
+        input.factory ?? null,
+        input.automation ?? null,
+        input.webhookUid ?? null,
+        input.deliveryId ?? null,
+        input.deliverySeq ?? null,
+        input.metadata == null ? null : JSON.stringify(input.metadata),
+        input.oz == null ? null : JSON.stringify(input.oz),
+        input.schedule === undefined ? null : JSON.stringify(input.schedule),
+        input.retryOf ?? null,
+        input.replay ? JSON.stringify({ by: input.replay.by, at: now }) : null,
+        input.notify ? this.sealNotify(run_id, input.notify) : null,
         now,
-      });
+        now,
+      );
       for (const a of input.attachments ?? []) {
         const entrySeq = a.inEntry && input.deliverySeq != null ? input.deliverySeq : null;
         let sha256 = digests.get(a.bytes);
