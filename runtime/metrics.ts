@@ -6,7 +6,7 @@ import type { ExecutorPool } from './executor/pool.ts';
 import type { Buckets, IngressMetrics } from './ingress/metrics.ts';
 import { WEBHOOK_OUTCOMES } from './ingress/metrics.ts';
 import type { IngressState } from './ingress/state.ts';
-import { capConnections, type ConnectionStats } from './http/connection-cap.ts';
+import { capConnections, HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, type ConnectionStats } from './http/connection-cap.ts';
 import type { Service, ServiceFactory } from './services.ts';
 import type { RunRecord } from './store/runs.ts';
 import { listen } from './listen.ts';
@@ -35,9 +35,9 @@ declare module './services.ts' {
   }
 }
 
-/** Run durations from a second to a day: agent runs take minutes. */
 /** Connections the metrics port holds at once (docs/runtime.md#metrics). */
 export const METRICS_MAX_CONNECTIONS = 16;
+/** Run durations from a second to a day: agent runs take minutes. */
 const RUN_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600, 86400];
 
 type PromClient = typeof import('prom-client');
@@ -238,8 +238,8 @@ export const metricsService: ServiceFactory = {
         // request, so that this port cannot hold the descriptors the runtime needs
         // (docs/runtime.md#metrics).
         capConnections(server, METRICS_MAX_CONNECTIONS, log, { listener: 'the metrics port', flag: null });
-        server.headersTimeout = 20_000;
-        server.requestTimeout = 60_000;
+        server.headersTimeout = HEADERS_TIMEOUT_MS;
+        server.requestTimeout = REQUEST_TIMEOUT_MS;
         await listen(server, config.host, metricsPort, '--metrics-port');
         port = (server.address() as AddressInfo).port;
         log.info({ host: config.host, port }, 'metrics served at /metrics');

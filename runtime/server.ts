@@ -8,7 +8,7 @@ import { writeRawProblem } from './http/problem.ts';
 import { tightenMode } from '../core/file-mode.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { answerClientError } from './http/client-error.ts';
-import { capConnections, connectionCap } from './http/connection-cap.ts';
+import { capConnections, connectionCap, HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './http/connection-cap.ts';
 import { appListener, createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
@@ -54,9 +54,6 @@ export interface StartServerOptions {
 
 /** After this long, close() drops connections that are still busy. */
 const FORCE_CLOSE_MS = 10_000;
-/** How long a request's headers, and the whole request, may take to arrive (docs/errors.md). */
-export const HEADERS_TIMEOUT_MS = 20_000;
-export const REQUEST_TIMEOUT_MS = 60_000;
 
 /**
  * Starts the runtime (docs/runtime.md): listen, master key, store (migrations), admin key

@@ -32,7 +32,7 @@ export function scheduledPrompt(
   a: Pick<AutomationRecord, 'factory' | 'name' | 'prompt'>,
   s: ScheduleDef,
   dueAt: string,
-  collapsed: { count: number; more?: boolean; until: string },
+  collapsed: DueTimes & { until: string },
 ): string {
   const name = s.name ? `\`${s.name}\` (\`${s.cron}\`, UTC)` : `\`${s.cron}\` (UTC)`;
   const lines = [
@@ -55,6 +55,9 @@ export function scheduledPrompt(
   return lines.join('\n');
 }
 
+/** A schedule armed again from now because its armed time lay beyond its next time (the clock went back). */
+type Rearmed = { id: string; was: string; next: string };
+
 /**
  * The parsed schedules, kept from one pass to the next: a pass reads an expression the first time
  * it meets it, not each schedule every TICK_MS (a cron parse costs a fraction of a millisecond,
@@ -63,9 +66,6 @@ export function scheduledPrompt(
  * expression, and how many times it was due since a given time, are searched once, whatever the
  * number of schedules that share it.
  */
-/** A schedule armed again from now because its armed time lay beyond its next time (the clock went back). */
-type Rearmed = { id: string; was: string; next: string };
-
 export class ScheduleCache {
   private kept = new Map<string, ParsedSchedule | null>();
   private used = new Map<string, ParsedSchedule | null>();

@@ -36,6 +36,10 @@ function readLimits(): string | undefined {
   }
 }
 
+/** How long a request's headers, and the whole request, may take to arrive, on every listener (docs/errors.md). */
+export const HEADERS_TIMEOUT_MS = 20_000;
+export const REQUEST_TIMEOUT_MS = 60_000;
+
 /** The cap and what it did, for the metrics (`services.connections`, docs/runtime.md#metrics). */
 export interface ConnectionStats {
   readonly max: number;

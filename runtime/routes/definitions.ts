@@ -10,7 +10,7 @@ import { readJsonBody } from '../http/body.ts';
 import { DEFINITIONS_LOCK } from '../store/definitions.ts';
 import type { Store } from '../store/index.ts';
 import type { RouteModule } from './index.ts';
-import { unknownWebhookDetail } from './webhooks-manage.ts';
+import { unknownWebhookDetail } from '../ingress/lifecycle.ts';
 import { queryParams } from '../http/query.ts';
 import { charCount } from '../../core/text.ts';
 

@@ -15,8 +15,8 @@ export const healthRoutes: RouteModule = (router, { store, log }) => {
   router.get('/readyz', (ctx) => {
     const engine = store.engine === 'postgres' ? 'PostgreSQL' : 'SQLite';
     if (!store.ping()) throw new FactoryError('service_unavailable', `The database (${engine}) is not reachable.`);
-    // Written here rather than thrown: the storage state has its own log lines, and a load
-    // balancer asks every few seconds.
+    // Written here rather than thrown: a load balancer asks every few seconds, and the storage
+    // state has its own log lines.
     const loading = store.deliveries.loading();
     if (loading) return writeProblem(ctx, new FactoryError('service_unavailable', `The runtime is still reading its delivery claims (${loading.loaded} so far).`));
     const unready = store.health.unready(log);

@@ -7,7 +7,8 @@ import { noBody, readJsonBody } from '../http/body.ts';
 import type { NewRun } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
 import { creatorOf, findRun, RUNS_PATH, runView } from './runs.ts';
-import { unknownWebhookDetail, webhookFactory } from './webhooks-manage.ts';
+import { unknownWebhookDetail } from '../ingress/lifecycle.ts';
+import { webhookFactory } from './webhooks-manage.ts';
 import { runEnvironment } from '../executor/prepare.ts';
 import { echoed } from '../../core/text.ts';
 

@@ -109,7 +109,6 @@ export const webhooksManageRoutes: RouteModule = (router, { store, config }) => 
   });
 };
 
-export { unknownWebhookDetail };
 
 /**
  * The `:uid` webhook's factory, for the scope check of every route under /api/v1/webhooks/:uid: a

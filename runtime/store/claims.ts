@@ -67,7 +67,7 @@ export function tableClaims(db: DB): Claims {
 }
 
 /** Hashes fit a small integer, so the index's keys and most values take no memory of their own. */
-export const HASH_MASK = 0x3fffffff;
+const HASH_MASK = 0x3fffffff;
 
 /**
  * The claims on SQLite: rows in arrival order, and in memory, for each hash, the ids of the rows
@@ -226,13 +226,6 @@ export class ClaimIndex {
     this.put(h, id);
   }
 
-  /** Room for `n` claims more without a resize. */
-  reserve(n: number): void {
-    let size = this.keys.length;
-    while ((this.used + n) * 2 > size) size *= 2;
-    if (size > this.keys.length) this.resize(size);
-  }
-
   /**
    * Adds the claims of two comma-separated texts of the same length in numbers: row ids, and their
    * hashes. Parsed by hand, without an array of strings. The ids are new to the index.
@@ -292,10 +285,10 @@ export class ClaimIndex {
   }
 
   /** Twice the room when more than half the slots hold claims, else the same room without tombstones. */
-  private resize(to?: number): void {
+  private resize(): void {
     const keys = this.keys;
     const ids = this.ids;
-    const size = to ?? (this.live * 2 >= keys.length ? keys.length * 2 : keys.length);
+    const size = this.live * 2 >= keys.length ? keys.length * 2 : keys.length;
     this.keys = new Int32Array(size);
     this.ids = new Float64Array(size);
     this.mask = size - 1;
