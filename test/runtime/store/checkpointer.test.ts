@@ -14,11 +14,14 @@ import { Checkpointer, type CheckpointerOptions } from '../../../runtime/store/c
 
 /** The WAL's checkpoints in a worker thread (docs/runtime.md#checkpoints), on a real SQLite file. */
 
-function open(t: { after(fn: () => void): void }, options: CheckpointerOptions) {
+function open(t: { after(fn: () => void | Promise<void>): void }, options: CheckpointerOptions) {
   const dir = mkdtempSync(join(tmpdir(), 'factory-checkpointer-'));
   const path = join(dir, 'factory.db');
   const store = openStore({ path, clock: new FakeClock(), checkpointThread: options });
-  t.after(() => {
+  t.after(async () => {
+    // The thread's own connection closes first (it can still be writing the WAL's files), as the
+    // runtime closes it: removing the directory under it once failed with ENOTEMPTY.
+    await store.checkpointer?.stopAndWait();
     store.close();
     rmSync(dir, { recursive: true, force: true });
   });
