@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Digest } from '../../core/canonical-json.ts';
 import { isCredentialHeader } from '../../core/credential-headers.ts';
 import { trimOws } from './schemes/types.ts';
 
@@ -84,7 +84,7 @@ function asSent(value: string): string {
 
 /** The body-derived identity, source 4. */
 export function bodyIdentity(body: Buffer): string {
-  return 'sha256:' + createHash('sha256').update(body).digest('hex');
+  return sha256Digest(body);
 }
 
 function bounded(v: string): string {

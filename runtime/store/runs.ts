@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../core/canonical-json.ts';
 import { conflict } from '../../core/errors.ts';
 import { newSortableId } from '../../core/ids.ts';
 import { sourcesOf, type RunState } from '../../core/run-state.ts';
@@ -578,7 +578,7 @@ export class RunStore {
       for (const a of input.attachments ?? []) {
         const entrySeq = a.inEntry && input.deliverySeq != null ? input.deliverySeq : null;
         let sha256 = digests.get(a.bytes);
-        if (sha256 === undefined) digests.set(a.bytes, (sha256 = createHash('sha256').update(a.bytes).digest('hex')));
+        if (sha256 === undefined) digests.set(a.bytes, (sha256 = sha256Hex(a.bytes)));
         this.stmts.insertAttachment.run(run_id, a.name, entrySeq === null ? a.bytes : NO_BYTES, a.bytes.length, sha256, entrySeq);
       }
       ids.push(run_id);
