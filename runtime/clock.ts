@@ -30,6 +30,10 @@ export class FakeClock implements Clock {
   }
 }
 
+/** The last timestamp `iso` made, and the millisecond it is of. */
+let lastIsoMs = Number.NaN;
+let lastIso = '';
+
 /**
  * RFC 3339 UTC with milliseconds, the one timestamp format of the API and the store (docs/api.md).
  * The last one is kept: under load many writes share a millisecond, and V8 formats each with
@@ -43,5 +47,3 @@ export function iso(d: Date): string {
   }
   return lastIso;
 }
-let lastIsoMs = Number.NaN;
-let lastIso = '';
