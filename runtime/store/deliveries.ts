@@ -163,8 +163,9 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   const claims: Claims = ctx.dialect === 'sqlite' ? memoryClaims(db as SqliteDB) : tableClaims(db);
   const COLUMNS = columns(ctx.dialect);
   // The entry's seq: on SQLite the insert's row id (seq is its INTEGER PRIMARY KEY), because RETURNING
-  // costs SQLite about 2 µs an insert (it keeps the returned row aside until the statement ends;
-  // docs/ingress.md#where-a-deliverys-cost-goes-2026-11-29); PostgreSQL has no row id to ask for.
+  // there keeps the returned row aside until the statement ends and opens a statement journal for
+  // it, about 4 µs a delivery (docs/ingress.md#where-a-deliverys-cost-goes-2026-11-29); PostgreSQL
+  // has no row id to ask for.
   const insertSql = `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version, payload)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
   const sqliteInsert = ctx.dialect === 'sqlite' ? db.prepare(insertSql) : undefined;
