@@ -42,8 +42,8 @@ let lastIso = '';
 export function iso(d: Date): string {
   const ms = d.getTime();
   if (ms !== lastIsoMs) {
-    lastIsoMs = ms;
     lastIso = d.toISOString();
+    lastIsoMs = ms;
   }
   return lastIso;
 }

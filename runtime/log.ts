@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { KEY_ID_PATTERN, RESOURCE_NAME_PATTERN, RUN_ID_PATTERN, WEBHOOK_UID_PATTERN } from '../core/ids.ts';
+import { iso } from './clock.ts';
 import type { LogLevel } from './config.ts';
 
 export type { Logger } from 'pino';
@@ -312,14 +313,7 @@ function num(n: number): string {
   return Number.isFinite(n) ? String(n) : 'null';
 }
 
-let isoMs = -1;
-let isoField = '';
-/** pino's `isoTime` field, made once per millisecond: under load many access lines share one. */
+/** pino's `isoTime` field; `iso` keeps the last millisecond's text, which many access lines share under load. */
 function isoTimeField(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    isoField = `,"time":"${new Date(now).toISOString()}"`;
-  }
-  return isoField;
+  return `,"time":"${iso(new Date())}"`;
 }

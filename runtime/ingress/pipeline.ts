@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import { newId, WEBHOOK_UID_PATTERN } from '../../core/ids.ts';
 import type { ErrorCode } from '../../core/errors.ts';
-import type { Clock } from '../clock.ts';
+import { iso, type Clock } from '../clock.ts';
 import { HANDSHAKE_REASON, type AcceptedDelivery, type AcceptItem, type AcceptResult, type DeliveryFacts, type DeliveryOutcome, type RejectItem } from '../store/deliveries.ts';
 
 /** The writes are built here as the group commit takes them (store/deliveries.ts `DeliveryWrite`): no copy per request. */
@@ -144,7 +144,7 @@ export async function handleIngress(req: IngressRequest, deps: IngressDeps): Pro
   // During a graceful rotation the version bound before verifies too, until its time is up
   // (docs/runtime.md#graceful-rotation). Both ISO 8601 UTC, so they compare as strings.
   const previous =
-    webhook.previousSecretVersion != null && webhook.previousSecretUntil != null && receivedAt.toISOString() < webhook.previousSecretUntil
+    webhook.previousSecretVersion != null && webhook.previousSecretUntil != null && iso(receivedAt) < webhook.previousSecretUntil
       ? deps.secrets.get(webhook.secretName, webhook.previousSecretVersion)
       : undefined;
   /** The version that authenticated the request, for the delivery log. */

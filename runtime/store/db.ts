@@ -8,7 +8,10 @@ import { CliError } from '../../core/errors.ts';
 /** The SQL dialect a store runs on (docs/runtime.md#postgresql). */
 export type Dialect = 'sqlite' | 'postgres';
 
-/** What `run` reports: rows changed (lastInsertRowid is SQLite's only; use RETURNING instead). */
+/**
+ * What `run` reports: rows changed, and on SQLite only the inserted row's id. Code for both engines
+ * uses RETURNING, except where SQLite's cost of it matters (store/deliveries.ts, the entry insert).
+ */
 export interface RunResult {
   changes: number;
   lastInsertRowid: number | bigint;

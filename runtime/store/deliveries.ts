@@ -2,7 +2,7 @@ import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
 import { memoryClaims, tableClaims, type Claims } from './claims.ts';
-import type { SqliteDB } from './db.ts';
+import type { SqliteDB, Statement } from './db.ts';
 
 /**
  * The delivery log (docs/ingress.md#identity, docs/ingress.md#delivery-log): entries, stored
@@ -168,10 +168,10 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   // has no row id to ask for.
   const insertSql = `INSERT INTO deliveries (webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version, payload)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-  const sqliteInsert = ctx.dialect === 'sqlite' ? db.prepare(insertSql) : undefined;
-  const returningInsert = sqliteInsert ? undefined : db.prepare(insertSql + ' RETURNING seq').pluck();
-  const insertEntry = (...params: unknown[]): number =>
-    sqliteInsert ? Number(sqliteInsert.run(...params).lastInsertRowid) : (returningInsert!.get(...params) as number);
+  const insertEntry: (...params: unknown[]) => number =
+    ctx.dialect === 'sqlite'
+      ? rowIdOf(db.prepare(insertSql))
+      : returnedOf(db.prepare(`${insertSql} RETURNING seq`).pluck());
   // A Duplicate keeps no payload (docs/ingress.md#delivery-log).
   const markDuplicate = db.prepare(`UPDATE deliveries SET outcome = 'duplicate', payload = NULL WHERE seq = ?`);
   const listStmt = db.prepare(
@@ -464,6 +464,16 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
       }
     },
   };
+}
+
+/** An insert that answers its row's id: SQLite's row id (an INTEGER PRIMARY KEY is that id). */
+function rowIdOf(stmt: Statement): (...params: unknown[]) => number {
+  return (...params) => Number(stmt.run(...params).lastInsertRowid);
+}
+
+/** An insert that answers what its plucked RETURNING column returns. */
+function returnedOf(stmt: Statement): (...params: unknown[]) => number {
+  return (...params) => stmt.get(...params) as number;
 }
 
 function cut(v: string | undefined): string | null {
