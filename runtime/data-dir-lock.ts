@@ -17,6 +17,11 @@ import { unwritableReason } from './store/storage-health.ts';
  * them gets SQLITE_BUSY at once.
  */
 
+/** Tries again after SQLITE_BUSY before the data dir counts as in use (at most about 125 ms in all). */
+const BUSY_TRIES = 5;
+/** For a synchronous pause between tries (Atomics.wait on a value that never changes). */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+
 export interface DataDirLock {
   /** Releases the lock (idempotent). */
   release(): void;
@@ -26,6 +31,7 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
   // A second hold in this same process is SQLITE_BUSY too: SQLite keeps one lock per file and process.
   const path = join(dataDir, 'runtime.lock');
   let db: Database.Database | undefined;
+  let busy = 0;
   for (let attempt = 0; db === undefined; attempt++) {
     let opened: Database.Database;
     try {
@@ -43,7 +49,14 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
     } catch (err) {
       opened.close();
       const code = (err as { code?: string }).code ?? '';
-      if (code.startsWith('SQLITE_BUSY')) throw inUse(dataDir, then, what);
+      if (code.startsWith('SQLITE_BUSY')) {
+        // SQLite takes EXCLUSIVE through SHARED, so starts at the same instant can each see the
+        // others' SHARED and all be refused, none holding. A few tries a few ms apart settle it;
+        // a real holder keeps the lock, so busy after them is in use.
+        if (busy++ >= BUSY_TRIES) throw inUse(dataDir, then, what);
+        Atomics.wait(PAUSE, 0, 0, 5 + Math.floor(Math.random() * 20));
+        continue;
+      }
       // Some other file by that name (an older release wrote a pid there): emptied in place, the
       // same inode, so a runtime that holds it already still does and this one then finds it busy.
       if (code === 'SQLITE_NOTADB' && attempt === 0) {
