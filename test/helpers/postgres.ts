@@ -67,6 +67,18 @@ export async function postgresUrl(t: TestContext): Promise<string | undefined> {
   return url;
 }
 
+/**
+ * What must stop before a schema is dropped, by its URL: a runtime started on it (whose loops would
+ * otherwise query tables that are gone). A test's after hooks run in the order they were
+ * registered, and postgresUrl registers the drop before the test starts anything on the schema.
+ */
+const beforeDrop = new Map<string, (() => Promise<void>)[]>();
+
+/** Has `stop` run (and awaited) before the schema at `url` is dropped. */
+export function stopBeforeDrop(url: string, stop: () => Promise<void>): void {
+  beforeDrop.set(url, [...(beforeDrop.get(url) ?? []), stop]);
+}
+
 /** A fresh schema on the test server: its URL, and the function that drops it. */
 export async function createTestSchema(): Promise<{ url: string; drop: () => Promise<void> }> {
   const schema = `f_${randomBytes(8).toString('hex')}`;
@@ -76,6 +88,9 @@ export async function createTestSchema(): Promise<{ url: string; drop: () => Pro
   return {
     url: url.toString(),
     drop: async () => {
+      const stops = beforeDrop.get(url.toString()) ?? [];
+      beforeDrop.delete(url.toString());
+      await Promise.all(stops.map((stop) => stop()));
       await admin((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
     },
   };

@@ -9,7 +9,7 @@ import { createLogger } from '../../runtime/log.ts';
 import { startServer, type RunningServer, type StartServerOptions } from '../../runtime/server.ts';
 import type { Clock } from '../../runtime/clock.ts';
 import { testExecutor } from './executor/helpers.ts';
-import { createTestSchema } from '../helpers/postgres.ts';
+import { createTestSchema, stopBeforeDrop } from '../helpers/postgres.ts';
 import { ROOT } from '../helpers/cli.ts';
 
 /** The example agents (scripted, failing, claude-stream), which test runtimes let sandboxed runs read. */
@@ -104,6 +104,10 @@ export async function startTestRuntime(
   });
   const adminKey = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim();
   const keep = options.keepDataDir ?? options.dataDir !== undefined;
+  // Closed once, by stop() or by the drop of the caller's schema, whichever comes first.
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= server.close());
+  if (options.postgres !== undefined) stopBeforeDrop(options.postgres, close);
   return {
     ...server,
     dataDir,
@@ -111,7 +115,7 @@ export async function startTestRuntime(
     logs,
     fetch: apiFetch(server.url, adminKey),
     async stop() {
-      await server.close();
+      await close();
       if (!keep) {
         await pg?.drop();
         rmSync(dataDir, { recursive: true, force: true });
