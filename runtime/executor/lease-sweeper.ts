@@ -99,13 +99,21 @@ export class LeaseSweeper implements Service {
   }
 }
 
+/** The services whose wake is already due after the current turn. */
+const wakeDue = new WeakSet<Services>();
+
 /**
  * Runs were queued (an API create, a webhook, a schedule, a replay or a retry): after the current
  * turn, so the caller's commit and answer come first, the local pool claims them and the worker
- * claims waiting on the lease service answer at once (docs/runs.md#workers).
+ * claims waiting on the lease service answer at once (docs/runs.md#workers). One wake per turn,
+ * however many runs were queued in it: a group commit of 50 matching deliveries wakes the pool
+ * once, and its claims take the oldest runs first.
  */
 export function runsQueued(services: Services): void {
+  if (wakeDue.has(services)) return;
+  wakeDue.add(services);
   setImmediate(() => {
+    wakeDue.delete(services);
     services.executor?.wake();
     services.leases?.wake();
   });
