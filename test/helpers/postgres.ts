@@ -85,11 +85,12 @@ export async function createTestSchema(): Promise<{ url: string; drop: () => Pro
   await admin((c) => c.query(`CREATE SCHEMA ${schema}`));
   const url = new URL(testServerUrl());
   url.searchParams.set('options', `-c search_path=${schema}`);
+  const href = url.toString();
   return {
-    url: url.toString(),
+    url: href,
     drop: async () => {
-      const stops = beforeDrop.get(url.toString()) ?? [];
-      beforeDrop.delete(url.toString());
+      const stops = beforeDrop.get(href) ?? [];
+      beforeDrop.delete(href);
       await Promise.all(stops.map((stop) => stop()));
       await admin((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
     },

@@ -104,10 +104,8 @@ export async function startTestRuntime(
   });
   const adminKey = readFileSync(join(dataDir, 'admin.key'), 'utf8').trim();
   const keep = options.keepDataDir ?? options.dataDir !== undefined;
-  // Closed once, by stop() or by the drop of the caller's schema, whichever comes first.
-  let closing: Promise<void> | undefined;
-  const close = () => (closing ??= server.close());
-  if (options.postgres !== undefined) stopBeforeDrop(options.postgres, close);
+  // Closed by stop() or by the drop of the caller's schema, whichever comes first (close() is idempotent).
+  if (options.postgres !== undefined) stopBeforeDrop(options.postgres, () => server.close());
   return {
     ...server,
     dataDir,
@@ -115,7 +113,7 @@ export async function startTestRuntime(
     logs,
     fetch: apiFetch(server.url, adminKey),
     async stop() {
-      await close();
+      await server.close();
       if (!keep) {
         await pg?.drop();
         rmSync(dataDir, { recursive: true, force: true });
