@@ -32,7 +32,8 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
   const path = join(dataDir, 'runtime.lock');
   let db: Database.Database | undefined;
   let busy = 0;
-  for (let attempt = 0; db === undefined; attempt++) {
+  let emptied = false;
+  while (db === undefined) {
     let opened: Database.Database;
     try {
       opened = new Database(path, { timeout: 0 });
@@ -59,8 +60,9 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
       }
       // Some other file by that name (an older release wrote a pid there): emptied in place, the
       // same inode, so a runtime that holds it already still does and this one then finds it busy.
-      if (code === 'SQLITE_NOTADB' && attempt === 0) {
+      if (code === 'SQLITE_NOTADB' && !emptied) {
         truncateSync(path, 0);
+        emptied = true;
         continue;
       }
       throw new CliError(`cannot lock the ${what.dir} ${dataDir}: ${unwritableReason(dataDir) ?? (err as Error).message}.`);
