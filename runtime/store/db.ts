@@ -159,7 +159,30 @@ export function migrate(db: SqliteDB, migrations: Migration[] = readMigrations()
     applied_at TEXT NOT NULL
   ) STRICT` },
     migrations,
+    (m) => execSqlite(db, m),
   );
+}
+
+/**
+ * Runs one SQLite migration. One that edits the text of the schema (`PRAGMA writable_schema`, for
+ * a change SQLite's ALTER TABLE cannot make and that leaves every stored row as it is, such as a
+ * CHECK rewritten to an equivalent expression) follows SQLite's own procedure for it: the
+ * connection's defensive mode, which refuses such edits, is lifted for that migration alone, and
+ * the schema version is raised by one so that every connection reads the new text.
+ */
+function execSqlite(db: SqliteDB, m: Migration): void {
+  if (!/\bwritable_schema\b/i.test(m.sql)) {
+    db.exec(m.sql);
+    return;
+  }
+  const version = db.pragma('schema_version', { simple: true }) as number;
+  db.unsafeMode(true);
+  try {
+    db.exec(m.sql);
+    db.pragma(`schema_version = ${version + 1}`);
+  } finally {
+    db.unsafeMode(false);
+  }
 }
 
 /**
@@ -167,10 +190,15 @@ export function migrate(db: SqliteDB, migrations: Migration[] = readMigrations()
  * with the engine's own DDL (`table`) only when `exists` finds none (so a role without the right
  * to create may run an up-to-date database), refuses a database a newer release has migrated, then
  * applies every migration not recorded, in order, each in its own transaction with its record,
- * checking the record again inside it (another process may have applied it meanwhile). Returns
- * the versions applied now.
+ * checking the record again inside it (another process may have applied it meanwhile). `exec`
+ * runs one migration (SQLite's runner passes `execSqlite`). Returns the versions applied now.
  */
-export function applyPending(db: DB, schema: { exists: string; table: string }, migrations: Migration[]): number[] {
+export function applyPending(
+  db: DB,
+  schema: { exists: string; table: string },
+  migrations: Migration[],
+  exec: (m: Migration) => void = (m) => db.exec(m.sql),
+): number[] {
   if (db.prepare(schema.exists).pluck().get() == null) db.exec(schema.table);
   const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
   const known = migrations.at(-1)?.version ?? 0;
@@ -185,7 +213,7 @@ export function applyPending(db: DB, schema: { exists: string; table: string }, 
     if (applied.has(m.version)) continue;
     const ran = db.transaction(() => {
       if (recorded.get(m.version) !== undefined) return false;
-      db.exec(m.sql);
+      exec(m);
       record.run(m.version, m.name, new Date().toISOString());
       return true;
     }).immediate();

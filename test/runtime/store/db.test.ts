@@ -56,6 +56,47 @@ test('migrations run in numeric order, each in a transaction', () => {
   }
 });
 
+// SQLite builds a constant IN list of three values or more into a temporary table each time a
+// statement evaluates it (an OpenEphemeral in its program): no CHECK of the schema may have one.
+test('no CHECK of the SQLite schema is built into a table per statement, before or after an upgrade from 020', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-checks-'));
+  try {
+    const path = join(dir, 'f.db');
+    const old = new Database(path);
+    migrate(old, readMigrations().filter((m) => m.version <= 20));
+    old.prepare(`INSERT INTO deliveries (webhook_uid, delivery_id, outcome, size, received_at, received_ms) VALUES ('wh_1', 'd1', 'rejected_auth', 3, 'x', 1)`).run();
+    const ephemeral = (db: Database.Database) =>
+      (db.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).pluck().all() as string[]).filter((t) =>
+        (db.prepare(`EXPLAIN INSERT INTO "${t}" DEFAULT VALUES`).all() as { opcode: string }[]).some((op) => op.opcode === 'OpenEphemeral'),
+      );
+    // The test finds what it looks for: the schema of 020 had such lists.
+    assert.deepEqual(ephemeral(old), ['deliveries', 'run_events', 'run_notifications', 'runs', 'webhooks']);
+    // Another connection open during the upgrade reads the new text too (the schema version moved).
+    const other = new Database(path);
+    assert.deepEqual(ephemeral(other), ephemeral(old));
+    assert.deepEqual(migrate(old), readMigrations().filter((m) => m.version > 20).map((m) => m.version));
+    assert.deepEqual(ephemeral(old), []);
+    assert.deepEqual(ephemeral(other), []);
+    assert.equal(old.pragma('integrity_check', { simple: true }), 'ok');
+    // The rows are as they were, and the rewritten checks still refuse what the lists refused.
+    assert.equal(old.prepare('SELECT outcome FROM deliveries').pluck().get(), 'rejected_auth');
+    for (const db of [old, other]) {
+      assert.throws(
+        () => db.prepare(`INSERT INTO deliveries (webhook_uid, delivery_id, outcome, size, received_at, received_ms) VALUES ('wh_1', 'd2', 'bogus', 3, 'x', 1)`).run(),
+        (err: { code?: string }) => err.code === 'SQLITE_CONSTRAINT_CHECK',
+      );
+    }
+    other.close();
+    old.close();
+    // A fresh database gets the same schema.
+    const fresh = openDatabase(join(dir, 'fresh.db'));
+    assert.deepEqual(ephemeral(fresh), []);
+    fresh.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 forEachEngine('store: ping, transaction rollback, wrong master key refused on reopen', (_t, db) => {
   const key = randomBytes(32);
   const store = db.open({ clock: new FakeClock(), masterKey: key });
