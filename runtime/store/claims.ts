@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { halfSipHashLines, halfSipKey } from '../../core/halfsiphash.ts';
 import type { DB, SqliteDB } from './db.ts';
 
 /**
@@ -79,14 +79,16 @@ const HASH_MASK = 0x3fffffff;
  *   id reused, holds another identity), so the lookup passes over it;
  * - a pruned claim leaves the index only once its deletion committed (`committed`), so a prune
  *   rolled back never leaves a live claim out of it.
- * The hash is keyed with a random key of the database's own (migration 020), so a sender cannot
- * choose ids that share one and make each lookup read many rows. `mask` is narrower only in tests,
+ * The hash (HalfSipHash, core/halfsiphash.ts) is keyed with a random key of the database's own
+ * (migration 020), so a sender cannot choose ids that share one and make each lookup read many rows. `mask` is narrower only in tests,
  * which make every identity share its hash with others.
  */
 export function memoryClaims(db: SqliteDB, mask: number = HASH_MASK): Claims {
-  const key = (db.prepare('SELECT key FROM delivery_claim_key').pluck().get() as Buffer).toString('hex');
+  // The database's 16 random bytes, folded to HalfSipHash's 8 (migration 022).
+  const stored = db.prepare('SELECT key FROM delivery_claim_key').pluck().get() as Buffer;
+  const key = halfSipKey(Buffer.from(stored.subarray(0, 8).map((byte, i) => byte ^ stored[8 + i])));
   // The uid is an id of ours and has no newline: uid and identity cannot be confused.
-  const hashOf = (uid: string, identity: string): number => hash('sha1', `${key}${uid}\n${identity}`, 'buffer').readUInt32LE(0) & mask;
+  const hashOf = (uid: string, identity: string): number => halfSipHashLines(key, uid, identity) & mask;
 
   const rowStmt = db.prepare('SELECT webhook_uid, identity, accepted_ms, seq FROM delivery_claims WHERE id = ?').raw();
   const insertStmt = db.prepare('INSERT INTO delivery_claims (webhook_uid, identity, accepted_ms, seq, hash) VALUES (?, ?, ?, ?, ?)');

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,6 +115,34 @@ test('the index is built again from the table at each open; rows without a hash 
   for (let i = 0; i < 500; i++) assert.equal(claims.claim('wh_a', `id-${i}`, 2000, 0, 0), false, `id-${i}`);
   assert.equal(claims.entryOf('wh_a', 'id-321'), 322);
   assert.equal(claims.claim('wh_a', 'id-500', 2000, 0, 0), true);
+});
+
+test('an upgrade from migration 021 hashes every claim again and still finds each one', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'factory-claims-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'factory.db');
+  const old = openDatabase(path);
+  // Claims as release 021 stored them: a SHA-1 of the key's hex, the UID and the identity.
+  old.prepare('DELETE FROM schema_migrations WHERE version >= 22').run();
+  const key = (old.prepare('SELECT key FROM delivery_claim_key').pluck().get() as Buffer).toString('hex');
+  const insert = old.prepare('INSERT INTO delivery_claims (webhook_uid, identity, accepted_ms, seq, hash) VALUES (?, ?, ?, ?, ?)');
+  for (let i = 0; i < 300; i++) insert.run('wh_a', `id-${i}`, 1000, i + 1, createHash('sha1').update(`${key}wh_a\nid-${i}`).digest().readUInt32LE(0) & 0x3fffffff);
+  old.close();
+
+  const db = openDatabase(path);
+  t.after(() => db.close());
+  assert.equal(db.prepare('SELECT COUNT(*) FROM delivery_claims WHERE hash IS NULL').pluck().get(), 300);
+  const claims = memoryClaims(db);
+  for (let i = 0; i < 300; i++) assert.equal(claims.claim('wh_a', `id-${i}`, 2000, 0, 0), false, `id-${i}`);
+  assert.equal(claims.entryOf('wh_a', 'id-123'), 124);
+  assert.equal(db.prepare('SELECT COUNT(*) FROM delivery_claims WHERE hash IS NULL').pluck().get(), 0);
+  // A fresh claim's stored hash is the new one: the same as the rows given theirs at load.
+  assert.equal(claims.claim('wh_a', 'id-300', 2000, 301, 0), true);
+  const identities = db.prepare('SELECT identity FROM delivery_claims').pluck().all() as string[];
+  const again = openDatabase(path);
+  t.after(() => again.close());
+  const reread = memoryClaims(again);
+  for (const identity of identities) assert.equal(reread.claim('wh_a', identity, 3000, 0, 0), false, identity);
 });
 
 test('the hash is keyed by the database: two databases hash one identity apart', (t) => {
