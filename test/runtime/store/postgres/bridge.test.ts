@@ -168,7 +168,12 @@ test('a dropped LISTEN connection comes back and tells every channel something m
   const admin = new pg.Client({ connectionString: testServerUrl() });
   await admin.connect();
   t.after(() => admin.end());
-  // The listener is the store's connection whose last statement was a LISTEN.
+  // The listener is the store's connection whose last statement was a LISTEN. The store listens
+  // from its bridge's thread: the second channel's LISTEN may not have reached the server yet.
+  await eventually(
+    async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query = 'LISTEN "keys"' AND state = 'idle'`, [app])).rowCount,
+    'the LISTEN of the second channel',
+  );
   const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN %'`, [app]);
   assert.equal(killed.rowCount, 1, 'the listener connection was found');
   await eventually(() => heard.length >= 2, 'a notification on every channel after the reconnect');
