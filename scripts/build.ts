@@ -2,7 +2,9 @@
  * `npm run build`: the CLI as plain JavaScript in dist/, so `bin/factory.js` starts without
  * compiling TypeScript on every run (README.md#commands). One esbuild bundle of cli/main.ts with
  * code splitting: every `await import()` of a command's action becomes its own chunk, loaded only
- * when that command runs. npm packages stay external (resolved from node_modules at run time).
+ * when that command runs. npm packages are bundled too, but for the native ones (and the test
+ * browser's driver), which stay in node_modules: resolving packages and scanning their CommonJS
+ * modules at start cost about 80 ms of a runtime's start (docs/architecture.md).
  *
  * `npm run build -- --outdir DIR` builds elsewhere (the tests build into a temporary directory
  * inside the repo, so node_modules still resolves from it).
@@ -34,7 +36,10 @@ export async function buildCli(outdir: string = join(ROOT, 'dist')): Promise<Bui
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    packages: 'external',
+    external: ['better-sqlite3', 'pg-native', 'playwright-core', 'fsevents'],
+    // A bundled CommonJS module's `require` (of a Node module, or of a package left outside) is
+    // Node's own, made for the chunk: an ES module has none.
+    banner: { js: "import { createRequire as __factoryCreateRequire } from 'node:module'; const require = __factoryCreateRequire(import.meta.url);" },
     metafile: true,
     logLevel: 'silent',
     plugins: [sourceUrls(chunkDir)],

@@ -55,7 +55,11 @@ test('as a child process, the built CLI and the tsx CLI print the same top-level
   assert.equal(fromBuild.stdout, fromSource.stdout);
 });
 
-/** The external packages a chunk loads when it is loaded, following its static imports of other chunks. */
+/**
+ * The npm packages a chunk loads when it is loaded, following its static imports of other chunks:
+ * those it imports (native ones stay outside the bundle) and those bundled into it, which esbuild
+ * marks with a `// node_modules/<package>/...` comment before each of their modules.
+ */
 function staticPackages(file: string, seen = new Set<string>()): Set<string> {
   const packages = new Set<string>();
   if (seen.has(file)) return packages;
@@ -66,6 +70,7 @@ function staticPackages(file: string, seen = new Set<string>()): Set<string> {
     if (spec.startsWith('.')) for (const p of staticPackages(join(dirname(file), spec), seen)) packages.add(p);
     else packages.add(spec);
   }
+  for (const m of text.matchAll(/^\/\/ node_modules\/((?:@[^/]+\/)?[^/]+)\//gm)) packages.add(m[1]);
   return packages;
 }
 
