@@ -80,8 +80,8 @@ const HASH_MASK = 0x3fffffff;
  * - a pruned claim leaves the index only once its deletion committed (`committed`), so a prune
  *   rolled back never leaves a live claim out of it.
  * The hash (HalfSipHash, core/halfsiphash.ts) is keyed with a random key of the database's own
- * (migration 020), so a sender cannot choose ids that share one and make each lookup read many rows. `mask` is narrower only in tests,
- * which make every identity share its hash with others.
+ * (migration 020), so a sender cannot choose ids that share one and make each lookup read many
+ * rows. `mask` is narrower only in tests, which make every identity share its hash with others.
  */
 export function memoryClaims(db: SqliteDB, mask: number = HASH_MASK): Claims {
   // The database's 16 random bytes, folded to HalfSipHash's 8 (migration 022).
