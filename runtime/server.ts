@@ -9,7 +9,6 @@ import { tightenMode } from '../core/file-mode.ts';
 import { fsReason } from '../core/fs-reason.ts';
 import { answerClientError } from './http/client-error.ts';
 import { capConnections, connectionCap, HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './http/connection-cap.ts';
-import { appListener, createApp } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { loadOrCreateMasterKey } from './crypto.ts';
@@ -117,6 +116,10 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   // Listen before any key or database is made: a --host or --port that cannot be listened on
   // leaves none of them behind (docs/runtime.md#the-data-dir).
   await listen(server, config.host, config.port);
+  // The app (Koa, its router and every route's module) loads once the runtime listens: meanwhile
+  // /healthz answers from answerWhileStarting, and other requests wait for the app.
+  const appModule = import('./app.ts');
+  appModule.catch(() => {});
   const stopListening = () => {
     server.closeAllConnections();
     server.close();
@@ -168,6 +171,7 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
       throw err;
     }
 
+    const { appListener, createApp } = await appModule;
     const app = createApp({ config: finalConfig, store, clock, log, services });
     handler = appListener(app);
     markReady();
