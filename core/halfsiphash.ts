@@ -4,9 +4,9 @@
  * short inputs. The runtime keys its claims index in memory with it (runtime/store/claims.ts),
  * where Node's own hashes cost a few microseconds a call for the set-up of each digest.
  *
- * `halfSipHash` hashes bytes (checked against the reference vectors); `halfSipHashText` hashes a
- * string's UTF-16 code units as their little-endian bytes, without encoding it first: the same
- * value as `halfSipHash` of `Buffer.from(text, 'utf16le')`.
+ * It hashes text as its UTF-16 code units' little-endian bytes, without encoding it first: the
+ * value HalfSipHash gives `Buffer.from(text, 'utf16le')` (the tests check it against a byte-wise
+ * form that gives the reference vectors).
  */
 
 /** The key as two little-endian words, from 8 bytes. */
@@ -17,28 +17,15 @@ export function halfSipKey(bytes: Uint8Array): HalfSipKey {
   return [word(bytes, 0), word(bytes, 4)];
 }
 
-export function halfSipHash(key: HalfSipKey, data: Uint8Array): number {
-  const s = start(key);
-  const end = data.length - (data.length & 3);
-  for (let i = 0; i < end; i += 4) compress(s, word(data, i));
-  let b = (data.length << 24) >>> 0;
-  for (let i = data.length - 1; i >= end; i--) b |= data[i] << (8 * (i - end));
-  return finish(s, b >>> 0);
-}
-
-export function halfSipHashText(key: HalfSipKey, text: string): number {
-  return halfSipHashLines(key, text, undefined);
-}
-
 /**
- * `halfSipHashText(key, first + '\n' + second)` without building that string (joining two texts
- * and reading the result's code units costs more than the hash). `second` undefined: `first` alone.
+ * The hash of `first + '\n' + second` without building that string (joining two texts and reading
+ * the result's code units costs more than the hash). `second` undefined: `first` alone.
  */
 export function halfSipHashLines(key: HalfSipKey, first: string, second: string | undefined): number {
   // The code units, laid out in a scratch buffer.
   const a = first.length;
   const n = second === undefined ? a : a + 1 + second.length;
-  if (n + 1 > units.length) grow(n + 1);
+  if (n > units.length) grow(n);
   const u = units;
   for (let i = 0; i < a; i++) u[i] = first.charCodeAt(i);
   if (second !== undefined) {
@@ -78,59 +65,6 @@ export function halfSipHashLines(key: HalfSipKey, first: string, second: string 
 let units = new Uint16Array(256);
 function grow(n: number): void {
   units = new Uint16Array(2 ** Math.ceil(Math.log2(n)));
-}
-
-// The state: v0..v3 in a small typed array, reused (the hash is synchronous and not reentrant).
-const v = new Uint32Array(4);
-
-function start([k0, k1]: HalfSipKey): Uint32Array {
-  v[0] = k0;
-  v[1] = k1;
-  v[2] = 0x6c796765 ^ k0;
-  v[3] = 0x74656462 ^ k1;
-  return v;
-}
-
-function compress(s: Uint32Array, m: number): void {
-  s[3] ^= m;
-  round(s);
-  round(s);
-  s[0] ^= m;
-}
-
-function finish(s: Uint32Array, b: number): number {
-  compress(s, b);
-  s[2] ^= 0xff;
-  round(s);
-  round(s);
-  round(s);
-  round(s);
-  return (s[1] ^ s[3]) >>> 0;
-}
-
-function round(s: Uint32Array): void {
-  let v0 = s[0];
-  let v1 = s[1];
-  let v2 = s[2];
-  let v3 = s[3];
-  v0 = (v0 + v1) | 0;
-  v1 = rotl(v1, 5) ^ v0;
-  v0 = rotl(v0, 16);
-  v2 = (v2 + v3) | 0;
-  v3 = rotl(v3, 8) ^ v2;
-  v0 = (v0 + v3) | 0;
-  v3 = rotl(v3, 7) ^ v0;
-  v2 = (v2 + v1) | 0;
-  v1 = rotl(v1, 13) ^ v2;
-  v2 = rotl(v2, 16);
-  s[0] = v0;
-  s[1] = v1;
-  s[2] = v2;
-  s[3] = v3;
-}
-
-function rotl(x: number, n: number): number {
-  return (x << n) | (x >>> (32 - n));
 }
 
 function word(bytes: Uint8Array, i: number): number {

@@ -19,6 +19,7 @@ import { openStore, type Store } from './store/index.ts';
 import { startupStorageError, unwritableReason } from './store/storage-health.ts';
 import { lockDataDir, type DataDirLock } from './data-dir-lock.ts';
 import { listen } from './listen.ts';
+import { HEALTHY } from './routes/health.ts';
 import type { RuntimeFile } from './runtime-file.ts';
 
 export interface RunningServer {
@@ -233,7 +234,7 @@ export function answerWhileStarting(req: IncomingMessage, res: ServerResponse): 
   const path = (req.url ?? '').split('?')[0];
   if (req.method !== 'GET' && req.method !== 'HEAD') return false;
   if (path === '/healthz') {
-    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' }).end(req.method === 'HEAD' ? undefined : '{"status":"ok"}');
+    res.writeHead(200, { 'Content-Type': HEALTHY.type }).end(req.method === 'HEAD' ? undefined : HEALTHY.body);
     return true;
   }
   if (path !== '/readyz') return false;

@@ -8,15 +8,19 @@ import type { RouteModule } from './index.ts';
  * that lost its database, or cannot store what it is sent, out of rotation (docs/runtime.md#health).
  * Neither names the database's address: they need no key.
  */
-const HEALTHY = JSON.stringify({ status: 'ok' });
+/**
+ * The answer of `GET /healthz`: the same type and bytes whether the app gives it or the start path
+ * does, before the app is loaded (server.ts `answerWhileStarting`).
+ */
+export const HEALTHY = { type: 'application/json; charset=utf-8', body: JSON.stringify({ status: 'ok' }) } as const;
 
 export const healthRoutes: RouteModule = (router, { store, log }) => {
   router.get('/healthz', (ctx) => {
     // The same bytes Koa writes for the object, given as text: Koa tests an object body against
     // the global Response, whose first use loads Node's fetch (about 40 ms), and the first answer
     // of a starting runtime is usually this one (docs/runtime.md#health).
-    ctx.type = 'application/json; charset=utf-8';
-    ctx.body = HEALTHY;
+    ctx.type = HEALTHY.type;
+    ctx.body = HEALTHY.body;
   });
   router.get('/readyz', (ctx) => {
     const engine = store.engine === 'postgres' ? 'PostgreSQL' : 'SQLite';

@@ -86,7 +86,7 @@ const HASH_MASK = 0x3fffffff;
 export function memoryClaims(db: SqliteDB, mask: number = HASH_MASK): Claims {
   // The database's 16 random bytes, folded to HalfSipHash's 8 (migration 022).
   const stored = db.prepare('SELECT key FROM delivery_claim_key').pluck().get() as Buffer;
-  const key = halfSipKey(Buffer.from(stored.subarray(0, 8).map((byte, i) => byte ^ stored[8 + i])));
+  const key = halfSipKey(stored.subarray(0, 8).map((byte, i) => byte ^ stored[8 + i]));
   // The uid is an id of ours and has no newline: uid and identity cannot be confused.
   const hashOf = (uid: string, identity: string): number => halfSipHashLines(key, uid, identity) & mask;
 
