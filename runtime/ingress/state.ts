@@ -53,6 +53,7 @@ export function createIngressState(config: Config, store: Store, clock: Clock): 
     commits: new GroupCommit(
       (items) => store.deliveries.writeBatch(items, { identityDays: config.limits.identityDays, rejectedKeep: config.limits.rejectedLogKeep }),
       (size) => metrics.batchSize.deliveries.observe(size),
+      store.walSync,
     ),
   };
 }

@@ -80,6 +80,7 @@ export const runRoutes: RouteModule = (router, deps) => {
     (items: readonly NewRunItem[]) => store.runs.createBatch(items),
     // Looked up at each commit: the ingress state may be made after these routes (docs/runtime.md#metrics).
     (size) => deps.services.ingress?.metrics.batchSize.runs.observe(size),
+    store.walSync,
   );
 
   /** The run's notification target: allowed by --notify-allow, with the given secret or a new one. */

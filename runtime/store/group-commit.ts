@@ -1,4 +1,5 @@
 import type { DB } from './db.ts';
+import type { Durability } from './wal-sync.ts';
 
 /** The result of one item of a group commit: its value, or the error that rolled back its savepoint. */
 export type BatchOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
@@ -71,11 +72,12 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
  * (setImmediate, i.e. after the I/O callbacks of this turn have run) everything queued is written
  * by `commit` in one transaction, and only then is each request's promise settled, so every
  * answer (a 202 of the ingress, docs/ingress.md; a 201 of the run API, docs/api.md) follows the
- * commit that holds its write.
+ * commit that holds its write, and the fsync that put it on disk.
  *
- * Why: the database runs with `synchronous = FULL` (db.ts), so a commit is an fsync; under load
- * one fsync now carries many writes instead of one each. A lone request waits one turn, not a
- * timer. `commit` must give the semantics of one-by-one commits: items in arrival order, each in
+ * Why: a durable commit is an fsync; under load one fsync now carries many writes instead of one
+ * each, and on SQLite it runs off the event loop (`durable`, store/wal-sync.ts), which goes on
+ * reading requests and committing the next batch meanwhile. A lone request waits one turn and
+ * one fsync, not a timer. `commit` must give the semantics of one-by-one commits: items in arrival order, each in
  * its own savepoint, so one item that throws fails only itself (see `acceptBatch`,
  * `createBatch`). If the transaction itself fails, every request of the batch gets the error
  * (nothing of the batch was committed).
@@ -87,20 +89,30 @@ export class GroupCommit<I, R> {
   /** Most items per transaction; the rest go into the next one, in the same turn. */
   static readonly MAX_BATCH = 256;
 
-  private queue: { item: I; resolve: (r: R) => void; reject: (err: unknown) => void }[] = [];
+  private queue: Pending<I, R>[] = [];
   private scheduled = false;
+  /** With `durable`: the fsync of the last batches is in flight; what is queued meanwhile waits for it, and commits as one batch. */
+  private syncing = false;
 
-  /** `onBatch` hears the size of every batch committed (the batch-size metric, docs/runtime.md#metrics). */
+  /**
+   * `onBatch` hears the size of every batch committed (the batch-size metric,
+   * docs/runtime.md#metrics). `durable`, the SQLite file's (store/wal-sync.ts): each batch commits
+   * without waiting for the disk, and its items settle once the WAL's fsync, off the event loop,
+   * has ended; while that fsync runs, the next requests queue, and commit together when it ends
+   * (they could not have been answered before it anyway). Without `durable` (PostgreSQL, a
+   * database in memory) items settle when `commit` returns, whose COMMIT has waited for the disk.
+   */
   constructor(
     private readonly commit: (items: readonly I[]) => BatchOutcome<R>[],
     private readonly onBatch?: (size: number) => void,
+    private readonly durable?: Durability,
   ) {}
 
   /** Queues one item; resolves after the commit that holds it. */
   submit(item: I): Promise<R> {
     return new Promise((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.scheduled) {
+      if (!this.scheduled && !this.syncing) {
         this.scheduled = true;
         setImmediate(this.flush);
       }
@@ -114,21 +126,49 @@ export class GroupCommit<I, R> {
 
   private readonly flush = (): void => {
     this.scheduled = false;
+    const written: { batch: Pending<I, R>[]; outcomes: BatchOutcome<R>[] }[] = [];
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, GroupCommit.MAX_BATCH);
       this.onBatch?.(batch.length);
+      const items = batch.map((p) => p.item);
       let outcomes: BatchOutcome<R>[];
       try {
-        outcomes = this.commit(batch.map((p) => p.item));
+        outcomes = this.durable ? this.durable.unsynced(() => this.commit(items)) : this.commit(items);
       } catch (err) {
         for (const p of batch) p.reject(err);
         continue;
       }
-      for (let i = 0; i < batch.length; i++) {
-        const o = outcomes[i];
-        if (o.ok) batch[i].resolve(o.result);
-        else batch[i].reject(o.error);
-      }
+      if (this.durable) written.push({ batch, outcomes });
+      else settle(batch, outcomes);
     }
+    if (written.length === 0 || !this.durable) return;
+    this.syncing = true;
+    this.durable.sync((err) => {
+      this.syncing = false;
+      // An fsync that failed leaves the batches' writes in the database but not known to be on
+      // disk: every item fails with the system's error (a storage failure, docs/runtime.md).
+      for (const { batch, outcomes } of written) {
+        if (err) for (const p of batch) p.reject(err);
+        else settle(batch, outcomes);
+      }
+      if (this.queue.length > 0 && !this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    });
   };
+}
+
+interface Pending<I, R> {
+  item: I;
+  resolve: (r: R) => void;
+  reject: (err: unknown) => void;
+}
+
+function settle<R>(batch: readonly Pending<unknown, R>[], outcomes: readonly BatchOutcome<R>[]): void {
+  for (let i = 0; i < batch.length; i++) {
+    const o = outcomes[i];
+    if (o.ok) batch[i].resolve(o.result);
+    else batch[i].reject(o.error);
+  }
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { resolve } from 'node:path';
 import { CliError } from '../../core/errors.ts';
 import type { Clock } from '../clock.ts';
 import { open, seal } from '../crypto.ts';
@@ -19,6 +20,7 @@ import { CHANNELS, type Channel } from './channels.ts';
 export { CHANNELS, type Channel } from './channels.ts';
 import { RateWindowStore } from './rate-windows.ts';
 import { StorageHealth } from './storage-health.ts';
+import { WalSync, type Durability } from './wal-sync.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
 export interface StoreContext {
@@ -87,6 +89,11 @@ export class Store {
   readonly health: StorageHealth;
   /** SQLite with `checkpointThread`: the WAL's checkpoints, off the event loop. */
   checkpointer: Checkpointer | undefined;
+  /**
+   * A SQLite file: how the group commits make their batches durable, the WAL's fsync off the event
+   * loop (store/wal-sync.ts). Undefined on PostgreSQL and in memory, where a COMMIT waits itself.
+   */
+  walSync: (Durability & { close(): void }) | undefined;
   /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
   private readonly pg: { notify: Statement; lock: Statement } | undefined;
 
@@ -167,6 +174,7 @@ export class Store {
 
   close(): void {
     this.checkpointer?.stop();
+    this.walSync?.close();
     void this.health.stop(0);
     if (this.db.open) this.db.close();
   }
@@ -201,6 +209,7 @@ export function openStore(options: OpenStoreOptions): Store {
     throw err;
   }
   const store = new Store({ db, dialect, clock: options.clock, masterKey });
+  if (dialect === 'sqlite' && options.path !== ':memory:') store.walSync = new WalSync(db as SqliteDB, `${resolve(options.path)}-wal`);
   if (options.checkpointThread && dialect === 'sqlite' && options.path !== ':memory:') {
     store.checkpointer = new Checkpointer(db as SqliteDB, options.path, options.checkpointThread);
   }
