@@ -90,6 +90,7 @@ export class Checkpointer {
   private inFlight: { done: Promise<void>; resolve: () => void } | undefined;
   private lastLog = -1;
   private stopped = false;
+  private gaveBack = false;
   private readonly stats: CheckpointStats = { thread: 0, main: 0, mainFrames: 0, maxLog: 0, forced: 0, maxFileBytes: 0 };
 
   constructor(
@@ -157,8 +158,17 @@ export class Checkpointer {
     clearTimeout(timer);
   }
 
+  /**
+   * Whether the checkpoints are still this thread's and the main connection's timers', none in the
+   * commits (store/wal-sync.ts commits the group commits' batches without their fsync only then).
+   */
+  get ownsCheckpoints(): boolean {
+    return !this.gaveBack;
+  }
+
   /** SQLite's defaults again on the main connection: it checkpoints in its commits, and keeps the WAL file's size. */
   private giveBack(): void {
+    this.gaveBack = true;
     if (!this.db.open) return;
     this.db.pragma('wal_autocheckpoint = 1000');
     this.db.pragma('journal_size_limit = -1');

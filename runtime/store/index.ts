@@ -209,9 +209,9 @@ export function openStore(options: OpenStoreOptions): Store {
     throw err;
   }
   const store = new Store({ db, dialect, clock: options.clock, masterKey });
-  if (dialect === 'sqlite' && options.path !== ':memory:') store.walSync = new WalSync(db as SqliteDB, `${resolve(options.path)}-wal`);
-  if (options.checkpointThread && dialect === 'sqlite' && options.path !== ':memory:') {
-    store.checkpointer = new Checkpointer(db as SqliteDB, options.path, options.checkpointThread);
+  if (dialect === 'sqlite' && options.path !== ':memory:') {
+    if (options.checkpointThread) store.checkpointer = new Checkpointer(db as SqliteDB, options.path, options.checkpointThread);
+    store.walSync = new WalSync(db as SqliteDB, `${resolve(options.path)}-wal`, () => store.checkpointer?.ownsCheckpoints === true);
   }
   return store;
 }

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, fsync, openSync } from 'node:fs';
+import { closeSync, fsync, openSync } from 'node:fs';
 import type { SqliteDB } from './db.ts';
 
 /**
@@ -39,10 +39,15 @@ export class WalSync implements Durability {
   /** Callbacks that wait for the next fsync (they came after the one in flight began). */
   private next: ((err: Error | null) => void)[] = [];
 
-  /** `flushFile`: node:fs's `fsync` (tests pass one that records its calls). */
+  /**
+   * `checkpointsElsewhere`: true while no checkpoint runs inside the connection's commits (the
+   * checkpoint thread owns them, store/checkpointer.ts). `flushFile`: node:fs's `fsync` (tests
+   * pass one that records its calls).
+   */
   constructor(
     private readonly db: SqliteDB,
     private readonly walPath: string,
+    private readonly checkpointsElsewhere: () => boolean,
     private readonly flushFile: typeof fsync = fsync,
   ) {}
 
@@ -51,7 +56,7 @@ export class WalSync implements Durability {
     // without the checkpoint thread, or once the thread failed) keeps FULL for the batch too: such
     // a checkpoint takes its fsyncs from the commit's setting, and one without them could let the
     // WAL start over before the database file holds what was copied into it.
-    if (this.db.pragma('wal_autocheckpoint', { simple: true }) !== 0) return fn();
+    if (!this.checkpointsElsewhere()) return fn();
     // Not a prepared statement: SQLite applies this pragma when it compiles it, not when it runs.
     this.db.exec('PRAGMA synchronous = OFF');
     try {
@@ -92,15 +97,13 @@ export class WalSync implements Durability {
   }
 
   /**
-   * The WAL's descriptor. SQLite keeps the file while a connection is open (a checkpoint that
-   * restarts it writes over it, or truncates it); should it ever be removed and made again, the
-   * old descriptor would flush a file nobody reads, so a descriptor whose file has no name left
-   * is replaced.
+   * The WAL's descriptor, opened once. In WAL mode SQLite keeps that file for as long as a
+   * connection is open: a checkpoint that starts the WAL over writes over it or truncates it, and
+   * only the last connection's close removes it. The runtime never leaves WAL mode, and this
+   * object lives and dies with its connection (the store's close).
    */
   private openWal(): number {
-    if (this.walFd !== undefined && fstatSync(this.walFd).nlink > 0) return this.walFd;
-    this.close();
-    this.walFd = openSync(this.walPath, 'r');
+    this.walFd ??= openSync(this.walPath, 'r');
     return this.walFd;
   }
 }

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { fsync, mkdtempSync, readlinkSync, rmSync, unlinkSync } from 'node:fs';
+import { fsync, mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
@@ -57,7 +57,7 @@ function openServed(t: { after(fn: () => void | Promise<void>): void }) {
 
 function setup(t: { after(fn: () => void | Promise<void>): void }, flush = recordingFsync()) {
   const { store, path } = openServed(t);
-  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, flush.fn);
+  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, () => store.checkpointer?.ownsCheckpoints === true, flush.fn);
   const batches: number[] = [];
   const commits = new GroupCommit(
     (items: readonly AcceptItem[]) => store.deliveries.acceptBatch(items, 30),
@@ -129,7 +129,7 @@ test('what is submitted while an fsync is in flight waits for it, then commits a
 test('a batch whose transaction throws keeps synchronous = FULL for the connection and is not fsynced', async (t) => {
   const { store, path } = openServed(t);
   const flush = recordingFsync();
-  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, flush.fn);
+  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, () => store.checkpointer?.ownsCheckpoints === true, flush.fn);
   t.after(() => sync.close());
   const commits = new GroupCommit<number, number>(
     () => {
@@ -157,37 +157,42 @@ test('an fsync that fails fails every item of its batches with the system error,
   assert.equal((await commits.submit(item())).outcome, 'accepted');
 });
 
-test('when the WAL file has lost its name, a batch fails instead of being answered after an fsync nobody reads', async (t) => {
-  const { path, commits, item } = setup(t);
-  assert.equal((await commits.submit(item())).outcome, 'accepted');
-  unlinkSync(`${path}-wal`);
-  await assert.rejects(commits.submit(item()), { code: 'ENOENT' });
-});
-
 test('a connection that checkpoints inside its commits commits the batch with FULL, and still answers after the fsync', async (t) => {
-  // SQLite's default (no checkpoint thread, or the thread failed): such a checkpoint takes its
-  // fsyncs from the commit's setting, so the batch keeps them.
+  // SQLite's default (no checkpoint thread, or the thread stopped or failed): such a checkpoint
+  // takes its fsyncs from the commit's setting, so the batch keeps them.
   const dir = mkdtempSync(join(tmpdir(), 'factory-wal-sync-'));
   const path = join(dir, 'factory.db');
-  const store = openStore({ path, clock: new FakeClock() });
-  const flush = recordingFsync();
-  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, flush.fn);
+  const served = openServed(t);
+  const alone = openStore({ path, clock: new FakeClock() });
   t.after(() => {
-    sync.close();
-    store.close();
+    alone.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  assert.notEqual((store.db as SqliteDB).pragma('wal_autocheckpoint', { simple: true }), 0);
-  const during: unknown[] = [];
-  const commits = new GroupCommit<number, number>(
-    (items) => {
-      during.push(synchronous(store.db as SqliteDB));
-      return items.map((n) => ({ ok: true, result: n }));
-    },
-    undefined,
-    sync,
-  );
-  assert.equal(await commits.submit(7), 7);
-  assert.deepEqual(during, [FULL]);
-  assert.equal(flush.calls.length, 1);
+  for (const [store, walPath, stop] of [
+    [alone, `${path}-wal`, () => {}],
+    [served.store, `${served.path}-wal`, () => served.store.checkpointer?.stop()],
+  ] as const) {
+    const db = store.db as SqliteDB;
+    const flush = recordingFsync();
+    const sync = new WalSync(db, walPath, () => store.checkpointer?.ownsCheckpoints === true, flush.fn);
+    t.after(() => sync.close());
+    const during: unknown[] = [];
+    const commits = new GroupCommit<number, number>(
+      (items) => {
+        during.push(synchronous(db));
+        return items.map((n) => ({ ok: true, result: n }));
+      },
+      undefined,
+      sync,
+    );
+    if (store === served.store) {
+      assert.equal(await commits.submit(1), 1);
+      assert.deepEqual(during.splice(0), [0], 'while the thread owns the checkpoints');
+    }
+    stop();
+    assert.notEqual(db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the commits checkpoint');
+    assert.equal(await commits.submit(7), 7);
+    assert.deepEqual(during, [FULL]);
+    assert.ok(flush.calls.length >= 1);
+  }
 });
