@@ -10,8 +10,8 @@
  * runtime's 1-automation miss row as the moonshot; without it, one line says the row was skipped.
  * Each target is its own process, so /proc/<pid>/stat gives the CPU each one spent serving (all
  * its threads: webhook, in Go, may use both cores); the targets alternate over several rounds, so
- * a noisy neighbour hits them alike. The runtime logs at info (one access line per request) into /dev/null, with
- * `synchronous = FULL`, as in production; its executor is paused, so the runs that matching
+ * a noisy neighbour hits them alike. The runtime logs at info (one access line per request) into /dev/null, and
+ * answers each delivery after the fsync that holds it, as in production; its executor is paused, so the runs that matching
  * deliveries create stay QUEUED and cost nothing while measuring.
  *
  * Rows: one automation whose filter misses (the headline, against the bare server), one that

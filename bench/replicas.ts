@@ -247,7 +247,7 @@ export async function benchReplicas(print: (line: string) => void, opts: { quick
     }
 
     print(`replicas: ${rounds} round(s) of ${seconds} s per row, rows alternating; every process \`factory serve --no-executor\` logging at info to /dev/null`);
-    print(`  PostgreSQL ${version} at ${new URL(serverUrl).host} (synchronous_commit ${syncCommit}), a fresh schema per setup; SQLite synchronous = FULL`);
+    print(`  PostgreSQL ${version} at ${new URL(serverUrl).host} (synchronous_commit ${syncCommit}), a fresh schema per setup; SQLite answers after the WAL's fsync`);
     print(`  wrk -t1 per replica, all at once, connections split evenly: ingress -c${INGRESS_CONNECTIONS} in all, run creation -c${CREATE_CONNECTIONS} in all`);
     print('  PostgreSQL has no target in the issue: its figures are information. Latencies are per replica (r1/r2).');
     const sqliteOf = (kind: Kind) => rows.find((x) => x.kind === kind && !x.setup.appName)!;
