@@ -3,17 +3,17 @@ import { writeProblem } from '../http/problem.ts';
 import type { RouteModule } from './index.ts';
 
 /**
- * `GET /healthz`: the process is up. `GET /readyz`: the database answers, takes writes and is not
- * damaged, and which engine it is (503 otherwise, saying why), so a load balancer takes a replica
- * that lost its database, or cannot store what it is sent, out of rotation (docs/runtime.md#health).
- * Neither names the database's address: they need no key.
- */
-/**
  * The answer of `GET /healthz`: the same type and bytes whether the app gives it or the start path
  * does, before the app is loaded (server.ts `answerWhileStarting`).
  */
 export const HEALTHY = { type: 'application/json; charset=utf-8', body: JSON.stringify({ status: 'ok' }) } as const;
 
+/**
+ * `GET /healthz`: the process is up. `GET /readyz`: the database answers, takes writes and is not
+ * damaged, and which engine it is (503 otherwise, saying why), so a load balancer takes a replica
+ * that lost its database, or cannot store what it is sent, out of rotation (docs/runtime.md#health).
+ * Neither names the database's address: they need no key.
+ */
 export const healthRoutes: RouteModule = (router, { store, log }) => {
   router.get('/healthz', (ctx) => {
     // The same bytes Koa writes for the object, given as text: Koa tests an object body against

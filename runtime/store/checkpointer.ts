@@ -90,7 +90,6 @@ export class Checkpointer {
   private inFlight: { done: Promise<void>; resolve: () => void } | undefined;
   private lastLog = -1;
   private stopped = false;
-  private gaveBack = false;
   private readonly stats: CheckpointStats = { thread: 0, main: 0, mainFrames: 0, maxLog: 0, forced: 0, maxFileBytes: 0 };
 
   constructor(
@@ -163,12 +162,12 @@ export class Checkpointer {
    * commits (store/wal-sync.ts commits the group commits' batches without their fsync only then).
    */
   get ownsCheckpoints(): boolean {
-    return !this.gaveBack;
+    // Stopped or fallen back: both hand the checkpoints back to the commits (`giveBack`).
+    return !this.stopped;
   }
 
   /** SQLite's defaults again on the main connection: it checkpoints in its commits, and keeps the WAL file's size. */
   private giveBack(): void {
-    this.gaveBack = true;
     if (!this.db.open) return;
     this.db.pragma('wal_autocheckpoint = 1000');
     this.db.pragma('journal_size_limit = -1');

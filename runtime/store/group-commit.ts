@@ -77,9 +77,9 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
  * Why: a durable commit is an fsync; under load one fsync now carries many writes instead of one
  * each, and on SQLite it runs off the event loop (`durable`, store/wal-sync.ts), which goes on
  * reading requests and committing the next batch meanwhile. A lone request waits one turn and
- * one fsync, not a timer. `commit` must give the semantics of one-by-one commits: items in arrival order, each in
- * its own savepoint, so one item that throws fails only itself (see `acceptBatch`,
- * `createBatch`). If the transaction itself fails, every request of the batch gets the error
+ * one fsync, not a timer. `commit` must give the semantics of one-by-one commits: items in
+ * arrival order, each in its own savepoint, so one item that throws fails only itself (see
+ * `acceptBatch`, `createBatch`). If the transaction itself fails, every request of the batch gets the error
  * (nothing of the batch was committed).
  *
  * Used by the ingress (runtime/ingress/state.ts: every delivery it logs, Rejected ones too) and
@@ -112,11 +112,15 @@ export class GroupCommit<I, R> {
   submit(item: I): Promise<R> {
     return new Promise((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.scheduled && !this.syncing) {
-        this.scheduled = true;
-        setImmediate(this.flush);
-      }
+      if (!this.syncing) this.schedule();
     });
+  }
+
+  /** The next flush, after this turn's I/O callbacks, unless one is already coming. */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
   }
 
   /** Items waiting for the next commit (for tests and metrics). */
@@ -151,10 +155,7 @@ export class GroupCommit<I, R> {
         if (err) for (const p of batch) p.reject(err);
         else settle(batch, outcomes);
       }
-      if (this.queue.length > 0 && !this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flush);
-      }
+      if (this.queue.length > 0) this.schedule();
     });
   };
 }

@@ -20,7 +20,7 @@ import { CHANNELS, type Channel } from './channels.ts';
 export { CHANNELS, type Channel } from './channels.ts';
 import { RateWindowStore } from './rate-windows.ts';
 import { StorageHealth } from './storage-health.ts';
-import { WalSync, type Durability } from './wal-sync.ts';
+import { WalSync } from './wal-sync.ts';
 
 /** What every store module is constructed with. Modules prepare their statements once. */
 export interface StoreContext {
@@ -93,7 +93,7 @@ export class Store {
    * A SQLite file: how the group commits make their batches durable, the WAL's fsync off the event
    * loop (store/wal-sync.ts). Undefined on PostgreSQL and in memory, where a COMMIT waits itself.
    */
-  walSync: (Durability & { close(): void }) | undefined;
+  walSync: WalSync | undefined;
   /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
   private readonly pg: { notify: Statement; lock: Statement } | undefined;
 

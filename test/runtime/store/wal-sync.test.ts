@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { FakeClock } from '../../../runtime/clock.ts';
-import { openStore } from '../../../runtime/store/index.ts';
+import { openStore, type Store } from '../../../runtime/store/index.ts';
 import type { SqliteDB } from '../../../runtime/store/db.ts';
 import type { AcceptItem, AcceptResult } from '../../../runtime/store/deliveries.ts';
 import { GroupCommit } from '../../../runtime/store/group-commit.ts';
@@ -55,16 +55,22 @@ function openServed(t: { after(fn: () => void | Promise<void>): void }) {
   return { store, path };
 }
 
+/** A WalSync of `store`'s, made as the store makes its own, whose fsyncs are `flush`'s. */
+function walSyncOf(t: { after(fn: () => void): void }, store: Store, path: string, flush: ReturnType<typeof recordingFsync>): WalSync {
+  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, () => store.checkpointer?.ownsCheckpoints === true, flush.fn);
+  t.after(() => sync.close());
+  return sync;
+}
+
 function setup(t: { after(fn: () => void | Promise<void>): void }, flush = recordingFsync()) {
   const { store, path } = openServed(t);
-  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, () => store.checkpointer?.ownsCheckpoints === true, flush.fn);
+  const sync = walSyncOf(t, store, path, flush);
   const batches: number[] = [];
   const commits = new GroupCommit(
     (items: readonly AcceptItem[]) => store.deliveries.acceptBatch(items, 30),
     (n) => batches.push(n),
     sync,
   );
-  t.after(() => sync.close());
   const item = (id = randomUUID()): AcceptItem => ({ facts: { webhookUid: 'wh_a', deliveryId: id, size: 2, receivedAt: new Date(0) }, payload: Buffer.from('{}') });
   /** What another connection sees: committed rows, whether or not they are on disk yet. */
   const seenElsewhere = () => {
@@ -129,8 +135,7 @@ test('what is submitted while an fsync is in flight waits for it, then commits a
 test('a batch whose transaction throws keeps synchronous = FULL for the connection and is not fsynced', async (t) => {
   const { store, path } = openServed(t);
   const flush = recordingFsync();
-  const sync = new WalSync(store.db as SqliteDB, `${path}-wal`, () => store.checkpointer?.ownsCheckpoints === true, flush.fn);
-  t.after(() => sync.close());
+  const sync = walSyncOf(t, store, path, flush);
   const commits = new GroupCommit<number, number>(
     () => {
       assert.equal(synchronous(store.db as SqliteDB), 0, 'the batch itself commits without waiting for the disk');
@@ -168,14 +173,13 @@ test('a connection that checkpoints inside its commits commits the batch with FU
     alone.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  for (const [store, walPath, stop] of [
-    [alone, `${path}-wal`, () => {}],
-    [served.store, `${served.path}-wal`, () => served.store.checkpointer?.stop()],
+  for (const [store, dbPath, stop] of [
+    [alone, path, () => {}],
+    [served.store, served.path, () => served.store.checkpointer?.stop()],
   ] as const) {
     const db = store.db as SqliteDB;
     const flush = recordingFsync();
-    const sync = new WalSync(db, walPath, () => store.checkpointer?.ownsCheckpoints === true, flush.fn);
-    t.after(() => sync.close());
+    const sync = walSyncOf(t, store, dbPath, flush);
     const during: unknown[] = [];
     const commits = new GroupCommit<number, number>(
       (items) => {
