@@ -21,6 +21,13 @@ import { unwritableReason } from './store/storage-health.ts';
 const BUSY_TRIES = 5;
 /** For a synchronous pause between tries (Atomics.wait on a value that never changes). */
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
+/**
+ * Every lock this process holds. better-sqlite3 closes a connection that is garbage collected, and
+ * that would drop the lock while its holder runs on: a caller that let go of the DataDirLock
+ * object (or kept it only in a closure the collector can reach) would lose the data dir without a
+ * word. Held here, a lock lasts until release() or the end of the process, and nothing else.
+ */
+const HELD = new Set<Database.Database>();
 
 export interface DataDirLock {
   /** Releases the lock (idempotent). */
@@ -68,12 +75,12 @@ export function lockDataDir(dataDir: string, then = 'stop it first, or give this
       throw new CliError(`cannot lock the ${what.dir} ${dataDir}: ${unwritableReason(dataDir) ?? (err as Error).message}.`);
     }
   }
-  let held = true;
+  const held = db;
+  HELD.add(held);
   return {
     release() {
-      if (!held) return;
-      held = false;
-      db!.close();
+      if (!HELD.delete(held)) return;
+      held.close();
     },
   };
 }

@@ -55,6 +55,25 @@ test('four starts at the same instant: exactly one holds the data dir', async (t
   assert.deepEqual(outs.sort(), ['busy', 'busy', 'busy', 'held']);
 });
 
+test('a lock whose holder let go of its object stays held through a garbage collection', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'factory-lock-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  // The child drops what lockDataDir returned and collects garbage twice before it says so.
+  const script = `import { once } from 'node:events';
+    import { lockDataDir } from ${JSON.stringify(join(ROOT, 'runtime/data-dir-lock.ts'))};
+    lockDataDir(${JSON.stringify(dataDir)});
+    globalThis.gc(); await new Promise((r) => setImmediate(r)); globalThis.gc();
+    process.stdout.write('collected'); process.stdin.resume(); await once(process.stdin, 'end');`;
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });
+  t.after(() => child.kill('SIGKILL'));
+  assert.equal(String((await once(child.stdout, 'data'))[0]), 'collected');
+  const { lockDataDir } = await import('../../runtime/data-dir-lock.ts');
+  assert.throws(() => lockDataDir(dataDir), (e: unknown) => e instanceof CliError && /is in use by another runtime/.test(e.message));
+  child.stdin.end();
+  await once(child, 'exit');
+  lockDataDir(dataDir).release();
+});
+
 test('a runtime.lock left by an older release (a pid as text) does not stop a start; the same data dir twice in one process is refused', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'factory-lock-'));
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
