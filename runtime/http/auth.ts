@@ -73,6 +73,15 @@ export function canManageFactory(principal: Principal, factory: string): boolean
   return principal.factories === null || principal.factories.includes(factory);
 }
 
+/**
+ * The factories whose runs this principal may see, create, cancel and retry
+ * (docs/runtime.md#factory-limited-keys), or null for every run. A key limited to some factories is
+ * limited for the `runs` scope as for `manage`.
+ */
+export function runFactoriesOf(principal: Principal): readonly string[] | null {
+  return principal.scopes.includes('admin') ? null : principal.factories;
+}
+
 export interface RequireScopeOptions {
   /**
    * The factory the request acts on, when the route knows it (a path parameter, or the factory of

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { conflict, invalidRequest, notFound } from '../../core/errors.ts';
 import { replayDelivery } from '../automations/replay.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
-import { canManageFactory, principalOf, requireScope } from '../http/auth.ts';
+import { canManageFactory, principalOf, requireScope, runFactoriesOf } from '../http/auth.ts';
 import { noBody, readJsonBody } from '../http/body.ts';
 import type { NewRun } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
@@ -43,7 +43,7 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
   });
 
   router.post(`${RUNS_PATH}/:id/retry`, requireScope('runs'), noBody, (ctx) => {
-    const run = findRun(deps, String(ctx.params.id));
+    const run = findRun(deps, String(ctx.params.id), principalOf(ctx));
     if (run.state !== 'FAILED' && run.state !== 'ERROR') {
       throw conflict(`The run "${run.run_id}" is ${run.state}; only a FAILED or ERROR run can be retried.`);
     }
@@ -51,6 +51,12 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
     const environment = runEnvironment(store, run);
     if ('problem' in environment) {
       throw conflict(`The environment "${run.config.environment_id}" of run "${run.run_id}" ${environment.problem}, so it cannot be retried.`);
+    }
+    // A key limited to some factories retries into theirs only: an API run's environment that has
+    // moved to another factory since is refused, without naming that factory.
+    const factories = runFactoriesOf(principalOf(ctx));
+    if (factories !== null && !factories.includes(environment.record.factory)) {
+      throw conflict(`The environment "${run.config.environment_id}" of run "${run.run_id}" now belongs to a factory this API key may not use, so it cannot be retried.`);
     }
     const attachments = store.runs.attachmentBytes(run.run_id);
     // The same input and attribution; the new run points back at the one it retries.

@@ -5,7 +5,7 @@ import { isFinal } from '../../core/run-state.ts';
 import { newStandardWebhooksSecret } from '../../core/ids.ts';
 import { notifyAllowed } from '../../core/notify.ts';
 import type { AppDeps } from '../app.ts';
-import { principalOf, requireScope, type Principal } from '../http/auth.ts';
+import { principalOf, requireScope, runFactoriesOf, type Principal } from '../http/auth.ts';
 import { noBody, readJsonBody } from '../http/body.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
 import { GroupCommit } from '../store/group-commit.ts';
@@ -42,17 +42,24 @@ export function creatorOf(p: Principal): { type: 'user' | 'agent'; name: string 
  * The environment of a create without config.environment_id (Oz uses the team's default): the
  * runtime's only environment, else a 400 that lists them (docs/api.md#oz-compatibility).
  */
-function onlyEnvironment(deps: AppDeps): string {
-  const all = deps.store.defs.listEnvironments().map((e) => e.name);
+function onlyEnvironment(deps: AppDeps, factories: readonly string[] | null): string {
+  // A key limited to some factories is told of theirs only (docs/runtime.md#factory-limited-keys).
+  const all = deps.store.defs.listEnvironments().filter((e) => factories === null || factories.includes(e.factory)).map((e) => e.name);
   if (all.length === 1) return all[0];
   const which = all.length === 0 ? 'this runtime has no environment yet; apply a factory that defines one' : `this runtime has ${all.length}: ${all.join(', ')}`;
   throw invalidRequest(`config.environment_id is required: ${which}.`, [{ pointer: '/config/environment_id', message: 'config.environment_id is required' }]);
 }
 
-/** A run or 404. */
-export function findRun(deps: AppDeps, runId: string): RunRecord {
+/**
+ * A run or 404. With `principal`, a run of a factory the key is not limited to is the same 404 as
+ * an unknown id (docs/runtime.md#factory-limited-keys): a 403 would confirm that the run exists.
+ */
+export function findRun(deps: AppDeps, runId: string, principal?: Principal): RunRecord {
   const run = deps.store.runs.get(runId);
-  if (!run) throw notFound(`No run has the id "${echoed(runId)}".`);
+  const factories = principal ? runFactoriesOf(principal) : null;
+  if (!run || (factories !== null && !factories.includes(deps.store.runs.ownerOf(runId) ?? ''))) {
+    throw notFound(`No run has the id "${echoed(runId)}".`);
+  }
   return run;
 }
 
@@ -114,13 +121,16 @@ export const runRoutes: RouteModule = (router, deps) => {
       throw invalidRequest(`The run request is not valid: ${first.pointer || 'body'}: ${first.message}.`, parsed.errors);
     }
     const input = parsed.value;
-    const environmentId = input.environmentId ?? onlyEnvironment(deps);
-    if (!store.defs.getEnvironment(environmentId)) {
+    const principal = principalOf(ctx);
+    const factories = runFactoriesOf(principal);
+    const environmentId = input.environmentId ?? onlyEnvironment(deps, factories);
+    const environment = store.defs.getEnvironmentRecord(environmentId);
+    // Another factory's environment, for a key limited to some, is answered as an unknown one.
+    if (!environment || (factories !== null && !factories.includes(environment.factory))) {
       throw invalidRequest(`There is no environment "${environmentId}"; apply a factory that defines it first.`, [
         { pointer: '/config/environment_id', message: `unknown environment "${environmentId}"` },
       ]);
     }
-    const principal = principalOf(ctx);
     const newRun = {
       prompt: input.prompt,
       environmentId,
@@ -159,7 +169,8 @@ export const runRoutes: RouteModule = (router, deps) => {
   router.get(RUNS_PATH, runs, (ctx) => {
     const parsed = parseListRuns(ctx.query, config.limits);
     if (!parsed.value) throw invalidQuery(parsed.errors);
-    const page = store.runs.list(parsed.value);
+    const factories = runFactoriesOf(principalOf(ctx));
+    const page = store.runs.list(factories === null ? parsed.value : { ...parsed.value, owners: factories });
     ctx.body = {
       runs: page.runs.map((r) => runView(r, config.baseUrl)),
       page_info: { has_next_page: page.nextCursor !== null, next_cursor: page.nextCursor },
@@ -167,12 +178,12 @@ export const runRoutes: RouteModule = (router, deps) => {
   });
 
   router.get(`${RUNS_PATH}/:id`, runs, (ctx) => {
-    const run = findRun(deps, String(ctx.params.id));
+    const run = findRun(deps, String(ctx.params.id), principalOf(ctx));
     ctx.body = { ...runView(run, config.baseUrl), ...(run.webhook ? { notifications: store.runs.notifications(run.run_id) } : {}) };
   });
 
   router.post(`${RUNS_PATH}/:id/cancel`, runs, noBody, (ctx) => {
-    const run = findRun(deps, String(ctx.params.id));
+    const run = findRun(deps, String(ctx.params.id), principalOf(ctx));
     if (isFinal(run.state)) {
       throw new FactoryError('operation_not_supported', `The run "${run.run_id}" already finished (${run.state}); only a QUEUED or INPROGRESS run can be cancelled.`);
     }
@@ -193,6 +204,6 @@ export const runRoutes: RouteModule = (router, deps) => {
   });
 
   router.get(`${RUNS_PATH}/:id/transcript`, runs, queryParams(['after']), (ctx) => {
-    ctx.body = transcriptBody(deps, ctx, findRun(deps, String(ctx.params.id)));
+    ctx.body = transcriptBody(deps, ctx, findRun(deps, String(ctx.params.id), principalOf(ctx)));
   });
 };

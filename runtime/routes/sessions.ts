@@ -15,7 +15,7 @@ export const sessionRoutes: RouteModule = (router, deps) => {
     const principal = tryAuthenticate(ctx, deps.store);
     if (principal) {
       if (!hasScope(principal, 'runs')) throw new FactoryError('not_authorized', 'This API key does not have the "runs" scope.');
-      const run = findRun(deps, String(ctx.params.id));
+      const run = findRun(deps, String(ctx.params.id), principal);
       ctx.body = { run: runView(run, deps.config.baseUrl), ...transcriptBody(deps, ctx, run) };
       return;
     }

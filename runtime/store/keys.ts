@@ -139,9 +139,10 @@ const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every
  * scopes and factories in stored form (deduplicated, in a fixed order). Every problem is a 400
  * with a pointer; nothing here can throw anything else.
  *
- * `factories` limits the `manage` scope, so it needs `manage` and makes no sense with `admin`
- * (which implies every factory: the limit would silently do nothing). It is absent or null for
- * every factory, otherwise a non-empty list: `[]` would be a manage key that manages nothing.
+ * `factories` limits the `manage` and `runs` scopes (docs/runtime.md#factory-limited-keys), so it
+ * needs one of them and makes no sense with `admin` (which implies every factory: the limit would
+ * silently do nothing). It is absent or null for every factory, otherwise a non-empty list: `[]`
+ * would be a key that reaches nothing.
  */
 export function checkNewKey(input: unknown): { scopes: Scope[]; factories: string[] | null } {
   const errors: FieldError[] = [];
@@ -162,7 +163,7 @@ export function checkNewKey(input: unknown): { scopes: Scope[]; factories: strin
     if (!Array.isArray(f) || f.length === 0 || f.length > MAX_KEY_FACTORIES) {
       errors.push({
         pointer: '/factories',
-        message: `factories must be a list of 1 to ${MAX_KEY_FACTORIES} factory names; leave it out for a key that may manage every factory`,
+        message: `factories must be a list of 1 to ${MAX_KEY_FACTORIES} factory names; leave it out for a key that reaches every factory`,
       });
     } else {
       f.forEach((name, i) => {
@@ -174,8 +175,8 @@ export function checkNewKey(input: unknown): { scopes: Scope[]; factories: strin
     }
     if (scopes.includes('admin')) {
       errors.push({ pointer: '/factories', message: 'an admin key manages every factory, so factories cannot limit it; leave admin out' });
-    } else if (scopesOk && !scopes.includes('manage')) {
-      errors.push({ pointer: '/factories', message: 'factories limit the manage scope, which this key does not have' });
+    } else if (scopesOk && !scopes.includes('manage') && !scopes.includes('runs')) {
+      errors.push({ pointer: '/factories', message: 'factories limit the manage and runs scopes, and this key has neither' });
     }
   }
   if (errors.length) throw invalidRequest(`The key is not valid: ${errors[0].message}.`, errors);

@@ -192,6 +192,8 @@ export interface RunListQuery {
   skill?: string;
   /** The schedule that started the run (`schedule.schedule_id`), retries of such runs included. */
   scheduleId?: string;
+  /** Only runs that belong to one of these factories (a factory-limited key's list); undefined for all. */
+  owners?: readonly string[];
   /** True when a filter can match no run here (an Oz state or source this runtime never has). */
   none?: boolean;
   sortBy?: RunSortKey;
@@ -304,8 +306,11 @@ export class RunStore {
     const db = ctx.db;
     this.stmts = {
       insert: db.prepare(`INSERT INTO runs (run_id, state, title, prompt, environment_id, source, creator_type, creator_name,
-        factory, automation, webhook_uid, delivery_id, delivery_seq, metadata, oz, schedule, retry_of, replay, notify, created_at, updated_at)
-        VALUES (?, 'QUEUED', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        factory, automation, webhook_uid, delivery_id, delivery_seq, metadata, oz, schedule, retry_of, replay, notify, created_at, updated_at, owner)
+        VALUES (?, 'QUEUED', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      // The factory a run belongs to (migration 023): its automation's, else its environment's now.
+      environmentFactory: db.prepare('SELECT factory FROM environments WHERE name = ?').pluck(),
+      owner: db.prepare('SELECT owner FROM runs WHERE run_id = ?').pluck(),
       insertAttachment: db.prepare('INSERT INTO run_attachments (run_id, name, bytes, size, sha256, entry_seq) VALUES (?, ?, ?, ?, ?, ?)'),
       get: db.prepare(`SELECT ${COLUMNS} FROM runs WHERE run_id = ?`),
       attachmentMeta: db.prepare('SELECT name, size, sha256 FROM run_attachments WHERE run_id = ? ORDER BY name'),
@@ -574,6 +579,7 @@ export class RunStore {
         input.notify ? this.sealNotify(run_id, input.notify) : null,
         now,
         now,
+        input.factory ?? ((this.stmts.environmentFactory.get(input.environmentId) as string | undefined) ?? null),
       );
       for (const a of input.attachments ?? []) {
         const entrySeq = a.inEntry && input.deliverySeq != null ? input.deliverySeq : null;
@@ -606,6 +612,14 @@ export class RunStore {
   /** Forgets idempotency keys older than 24 hours. */
   pruneIdempotency(): number {
     return this.stmts.idemPrune.run(iso(new Date(this.ctx.clock.now().getTime() - IDEMPOTENCY_TTL_MS))).changes;
+  }
+
+  /**
+   * The factory the run belongs to (docs/runtime.md#factory-limited-keys): null when none does (an
+   * API run on an environment no factory defined when it was made), undefined for an unknown run.
+   */
+  ownerOf(runId: string): string | null | undefined {
+    return this.stmts.owner.get(runId) as string | null | undefined;
   }
 
   get(runId: string): RunRecord | undefined {
@@ -655,6 +669,11 @@ export class RunStore {
       }
     }
     if (q.source !== undefined && q.source !== 'WEBHOOK') where.push(q.source === 'SCHEDULE' ? 'schedule IS NOT NULL' : 'schedule IS NULL');
+    if (q.owners !== undefined) {
+      // A key limited to some factories (docs/runtime.md#factory-limited-keys): only their runs.
+      where.push(q.owners.length ? `owner IN (${q.owners.map(() => '?').join(', ')})` : '1 = 0');
+      params.push(...q.owners);
+    }
     if (q.scheduleId !== undefined) {
       // The expression and the condition of the runs_by_schedule index (migration 019), so a page reads only its runs.
       where.push(bySchedule(this.ctx.dialect));

@@ -38,7 +38,7 @@ test('every bad shape of factories, name, kind and scopes is a 400 with its poin
     ['factories ["ok", "Not A Name"]', { ...good, factories: ['ok', 'Not A Name'] }, '/factories/1'],
     ['factories [""]', { ...good, factories: [''] }, '/factories/0'],
     ['factories too many', { ...good, factories: Array.from({ length: 101 }, (_, i) => `f${i}`) }, '/factories'],
-    ['factories without manage', { ...good, scopes: ['runs'], factories: ['a'] }, '/factories'],
+    ['factories without manage or runs', { ...good, scopes: ['worker'], factories: ['a'] }, '/factories'],
     ['factories with admin', { ...good, scopes: ['admin'], factories: ['a'] }, '/factories'],
     ['factories with admin and manage', { ...good, scopes: ['admin', 'manage'], factories: ['a'] }, '/factories'],
     // name
@@ -105,12 +105,12 @@ test('a valid limited key: names deduplicated and sorted; absent or null factori
   assert.deepEqual(defaulted.body.scopes, ['runs']);
 });
 
-test('through the CLI: a limit without manage, or with admin, is a one-sentence error and exit 1', async () => {
+test('through the CLI: a limit without manage or runs, or with admin, is a one-sentence error and exit 1', async () => {
   const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
   const run = (args: string[]) => runCliInProcess(['key', 'create', ...args], { env });
   const before = rt.store.keys.list().length;
   for (const [args, pattern] of [
-    [['--name', 'x', '--kind', 'agent', '--factory', 'payments'], /factories limit the manage scope/],
+    [['--name', 'x', '--kind', 'agent', '--scope', 'worker', '--factory', 'payments'], /factories limit the manage and runs scopes, and this key has neither/],
     [['--name', 'x', '--kind', 'agent', '--scope', 'admin', '--factory', 'payments'], /an admin key manages every factory/],
     [['--name', 'x', '--kind', 'agent', '--scope', 'manage', '--factory', 'Not A Name'], /is not a factory name/],
   ] as const) {
