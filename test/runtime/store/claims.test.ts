@@ -8,6 +8,7 @@ import { FakeClock } from '../../../runtime/clock.ts';
 import { ClaimIndex, memoryClaims, type Claims } from '../../../runtime/store/claims.ts';
 import { openDatabase, type SqliteDB } from '../../../runtime/store/db.ts';
 import { openStore } from '../../../runtime/store/index.ts';
+import { databaseAsOf } from '../../helpers/older-database.ts';
 
 /** SQLite's claims in arrival order, found through an index in memory (docs/ingress.md#the-claim-in-arrival-order). */
 
@@ -118,14 +119,8 @@ test('the index is built again from the table at each open; rows without a hash 
 });
 
 test('an upgrade from migration 021 hashes every claim again and still finds each one', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-claims-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'factory.db');
-  const old = openDatabase(path);
+  const { path, db: old } = databaseAsOf(t, 21);
   // Claims as release 021 stored them: a SHA-1 of the key's hex, the UID and the identity.
-  // Undone as far as 021: what later migrations added goes too (023's column), so they apply again.
-  old.exec('ALTER TABLE runs DROP COLUMN owner');
-  old.prepare('DELETE FROM schema_migrations WHERE version >= 22').run();
   const key = (old.prepare('SELECT key FROM delivery_claim_key').pluck().get() as Buffer).toString('hex');
   const insert = old.prepare('INSERT INTO delivery_claims (webhook_uid, identity, accepted_ms, seq, hash) VALUES (?, ?, ?, ?, ?)');
   for (let i = 0; i < 300; i++) insert.run('wh_a', `id-${i}`, 1000, i + 1, createHash('sha1').update(`${key}wh_a\nid-${i}`).digest().readUInt32LE(0) & 0x3fffffff);

@@ -1,24 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openDatabase } from '../../../runtime/store/db.ts';
 import { systemClock } from '../../../runtime/clock.ts';
 import { openStore } from '../../../runtime/store/index.ts';
+import { databaseAsOf } from '../../helpers/older-database.ts';
 
 /** The factory a run belongs to (migration 023, docs/runtime.md#factory-limited-keys). */
 
 const AT = '2026-11-01T00:00:00.000Z';
 
 test('an upgrade gives each run its factory: the automation\'s, else its environment\'s; NULL when no factory defines it', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'factory-owner-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const path = join(dir, 'factory.db');
-  const old = openDatabase(path);
   // The database as release 022 left it: runs without an owner column.
-  old.exec('ALTER TABLE runs DROP COLUMN owner');
-  old.prepare('DELETE FROM schema_migrations WHERE version >= 23').run();
+  const { path, db: old } = databaseAsOf(t, 22);
   old.prepare(`INSERT INTO factories (name, managed_by, created_at) VALUES ('a', 'definitions', ?), ('b', 'definitions', ?)`).run(AT, AT);
   old.prepare(`INSERT INTO environments (name, factory, spec, created_at, updated_at) VALUES ('env-b', 'b', '{}', ?, ?)`).run(AT, AT);
   const run = old.prepare(
