@@ -52,6 +52,7 @@ export const RUN_ERROR_CODES = [
   'agent_not_found',
   'agent_failed',
   'agent_timeout',
+  'workspace_too_large',
   'cancelled',
   'runtime_stopped',
   'worker_lost',

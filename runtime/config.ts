@@ -50,7 +50,15 @@ export interface SandboxSettings {
   readonly maxProcesses: number;
   /** RLIMIT_NOFILE of each process. */
   readonly maxOpenFiles: number;
+  /**
+   * Disk the run's workspace may take, in MiB, measured every few seconds (runtime/executor/disk.ts);
+   * 0 for no limit. Every run, direct ones included.
+   */
+  readonly diskMb: number;
 }
+
+/** The default of --sandbox-disk-mb: 20 GiB for one run's workspace (docs/security.md#limits). */
+export const DEFAULT_DISK_MB = 20_480;
 
 /** What parseConfig needs to know about the process it configures (tests pass their own). */
 export interface HostFacts {
@@ -186,6 +194,7 @@ export interface ConfigFlags {
   /** Repeatable flag: commander collects the values. */
   sandboxRoBind?: string[];
   sandboxMemoryMb?: string | number;
+  sandboxDiskMb?: string | number;
   sandboxMaxProcesses?: string | number;
   sandboxMaxOpenFiles?: string | number;
   /** Repeatable `--notify-allow HOST[:PORT]`. */
@@ -343,6 +352,7 @@ export function parseConfig(
     memoryMb: int(pick(flags.sandboxMemoryMb, 'sandboxMemoryMb'), 4096, 64, 1_048_576),
     maxProcesses: int(pick(flags.sandboxMaxProcesses, 'sandboxMaxProcesses'), 4096, 16, 4_194_304),
     maxOpenFiles: int(pick(flags.sandboxMaxOpenFiles, 'sandboxMaxOpenFiles'), 8192, 64, 1_048_576),
+    diskMb: int(pick(flags.sandboxDiskMb, 'sandboxDiskMb'), DEFAULT_DISK_MB, 0, 1_073_741_824),
   };
 
   const allow = pickList(flags.notifyAllow, 'notifyAllow', 'FACTORY_NOTIFY_ALLOW', ',', (v: string) => v.trim()).map((a) => {
@@ -408,6 +418,7 @@ const ENV_NAMES: Record<string, string> = {
   workDir: 'FACTORY_WORK_DIR',
   runUid: 'FACTORY_RUN_UID',
   sandboxMemoryMb: 'FACTORY_SANDBOX_MEMORY_MB',
+  sandboxDiskMb: 'FACTORY_SANDBOX_DISK_MB',
   sandboxMaxProcesses: 'FACTORY_SANDBOX_MAX_PROCESSES',
   sandboxMaxOpenFiles: 'FACTORY_SANDBOX_MAX_OPEN_FILES',
   notifyRetryDelays: 'FACTORY_NOTIFY_RETRY_DELAYS',

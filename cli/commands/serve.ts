@@ -21,7 +21,8 @@ export function addSandboxOptions(command: Command, workDirHelp: string): Comman
     .option('--local-repos <dir>', 'a directory whose git repositories and folders environments may name by local path; repeatable (env FACTORY_LOCAL_REPOS, colon-separated; default: none, but for dev: any)', collect)
     .option('--sandbox-memory-mb <n>', 'memory (RLIMIT_DATA) of each sandboxed process, and its /tmp size (env FACTORY_SANDBOX_MEMORY_MB, default 4096)')
     .option('--sandbox-max-processes <n>', 'processes of the run user (RLIMIT_NPROC) (env FACTORY_SANDBOX_MAX_PROCESSES, default 4096)')
-    .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)');
+    .option('--sandbox-max-open-files <n>', 'open files of each sandboxed process (RLIMIT_NOFILE) (env FACTORY_SANDBOX_MAX_OPEN_FILES, default 8192)')
+    .option('--sandbox-disk-mb <n>', 'disk a run\'s workspace may take, checked every few seconds; 0 for no limit (env FACTORY_SANDBOX_DISK_MB, default 20480)');
 }
 
 /** The executor's options, shared by `serve` and `dev` (docs/security.md#executors). */

@@ -14,6 +14,7 @@ interface WorkerFlags extends ClientFlags {
   sandboxRoBind?: string[];
   localRepos?: string[];
   sandboxMemoryMb?: string;
+  sandboxDiskMb?: string;
   sandboxMaxProcesses?: string;
   sandboxMaxOpenFiles?: string;
   runUid?: string;
@@ -64,6 +65,7 @@ export function registerWorker(program: Command, io: CliIO): void {
           sandboxRoBind: flags.sandboxRoBind,
           localRepos: flags.localRepos,
           sandboxMemoryMb: flags.sandboxMemoryMb,
+          sandboxDiskMb: flags.sandboxDiskMb,
           sandboxMaxProcesses: flags.sandboxMaxProcesses,
           sandboxMaxOpenFiles: flags.sandboxMaxOpenFiles,
         },

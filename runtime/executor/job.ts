@@ -22,6 +22,7 @@ import { CANCELLED_END, type RunErrorCode } from '../../core/run-state.ts';
 import { AgentOutput } from './agent-output.ts';
 import { formatDuration } from '../../core/duration.ts';
 import type { GroupExit } from './process.ts';
+import { DISK_CHECK_MS, watchDisk, type DiskUsage } from './disk.ts';
 import { readerFor } from './readers.ts';
 import { RunSandbox, type Isolation } from './sandbox.ts';
 import { DEFAULT_CAPS, type TranscriptCaps, type TranscriptEventInput } from './transcript.ts';
@@ -65,6 +66,8 @@ export interface JobOptions {
   isolation: Isolation;
   /** Told each command's process group as it starts and ends (see runInGroup), to record it. */
   onGroup?: (event: 'start' | 'end', pgid: number) => void;
+  /** Between two measures of the workspace's disk use (DISK_CHECK_MS; tests use less). */
+  diskCheckMs?: number;
 }
 
 const CANCELLED: JobResult = { state: 'CANCELLED', ...CANCELLED_END, agentStarted: false };
@@ -74,8 +77,47 @@ function exitText(e: GroupExit): string {
   return e.code !== null ? `exit code ${e.code}` : `signal ${e.signal ?? 'unknown'}`;
 }
 
-/** Runs one job; resolves with its outcome, rejects only on a platform failure. */
+/**
+ * Runs one job; resolves with its outcome, rejects only on a platform failure. With a disk limit
+ * (`isolation.sandbox.diskMb`, docs/security.md#limits), the workspace is measured while the steps
+ * run and once after them: past the limit, the steps are stopped as a cancel stops them, and the
+ * run fails with `workspace_too_large` (a cancel of its own that came first stays a cancel).
+ */
 export async function runJob(spec: JobSpec, opts: JobOptions): Promise<JobResult> {
+  const limitMb = opts.isolation.sandbox.diskMb;
+  if (!limitMb) return runSteps(spec, opts);
+  const quota = new AbortController();
+  let over: DiskUsage | undefined;
+  const watch = watchDisk(path.resolve(spec.workspaceDir), limitMb * MIB, opts.diskCheckMs ?? DISK_CHECK_MS, (usage) => {
+    over = usage;
+    quota.abort();
+  });
+  let result: JobResult;
+  try {
+    result = await runSteps(spec, { ...opts, signal: AbortSignal.any([opts.signal, quota.signal]) });
+    if (over === undefined && !opts.signal.aborted) await watch.final();
+  } finally {
+    watch.stop();
+  }
+  if (over === undefined || opts.signal.aborted) return result;
+  const found: DiskUsage = over;
+  return {
+    state: 'FAILED',
+    statusMessage:
+      found.failed !== undefined
+        ? `the workspace's disk use could not be measured: ${found.failed} (a run may take ${limitMb} MiB, --sandbox-disk-mb)`
+        : found.unreadable !== undefined
+          ? `the workspace's disk use could not be measured: the runtime cannot read its directory ${found.unreadable} (a run may take ${limitMb} MiB, --sandbox-disk-mb)`
+          : `the workspace took ${Math.ceil(found.bytes / MIB)} MiB of disk, more than the ${limitMb} MiB a run may take (--sandbox-disk-mb)`,
+    errorCode: 'workspace_too_large',
+    agentStarted: result.agentStarted,
+  };
+}
+
+const MIB = 1024 * 1024;
+
+/** The steps of a job, from an empty workspace to its outcome (see the module comment). */
+async function runSteps(spec: JobSpec, opts: JobOptions): Promise<JobResult> {
   const caps: TranscriptCaps = { ...DEFAULT_CAPS, ...opts.caps };
   const { signal, onEvent, onGroup } = opts;
   const ws = path.resolve(spec.workspaceDir);

@@ -97,6 +97,8 @@ export async function run(
     onGroup?: JobOptions['onGroup'];
     /** Default: the sandbox, as a runtime with data dir `<workspace>/../data` would use it. */
     isolation?: Isolation;
+    /** Between two measures of the workspace's disk use (the job's default otherwise). */
+    diskCheckMs?: number;
   } = {},
 ): Promise<{ result: JobResult; events: TranscriptEventInput[]; output: string }> {
   const events: TranscriptEventInput[] = [];
@@ -108,6 +110,7 @@ export async function run(
     inheritedEnv: opts.inheritedEnv ?? parseConfig({}, process.env).inheritedEnv,
     onGroup: opts.onGroup,
     isolation: opts.isolation ?? isolation(path.dirname(s.workspaceDir)),
+    diskCheckMs: opts.diskCheckMs,
   });
   const output = events.filter((e) => e.type === 'output').map((e) => String(e.data.text)).join('');
   return { result, events, output };

@@ -296,6 +296,33 @@ for (const executor of ['sandbox', 'direct'] as const) {
     assert.equal(result.statusMessage, 'agent timed out after 1s');
   });
 
+  // The disk limit (docs/security.md#limits), measured here every 100 ms instead of every 5 s.
+  const withDiskMb = (s: JobSpec, mb: string) => run(s, { isolation: isolation(path.dirname(s.workspaceDir), executor, { sandboxDiskMb: mb }), diskCheckMs: 100 });
+  test('a run whose workspace grows past its disk limit is stopped, and FAILED as workspace_too_large', async (t) => {
+    const dir = scratch(t);
+    const marker = `disk-hog-${randomBytes(4).toString('hex')}`;
+    const s = spec(dir, { agent: { command: ['/bin/sh', '-c', `head -c 3000000 /dev/urandom > big; echo ${marker}; exec sleep 60`] } });
+    const { result } = await withDiskMb(s, '1');
+    assert.equal(result.state, 'FAILED', JSON.stringify(result));
+    assert.equal(result.errorCode, 'workspace_too_large');
+    assert.match(result.statusMessage ?? '', /^the workspace took \d+ MiB of disk, more than the 1 MiB a run may take \(--sandbox-disk-mb\)$/);
+    assert.equal(result.agentStarted, true);
+    // Stopped, not left to sleep out its minute.
+    assert.deepEqual(processesWith(marker), []);
+  });
+
+  test('a run that ends past its disk limit between two measures fails too; under it, or with no limit, it succeeds', async (t) => {
+    const dir = scratch(t);
+    const write = (name: string) => spec(path.join(dir, name), { agent: { command: ['/bin/sh', '-c', 'head -c 3000000 /dev/urandom > big'] } });
+    for (const name of ['a', 'b', 'c']) mkdirSync(path.join(dir, name));
+    // Measured only at the end: the agent is done long before the first periodic measure.
+    const ended = await run(write('a'), { isolation: isolation(path.join(dir, 'a'), executor, { sandboxDiskMb: '1' }), diskCheckMs: 600_000 });
+    assert.equal(ended.result.state, 'FAILED', JSON.stringify(ended.result));
+    assert.equal(ended.result.errorCode, 'workspace_too_large');
+    assert.equal((await withDiskMb(write('b'), '64')).result.state, 'SUCCEEDED');
+    assert.equal((await withDiskMb(write('c'), '0')).result.state, 'SUCCEEDED');
+  });
+
   test('cancel kills the whole process group, grandchildren included', async (t) => {
     const dir = scratch(t);
     // A sleep no other test starts, found by its command line (a sandbox's own pids mean nothing here).
