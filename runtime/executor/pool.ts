@@ -348,6 +348,16 @@ export class ExecutorPool implements Service {
     }
     const statusMessage = result.errorCode === 'agent_not_found' ? agentNotFoundMessage(result.statusMessage, prepared.warp, this.isolation) : result.statusMessage;
     await finish(result.state, { statusMessage, errorCode: result.errorCode, retryable: false });
+    // A workspace past its disk limit is not kept for the day finished ones are (docs/security.md#limits):
+    // runs that each left one behind would fill the disk the limit protects. Its transcript stays.
+    if (result.errorCode === 'workspace_too_large') {
+      try {
+        await removeWorkspace(path.join(this.workspacesDir, run.run_id));
+        store.runs.markWorkspaceRemoved(run.run_id);
+      } catch (err) {
+        log.warn({ err, runId: run.run_id }, 'could not remove a workspace');
+      }
+    }
   }
 
   /**
