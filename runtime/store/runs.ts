@@ -289,6 +289,29 @@ export function decodeCursor(text: string): RunCursor | undefined {
 }
 
 /**
+ * The run a claim takes (docs/runs.md#the-pool), as a scalar subquery: each factory that has QUEUED
+ * runs ('' for runs of none) is found by a skip along the runs_queued_by_owner index (the smallest
+ * key above the last one, one index seek per factory, never a walk of the queue), with its oldest
+ * QUEUED run and its count of runs INPROGRESS; the factory with the fewest goes first, the oldest
+ * run on a tie. Every expression is the index's own, word for word, so the planner uses it.
+ */
+export function fairNext(dialect: StoreContext['dialect']): string {
+  // SQLite's planner, without statistics, would rather walk the queue along runs_state_created (state
+  // is its first column too): told which index to use. PostgreSQL keeps statistics of its own.
+  const queue = (alias = '') => `runs${alias ? ` ${alias}` : ''}${dialect === 'sqlite' ? ' INDEXED BY runs_queued_by_owner' : ''}`;
+  return `WITH RECURSIVE owners(o) AS (
+    SELECT MIN(COALESCE(owner, '')) FROM ${queue()} WHERE state = 'QUEUED'
+    UNION ALL
+    SELECT (SELECT MIN(COALESCE(owner, '')) FROM ${queue()} WHERE state = 'QUEUED' AND COALESCE(owner, '') > owners.o) FROM owners WHERE owners.o IS NOT NULL
+  ), heads AS (
+    SELECT (SELECT h.run_id FROM ${queue('h')} WHERE h.state = 'QUEUED' AND COALESCE(h.owner, '') = owners.o ORDER BY h.created_at, h.seq LIMIT 1) AS run_id,
+      (SELECT COUNT(*) FROM runs b WHERE b.state = 'INPROGRESS' AND COALESCE(b.owner, '') = owners.o) AS busy
+    FROM owners WHERE owners.o IS NOT NULL
+  )
+  SELECT heads.run_id FROM heads JOIN runs r ON r.run_id = heads.run_id ORDER BY heads.busy, r.created_at, r.seq LIMIT 1`;
+}
+
+/**
  * Runs, their attachments and transcripts (docs/api.md, docs/runs.md). Every state change is one
  * conditional UPDATE guarded by core/run-state.ts and writes its `state` transcript event in the
  * same transaction, so the transcript's state events are written here and nowhere else.
@@ -320,8 +343,16 @@ export class RunStore {
         FROM run_attachments a LEFT JOIN deliveries d ON d.seq = a.entry_seq AND d.payload IS NOT NULL
         WHERE a.run_id = ? ORDER BY a.name`),
       // The claim: one statement, so two claimers can never both move the same run (docs/runs.md).
-      // On PostgreSQL, replicas claim at once: the row is locked by the first, and skipped by the
-      // others, which take the next QUEUED run instead of waiting (docs/runtime.md#postgresql).
+      // Factories take turns (docs/runs.md#the-pool): of each factory's oldest QUEUED run (found by
+      // a skip along runs_queued_by_owner, migration 024, one step per factory), the one whose
+      // factory has the fewest runs INPROGRESS, the oldest of those on a tie.
+      fairClaim: db.prepare(`UPDATE runs SET state = 'INPROGRESS', started_at = @now, updated_at = @now
+        WHERE run_id = (${fairNext(ctx.dialect)}) AND state = 'QUEUED'
+        RETURNING ${COLUMNS}`),
+      // The oldest QUEUED run, whoever's: what a fair claim falls back to when the run it chose was
+      // taken meanwhile by another replica (PostgreSQL). There, the row is locked by the first
+      // claimer and skipped by the others, which take the next one instead of waiting
+      // (docs/runtime.md#postgresql).
       claim: db.prepare(`UPDATE runs SET state = 'INPROGRESS', started_at = @now, updated_at = @now
         WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' ORDER BY created_at, seq LIMIT 1${ctx.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : ''})
           AND state = 'QUEUED'
@@ -739,7 +770,7 @@ export class RunStore {
   claimNext(): RunRecord | undefined {
     return this.ctx.db.transaction(() => {
       const now = this.now();
-      const row = this.stmts.claim.get({ now }) as Row | undefined;
+      const row = (this.stmts.fairClaim.get({ now }) ?? this.stmts.claim.get({ now })) as Row | undefined;
       if (!row) return undefined;
       this.appendEventInTx(row.run_id, 'state', { from: 'QUEUED', to: 'INPROGRESS' }, now);
       const record = this.toRecord(row);

@@ -12,6 +12,7 @@ const UNDO: Readonly<Record<number, string>> = {
   // The claims' hash function: data only, rewritten by the claims index as it loads.
   22: '',
   23: 'ALTER TABLE runs DROP COLUMN owner',
+  24: 'DROP INDEX runs_queued_by_owner',
 };
 
 /**

@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { systemClock } from '../../../runtime/clock.ts';
 import { openStore } from '../../../runtime/store/index.ts';
+import { fairNext } from '../../../runtime/store/runs.ts';
 import { databaseAsOf } from '../../helpers/older-database.ts';
 
-/** The factory a run belongs to (migration 023, docs/runtime.md#factory-limited-keys). */
+/** The factory a run belongs to (migration 023, docs/runtime.md#factory-limited-keys), and the queue by factory (migration 024). */
 
 const AT = '2026-11-01T00:00:00.000Z';
 
@@ -31,4 +32,24 @@ test('an upgrade gives each run its factory: the automation\'s, else its environ
   // Listing by owner uses the recorded value.
   assert.deepEqual(store.runs.list({ limit: 10, owners: ['b'] }).runs.map((r) => r.run_id), ['run_api']);
   assert.deepEqual(store.runs.list({ limit: 10, owners: [] }).runs, []);
+});
+
+test('the claim finds each factory\'s oldest queued run along the queue\'s index, never by a walk of the queue', (t) => {
+  const { path, db } = databaseAsOf(t, 24);
+  db.close();
+  const store = openStore({ path, clock: systemClock });
+  t.after(() => store.close());
+  for (let i = 0; i < 300; i++) {
+    store.runs.create({ prompt: 'x', environmentId: 'e', source: 'API', creator: { type: 'user', name: 'u' }, factory: `f${i % 3}` });
+  }
+  const plan = (store.db.prepare(`EXPLAIN QUERY PLAN ${fairNext('sqlite')}`).all() as { detail: string }[]).map((r) => r.detail);
+  const onRuns = plan.filter((d) => /\bruns\b|\b[hbr] /.test(d) && !/owners/.test(d));
+  assert.ok(onRuns.length > 0, plan.join('\n'));
+  // Every read of the runs table is a search along an index; none scans it.
+  for (const step of onRuns) assert.match(step, /^SEARCH .* USING (COVERING )?INDEX /, plan.join('\n'));
+  // The queue's own reads (the factories, and each one's oldest run) go along its index: a search by
+  // state alone would walk every queued run.
+  const queueReads = plan.filter((d) => /^SEARCH (runs|h) /.test(d));
+  assert.equal(queueReads.length, 4, plan.join('\n'));
+  for (const step of queueReads) assert.match(step, /USING INDEX runs_queued_by_owner( \(<expr>[>=]\?\))?$/, plan.join('\n'));
 });

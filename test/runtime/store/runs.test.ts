@@ -49,6 +49,29 @@ describe('the runs store', { concurrency: 4 }, () => {
     assert.deepEqual(store.runs.events(a.run_id, 0, 10).map((e) => [e.seq, e.type, e.data]), [[1, 'state', { from: 'QUEUED', to: 'INPROGRESS' }]]);
   });
 
+  forEachEngine('factories take turns: a claim takes the oldest run of the factory with the fewest runs in progress', (t, db) => {
+    const { store, clock } = setup(t, db);
+    const made = (factory?: string) => {
+      clock.advance(1);
+      return store.runs.create(input(factory ? { factory } : {})).run_id;
+    };
+    // Factory a floods the queue first; b and an API run that belongs to no factory come after.
+    const a = [made('a'), made('a'), made('a'), made('a')];
+    const b = [made('b'), made('b')];
+    const none = made();
+    const order: string[] = [];
+    for (let next = store.runs.claimNext(); next; next = store.runs.claimNext()) order.push(next.run_id);
+    // All idle: a's oldest. Then b and the run of no factory, idle both, oldest first; then one
+    // each in turn while both have runs queued; then what is left of a, oldest first.
+    assert.deepEqual(order, [a[0], b[0], none, a[1], b[1], a[2], a[3]]);
+    // Finished runs no longer count: with three of a's four done, a has 1 in progress against b's 2,
+    // so a's new run goes before b's older one.
+    for (const id of a.slice(0, 3)) store.runs.finish(id, 'SUCCEEDED');
+    const later = [made('b'), made('a')];
+    assert.equal(store.runs.claimNext()?.run_id, later[1], 'a now has 1 in progress against b\'s 2');
+    assert.equal(store.runs.claimNext()?.run_id, later[0]);
+  });
+
   forEachEngine('finish follows the state machine; a finished run never changes again', (t, db) => {
     const { store } = setup(t, db);
     const run = store.runs.create(input());
