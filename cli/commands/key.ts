@@ -27,7 +27,7 @@ export function registerKey(program: Command, io: CliIO): void {
       .requiredOption('--name <name>', 'who uses it: a person (personal) or a cloud agent (agent)')
       .requiredOption('--kind <kind>', 'personal or agent: whom runs created with it are attributed to')
       .option('--scope <scope>', 'runs, manage, worker or admin; repeat for several (default: runs)', collect, [])
-      .option('--factory <name>', 'limit the key (its manage and runs scopes) to this factory; repeat for several', collect, [])
+      .option('--factory <name>', 'limit the key (its manage, runs and worker scopes) to this factory; repeat for several', collect, [])
       .option('--json', 'print the key record, with the key, as JSON'),
   )
     .addHelpText(

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { conflict, invalidRequest, type FieldError } from '../../core/errors.ts';
 import { RUN_ERROR_CODES } from '../../core/run-state.ts';
-import { assertStillValid, principalOf, requireScope } from '../http/auth.ts';
+import { assertStillValid, principalOf, requireScope, runFactoriesOf } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import { jobTimeLimitMs } from '../executor/job.ts';
 import { prepareJob, RunSetupError, type PreparedJob } from '../executor/prepare.ts';
@@ -153,9 +153,10 @@ export const workerRoutes: RouteModule = (router, deps) => {
   const read = (ctx: Context) => readJsonBody(ctx, { limit: config.limits.apiBodyBytes, keepNul: true });
 
   /** Claims one run and prepares its job; a run whose job cannot be made ends FAILED, and the next is tried. */
-  const claimOne = (holder: LeaseHolder): WorkerClaim | undefined => {
+  const claimOne = (holder: LeaseHolder, factories: readonly string[] | null): WorkerClaim | undefined => {
     for (;;) {
-      const run = store.leases.claim(holder, leaseMs);
+      // A key limited to some factories claims only their runs (docs/runtime.md#factory-limited-keys).
+      const run = store.leases.claim(holder, leaseMs, factories);
       if (!run) return undefined;
       let job: PreparedJob;
       try {
@@ -189,13 +190,14 @@ export const workerRoutes: RouteModule = (router, deps) => {
     // for a client that is gone would only end worker_lost (docs/runs.md#workers).
     const gone = new AbortController();
     ctx.res.once('close', () => gone.abort());
-    let claimed = capacity > 0 ? claimOne(holder) : undefined;
+    const factories = runFactoriesOf(principalOf(ctx));
+    let claimed = capacity > 0 ? claimOne(holder, factories) : undefined;
     while (!claimed && capacity > 0 && Date.now() < until) {
       const waitMore = await (deps.services.leases?.wait(Math.min(CLAIM_POLL_MS, until - Date.now()), gone.signal) ?? Promise.resolve(false));
       if (!waitMore || gone.signal.aborted) break;
       // The key was checked when the request came; one revoked while it waited gets nothing more.
       assertStillValid(principalOf(ctx), store);
-      claimed = claimOne(holder);
+      claimed = claimOne(holder, factories);
     }
     if (!claimed) {
       ctx.status = 204;

@@ -139,9 +139,9 @@ const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every
  * scopes and factories in stored form (deduplicated, in a fixed order). Every problem is a 400
  * with a pointer; nothing here can throw anything else.
  *
- * `factories` limits the `manage` and `runs` scopes (docs/runtime.md#factory-limited-keys). It makes
- * no sense with `admin` (which implies every factory: the limit would silently do nothing), and
- * cannot be kept with `worker` (whose claims take any factory's runs), so both are refused. It is absent or null for every factory, otherwise a non-empty list: `[]`
+ * `factories` limits the `manage`, `runs` and `worker` scopes alike (docs/runtime.md#factory-limited-keys).
+ * It makes no sense with `admin` (which implies every factory: the limit would silently do nothing),
+ * so that is refused. It is absent or null for every factory, otherwise a non-empty list: `[]`
  * would be a key that reaches nothing.
  */
 export function checkNewKey(input: unknown): { scopes: Scope[]; factories: string[] | null } {
@@ -175,10 +175,6 @@ export function checkNewKey(input: unknown): { scopes: Scope[]; factories: strin
     }
     if (scopes.includes('admin')) {
       errors.push({ pointer: '/factories', message: 'an admin key manages every factory, so factories cannot limit it; leave admin out' });
-    } else if (scopes.includes('worker')) {
-      // The worker API claims the next run of any factory and hands over its secrets: a limit the
-      // key could not keep there is refused rather than half kept. (Every other key has manage or runs.)
-      errors.push({ pointer: '/factories', message: 'a worker key claims runs of every factory, so factories cannot limit it; give the worker a key of its own' });
     }
   }
   if (errors.length) throw invalidRequest(`The key is not valid: ${errors[0].message}.`, errors);

@@ -101,10 +101,13 @@ export class LeaseStore {
     return this.ctx.clock.now().getTime();
   }
 
-  /** Claims the oldest QUEUED run with its lease, in one transaction; undefined when none is queued. */
-  claim(holder: LeaseHolder, leaseMs: number): RunRecord | undefined {
+  /**
+   * Claims the next QUEUED run (runs.ts `claimNext`; `owners`: only runs of these factories) with its
+   * lease, in one transaction; undefined when none is queued.
+   */
+  claim(holder: LeaseHolder, leaseMs: number, owners?: readonly string[] | null): RunRecord | undefined {
     return this.ctx.db.transaction(() => {
-      const run = this.runs.claimNext();
+      const run = this.runs.claimNext(owners);
       if (run) this.stmts.take.run({ run: run.run_id, holder: holder.id, name: holder.name, until: this.nowMs() + leaseMs });
       return run;
     })();

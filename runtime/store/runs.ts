@@ -295,14 +295,21 @@ export function decodeCursor(text: string): RunCursor | undefined {
  * QUEUED run and its count of runs INPROGRESS; the factory with the fewest goes first, the oldest
  * run on a tie. Every expression is the index's own, word for word, so the planner uses it.
  */
-export function fairNext(dialect: StoreContext['dialect']): string {
+export function fairNext(dialect: StoreContext['dialect'], owners?: number): string {
   // SQLite's planner, without statistics, would rather walk the queue along runs_state_created (state
   // is its first column too): told which index to use. PostgreSQL keeps statistics of its own.
   const queue = (alias = '') => `runs${alias ? ` ${alias}` : ''}${dialect === 'sqlite' ? ' INDEXED BY runs_queued_by_owner' : ''}`;
+  // A claimer limited to some factories (a worker's key, docs/runtime.md#factory-limited-keys) names
+  // them: those are the factories taking turns, each one's head found the same way.
+  const listed = owners === undefined ? undefined : Array.from({ length: owners }, () => '(?)').join(', ');
   return `WITH RECURSIVE owners(o) AS (
-    SELECT MIN(COALESCE(owner, '')) FROM ${queue()} WHERE state = 'QUEUED'
+    ${
+      listed !== undefined
+        ? `SELECT column1 FROM (VALUES ${listed}) AS listed`
+        : `SELECT MIN(COALESCE(owner, '')) FROM ${queue()} WHERE state = 'QUEUED'
     UNION ALL
-    SELECT (SELECT MIN(COALESCE(owner, '')) FROM ${queue()} WHERE state = 'QUEUED' AND COALESCE(owner, '') > owners.o) FROM owners WHERE owners.o IS NOT NULL
+    SELECT (SELECT MIN(COALESCE(owner, '')) FROM ${queue()} WHERE state = 'QUEUED' AND COALESCE(owner, '') > owners.o) FROM owners WHERE owners.o IS NOT NULL`
+    }
   ), heads AS (
     SELECT (SELECT h.run_id FROM ${queue('h')} WHERE h.state = 'QUEUED' AND COALESCE(h.owner, '') = owners.o ORDER BY h.created_at, h.seq LIMIT 1) AS run_id,
       (SELECT COUNT(*) FROM runs b WHERE b.state = 'INPROGRESS' AND COALESCE(b.owner, '') = owners.o) AS busy
@@ -321,6 +328,8 @@ export class RunStore {
   private readonly stmts;
   /** finish()'s UPDATE for each final state (its IN list depends on the state), prepared on first use. */
   private readonly finishStmts = new Map<FinalState, Statement>();
+  /** The claims of claimers limited to some factories, by their list (few lists: one per limited worker key). */
+  private readonly limitedClaims = new Map<string, { fair: Statement; fifo: Statement }>();
   private readonly createOne: Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
   private readonly createAll: (items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[];
 
@@ -766,11 +775,42 @@ export class RunStore {
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
-  /** Moves the oldest QUEUED run to INPROGRESS and returns it, or undefined when none is queued. */
-  claimNext(): RunRecord | undefined {
+  /** `claimNext`'s two statements for a claimer limited to `owners`, prepared once per list. */
+  private limitedClaim(owners: readonly string[]): { fair: Statement; fifo: Statement } {
+    const key = owners.join('\n');
+    let stmts = this.limitedClaims.get(key);
+    if (!stmts) {
+      const set = `UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?`;
+      const listed = owners.map(() => '?').join(', ');
+      const lock = this.ctx.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
+      stmts = {
+        fair: this.ctx.db.prepare(`${set} WHERE run_id = (${fairNext(this.ctx.dialect, owners.length)}) AND state = 'QUEUED' RETURNING ${COLUMNS}`),
+        fifo: this.ctx.db.prepare(
+          `${set} WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' AND COALESCE(owner, '') IN (${listed}) ORDER BY created_at, seq LIMIT 1${lock})
+             AND state = 'QUEUED' RETURNING ${COLUMNS}`,
+        ),
+      };
+      if (this.limitedClaims.size >= 100) this.limitedClaims.clear();
+      this.limitedClaims.set(key, stmts);
+    }
+    return stmts;
+  }
+
+  /**
+   * Moves the next QUEUED run to INPROGRESS and returns it (factories take turns, docs/runs.md#the-pool),
+   * or undefined when none is queued. `owners`: a claimer limited to these factories (a worker's
+   * key, docs/runtime.md#factory-limited-keys) takes only their runs; null or undefined, any run.
+   */
+  claimNext(owners?: readonly string[] | null): RunRecord | undefined {
+    if (owners && owners.length === 0) return undefined;
     return this.ctx.db.transaction(() => {
       const now = this.now();
-      const row = (this.stmts.fairClaim.get({ now }) ?? this.stmts.claim.get({ now })) as Row | undefined;
+      let row: Row | undefined;
+      if (!owners) row = (this.stmts.fairClaim.get({ now }) ?? this.stmts.claim.get({ now })) as Row | undefined;
+      else {
+        const limited = this.limitedClaim(owners);
+        row = (limited.fair.get(now, now, ...owners) ?? limited.fifo.get(now, now, ...owners)) as Row | undefined;
+      }
       if (!row) return undefined;
       this.appendEventInTx(row.run_id, 'state', { from: 'QUEUED', to: 'INPROGRESS' }, now);
       const record = this.toRecord(row);

@@ -38,8 +38,6 @@ test('every bad shape of factories, name, kind and scopes is a 400 with its poin
     ['factories ["ok", "Not A Name"]', { ...good, factories: ['ok', 'Not A Name'] }, '/factories/1'],
     ['factories [""]', { ...good, factories: [''] }, '/factories/0'],
     ['factories too many', { ...good, factories: Array.from({ length: 101 }, (_, i) => `f${i}`) }, '/factories'],
-    ['factories on a worker key', { ...good, scopes: ['worker'], factories: ['a'] }, '/factories'],
-    ['factories on a key with worker and runs', { ...good, scopes: ['runs', 'worker'], factories: ['a'] }, '/factories'],
     ['factories with admin', { ...good, scopes: ['admin'], factories: ['a'] }, '/factories'],
     ['factories with admin and manage', { ...good, scopes: ['admin', 'manage'], factories: ['a'] }, '/factories'],
     // name
@@ -106,13 +104,11 @@ test('a valid limited key: names deduplicated and sorted; absent or null factori
   assert.deepEqual(defaulted.body.scopes, ['runs']);
 });
 
-test('through the CLI: a limit on a worker key, or with admin, is a one-sentence error and exit 1', async () => {
+test('through the CLI: a limit with admin, or a bad factory name, is a one-sentence error and exit 1', async () => {
   const env = terminalEnv({ FACTORY_SERVER: rt.url, FACTORY_API_KEY: rt.adminKey });
   const run = (args: string[]) => runCliInProcess(['key', 'create', ...args], { env });
   const before = rt.store.keys.list().length;
   for (const [args, pattern] of [
-    [['--name', 'x', '--kind', 'agent', '--scope', 'worker', '--factory', 'payments'], /a worker key claims runs of every factory, so factories cannot limit it/],
-    [['--name', 'x', '--kind', 'agent', '--scope', 'runs', '--scope', 'worker', '--factory', 'payments'], /a worker key claims runs of every factory/],
     [['--name', 'x', '--kind', 'agent', '--scope', 'admin', '--factory', 'payments'], /an admin key manages every factory/],
     [['--name', 'x', '--kind', 'agent', '--scope', 'manage', '--factory', 'Not A Name'], /is not a factory name/],
   ] as const) {

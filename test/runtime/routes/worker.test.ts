@@ -275,3 +275,28 @@ test('bad worker requests are 400 problem+json naming the field; an unknown run 
   assert.equal((await post(runPath(id, 'finish'), { worker_id: 'worker-0008', state: 'ERROR', status_message: 'x', error_code: 'platform_error' })).status, 200);
   assert.equal((await readRun(id)).retryable, true);
 });
+
+test('a worker key limited to some factories claims only their runs, the other factories\' staying queued for others', async () => {
+  await drain();
+  await applyEnvironments(rt, { 'other-ok': envYaml({ command: ['true'] }) }, 'other');
+  const created = await rt.fetch('/api/v1/keys', { method: 'POST', json: { name: 'w-other', kind: 'agent', scopes: ['worker'], factories: ['other'] } });
+  assert.equal(created.status, 201, await created.clone().text());
+  const limited = ((await created.json()) as { key: string }).key;
+  // Only a run of `tests` is queued: nothing for the limited worker.
+  const theirs = await newRun();
+  assert.equal((await claim('limited-0001', limited)).status, 204);
+  // A run of `other`, created after it: the limited worker gets that one, not the older.
+  const { res, body } = await createRun(rt, { prompt: 'other work', config: { environment_id: 'other-ok' } });
+  assert.equal(res.status, 201);
+  const mine = await claim('limited-0001', limited);
+  assert.equal(mine.status, 200);
+  assert.equal(((await mine.json()) as { run: { run_id: string } }).run.run_id, body.run_id);
+  assert.equal((await claim('limited-0001', limited)).status, 204);
+  assert.equal((await readRun(theirs)).state, 'QUEUED');
+  // An unlimited worker still takes it.
+  const other = await claim('worker-0009');
+  assert.equal(((await other.json()) as { run: { run_id: string } }).run.run_id, theirs);
+  for (const [id, w] of [[body.run_id, 'limited-0001'], [theirs, 'worker-0009']] as const) {
+    assert.equal((await post(runPath(id, 'finish'), { worker_id: w, state: 'SUCCEEDED' }, w === 'limited-0001' ? limited : workerKey)).status, 200);
+  }
+});

@@ -66,10 +66,6 @@ forEachEngine('invalid keys are 400s with a pointer per problem', (_t, db) =>
     };
     assert.deepEqual(bad({ name: '', kind: 'robot' as never, scopes: [] }), ['/name', '/kind', '/scopes']);
     assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['everything' as never] }), ['/scopes']);
-    assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['worker'], factories: ['ok'] }), ['/factories']);
-    // Not with worker either, even beside manage or runs: a worker's claims take any factory's runs.
-    assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['manage', 'worker'], factories: ['ok'] }), ['/factories']);
-    assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['runs', 'worker'], factories: ['ok'] }), ['/factories']);
     assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['manage'], factories: ['Not A Name'] }), ['/factories/0']);
     // An empty list would be a manage key for no factory; it used to mean every factory.
     assert.deepEqual(bad({ name: 'x', kind: 'agent', scopes: ['manage'], factories: [] }), ['/factories']);

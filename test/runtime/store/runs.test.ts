@@ -72,6 +72,22 @@ describe('the runs store', { concurrency: 4 }, () => {
     assert.equal(store.runs.claimNext()?.run_id, later[0]);
   });
 
+  forEachEngine('a claimer limited to some factories takes only their runs, the listed factories taking turns', (t, db) => {
+    const { store, clock } = setup(t, db);
+    const made = (factory?: string) => {
+      clock.advance(1);
+      return store.runs.create(input(factory ? { factory } : {})).run_id;
+    };
+    const [a1, b1, c1, a2, none, b2] = [made('a'), made('b'), made('c'), made('a'), made(), made('b')];
+    assert.equal(store.runs.claimNext([]), undefined);
+    assert.equal(store.runs.claimNext(['x']), undefined, 'a factory with nothing queued');
+    const order: string[] = [];
+    for (let next = store.runs.claimNext(['a', 'b']); next; next = store.runs.claimNext(['a', 'b'])) order.push(next.run_id);
+    assert.deepEqual(order, [a1, b1, a2, b2]);
+    // The rest stays for a claimer that may take it.
+    assert.deepEqual([store.runs.claimNext()?.run_id, store.runs.claimNext()?.run_id, store.runs.claimNext()], [c1, none, undefined]);
+  });
+
   forEachEngine('finish follows the state machine; a finished run never changes again', (t, db) => {
     const { store } = setup(t, db);
     const run = store.runs.create(input());
