@@ -58,7 +58,7 @@ export interface SandboxSettings {
 }
 
 /** The default of --sandbox-disk-mb: 20 GiB for one run's workspace (docs/security.md#limits). */
-export const DEFAULT_DISK_MB = 20_480;
+const DEFAULT_DISK_MB = 20_480;
 
 /** What parseConfig needs to know about the process it configures (tests pass their own). */
 export interface HostFacts {

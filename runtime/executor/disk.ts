@@ -66,7 +66,7 @@ export interface DiskWatch {
   /** Stops measuring (idempotent); a measure in progress is killed and reports nothing. */
   stop(): void;
   /** Measures once more now, and reports it as a periodic measure would be reported. */
-  final(): Promise<DiskUsage>;
+  final(): Promise<void>;
 }
 
 /**
@@ -79,12 +79,11 @@ export function watchDisk(dir: string, limitBytes: number, everyMs: number, over
   let told = false;
   let timer: NodeJS.Timeout | undefined;
   const measuring = new AbortController();
-  const judge = (usage: DiskUsage) => {
+  const judge = (usage: DiskUsage): void => {
     if (!stopped && !told && (usage.bytes > limitBytes || usage.unreadable !== undefined || usage.failed !== undefined)) {
       told = true;
       over(usage);
     }
-    return usage;
   };
   const tick = () => {
     timer = undefined;
@@ -109,7 +108,7 @@ export function watchDisk(dir: string, limitBytes: number, everyMs: number, over
       measuring.abort();
     },
     async final() {
-      return judge(await diskUsage(dir, measuring.signal));
+      judge(await diskUsage(dir, measuring.signal));
     },
   };
 }

@@ -350,13 +350,18 @@ export class ExecutorPool implements Service {
     await finish(result.state, { statusMessage, errorCode: result.errorCode, retryable: false });
     // A workspace past its disk limit is not kept for the day finished ones are (docs/security.md#limits):
     // runs that each left one behind would fill the disk the limit protects. Its transcript stays.
-    if (result.errorCode === 'workspace_too_large') {
-      try {
-        await removeWorkspace(path.join(this.workspacesDir, run.run_id));
-        store.runs.markWorkspaceRemoved(run.run_id);
-      } catch (err) {
-        log.warn({ err, runId: run.run_id }, 'could not remove a workspace');
-      }
+    if (result.errorCode === 'workspace_too_large') await this.removeRunWorkspace(run.run_id);
+  }
+
+  /** Removes a finished run's workspace and records it (its transcript stays); false, logged, when it could not. */
+  private async removeRunWorkspace(runId: string): Promise<boolean> {
+    try {
+      await removeWorkspace(path.join(this.workspacesDir, runId));
+      this.deps.store.runs.markWorkspaceRemoved(runId);
+      return true;
+    } catch (err) {
+      this.deps.log.warn({ err, runId }, 'could not remove a workspace');
+      return false;
     }
   }
 
@@ -372,17 +377,11 @@ export class ExecutorPool implements Service {
   }
 
   private async cleanOnce(): Promise<number> {
-    const { store, clock, config, log } = this.deps;
+    const { store, clock, config } = this.deps;
     const before = new Date(clock.now().getTime() - config.limits.workspaceRetentionHours * 3_600_000);
     let removed = 0;
     for (const runId of store.runs.workspacesDue(before, 1000)) {
-      try {
-        await removeWorkspace(path.join(this.workspacesDir, runId));
-        store.runs.markWorkspaceRemoved(runId);
-        removed++;
-      } catch (err) {
-        log.warn({ err, runId }, 'could not remove a workspace');
-      }
+      if (await this.removeRunWorkspace(runId)) removed++;
     }
     store.runs.pruneIdempotency();
     return removed;

@@ -66,20 +66,19 @@ export function hasScope(principal: Principal, scope: Scope): boolean {
   return principal.scopes.includes('admin') || principal.scopes.includes(scope);
 }
 
-/** May this principal manage `factory`? (`manage` keys may be limited to named factories.) */
-export function canManageFactory(principal: Principal, factory: string): boolean {
-  if (principal.scopes.includes('admin')) return true;
-  if (!principal.scopes.includes('manage')) return false;
-  return principal.factories === null || principal.factories.includes(factory);
+/**
+ * The factories this principal reaches, with each of its scopes alike (docs/runtime.md#factory-limited-keys):
+ * those its key is limited to, or null for every factory (an unlimited key, or `admin`).
+ */
+export function factoriesOf(principal: Principal): readonly string[] | null {
+  return principal.scopes.includes('admin') ? null : principal.factories;
 }
 
-/**
- * The factories whose runs this principal may see, create, cancel and retry
- * (docs/runtime.md#factory-limited-keys), or null for every run. A key limited to some factories is
- * limited for the `runs` scope as for `manage`.
- */
-export function runFactoriesOf(principal: Principal): readonly string[] | null {
-  return principal.scopes.includes('admin') ? null : principal.factories;
+/** May this principal manage `factory`? */
+export function canManageFactory(principal: Principal, factory: string): boolean {
+  if (!hasScope(principal, 'manage')) return false;
+  const factories = factoriesOf(principal);
+  return factories === null || factories.includes(factory);
 }
 
 export interface RequireScopeOptions {

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { conflict, invalidRequest, notFound } from '../../core/errors.ts';
 import { replayDelivery } from '../automations/replay.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
-import { canManageFactory, principalOf, requireScope, runFactoriesOf } from '../http/auth.ts';
+import { canManageFactory, principalOf, requireScope, factoriesOf } from '../http/auth.ts';
 import { noBody, readJsonBody } from '../http/body.ts';
 import type { NewRun } from '../store/runs.ts';
 import type { RouteModule } from './index.ts';
@@ -54,7 +54,7 @@ export const replayRetryRoutes: RouteModule = (router, deps) => {
     }
     // A key limited to some factories retries into theirs only: an API run's environment that has
     // moved to another factory since is refused, without naming that factory.
-    const factories = runFactoriesOf(principalOf(ctx));
+    const factories = factoriesOf(principalOf(ctx));
     if (factories !== null && !factories.includes(environment.record.factory)) {
       throw conflict(`The environment "${run.config.environment_id}" of run "${run.run_id}" now belongs to a factory this API key may not use, so it cannot be retried.`);
     }

@@ -5,7 +5,7 @@ import { isFinal } from '../../core/run-state.ts';
 import { newStandardWebhooksSecret } from '../../core/ids.ts';
 import { notifyAllowed } from '../../core/notify.ts';
 import type { AppDeps } from '../app.ts';
-import { principalOf, requireScope, runFactoriesOf, type Principal } from '../http/auth.ts';
+import { principalOf, requireScope, factoriesOf, type Principal } from '../http/auth.ts';
 import { noBody, readJsonBody } from '../http/body.ts';
 import { runsQueued } from '../executor/lease-sweeper.ts';
 import { GroupCommit } from '../store/group-commit.ts';
@@ -56,7 +56,7 @@ function onlyEnvironment(deps: AppDeps, factories: readonly string[] | null): st
  */
 export function findRun(deps: AppDeps, runId: string, principal?: Principal): RunRecord {
   const run = deps.store.runs.get(runId);
-  const factories = principal ? runFactoriesOf(principal) : null;
+  const factories = principal ? factoriesOf(principal) : null;
   if (!run || (factories !== null && !factories.includes(deps.store.runs.ownerOf(runId) ?? ''))) {
     throw notFound(`No run has the id "${echoed(runId)}".`);
   }
@@ -122,7 +122,7 @@ export const runRoutes: RouteModule = (router, deps) => {
     }
     const input = parsed.value;
     const principal = principalOf(ctx);
-    const factories = runFactoriesOf(principal);
+    const factories = factoriesOf(principal);
     const environmentId = input.environmentId ?? onlyEnvironment(deps, factories);
     const environment = store.defs.getEnvironmentRecord(environmentId);
     // Another factory's environment, for a key limited to some, is answered as an unknown one.
@@ -169,7 +169,7 @@ export const runRoutes: RouteModule = (router, deps) => {
   router.get(RUNS_PATH, runs, (ctx) => {
     const parsed = parseListRuns(ctx.query, config.limits);
     if (!parsed.value) throw invalidQuery(parsed.errors);
-    const factories = runFactoriesOf(principalOf(ctx));
+    const factories = factoriesOf(principalOf(ctx));
     const page = store.runs.list(factories === null ? parsed.value : { ...parsed.value, owners: factories });
     ctx.body = {
       runs: page.runs.map((r) => runView(r, config.baseUrl)),

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { conflict, invalidRequest, type FieldError } from '../../core/errors.ts';
 import { RUN_ERROR_CODES } from '../../core/run-state.ts';
-import { assertStillValid, principalOf, requireScope, runFactoriesOf } from '../http/auth.ts';
+import { assertStillValid, principalOf, requireScope, factoriesOf } from '../http/auth.ts';
 import { readJsonBody } from '../http/body.ts';
 import { jobTimeLimitMs } from '../executor/job.ts';
 import { prepareJob, RunSetupError, type PreparedJob } from '../executor/prepare.ts';
@@ -190,7 +190,7 @@ export const workerRoutes: RouteModule = (router, deps) => {
     // for a client that is gone would only end worker_lost (docs/runs.md#workers).
     const gone = new AbortController();
     ctx.res.once('close', () => gone.abort());
-    const factories = runFactoriesOf(principalOf(ctx));
+    const factories = factoriesOf(principalOf(ctx));
     let claimed = capacity > 0 ? claimOne(holder, factories) : undefined;
     while (!claimed && capacity > 0 && Date.now() < until) {
       const waitMore = await (deps.services.leases?.wait(Math.min(CLAIM_POLL_MS, until - Date.now()), gone.signal) ?? Promise.resolve(false));

@@ -288,6 +288,13 @@ export function decodeCursor(text: string): RunCursor | undefined {
   return m[3] ? { createdAt: m[1], seq: Number(m[2]), sortBy: m[3] as RunSortKey, sortOrder: m[4] as 'asc' | 'desc' } : { createdAt: m[1], seq: Number(m[2]) };
 }
 
+/** The statements of one claimer's claim (RunStore `claimStatements`). */
+interface ClaimStatements {
+  fair: Statement;
+  /** PostgreSQL: the oldest run no other replica holds, when the fair choice was just taken. */
+  taken: Statement | undefined;
+}
+
 /**
  * The run a claim takes (docs/runs.md#the-pool), as a scalar subquery: each factory that has QUEUED
  * runs ('' for runs of none) is found by a skip along the runs_queued_by_owner index (the smallest
@@ -328,8 +335,11 @@ export class RunStore {
   private readonly stmts;
   /** finish()'s UPDATE for each final state (its IN list depends on the state), prepared on first use. */
   private readonly finishStmts = new Map<FinalState, Statement>();
-  /** The claims of claimers limited to some factories, by their list (few lists: one per limited worker key). */
-  private readonly limitedClaims = new Map<string, { fair: Statement; fifo: Statement }>();
+  /**
+   * `claimNext`'s statements, by the claimer's list of factories ('' for a claimer of any run, the
+   * pool's): few lists, one per worker key limited to some factories.
+   */
+  private readonly claims = new Map<string, ClaimStatements>();
   private readonly createOne: Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
   private readonly createAll: (items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[];
 
@@ -351,21 +361,6 @@ export class RunStore {
       attachmentBytes: db.prepare(`SELECT a.name, a.entry_seq, d.seq AS entry, CASE WHEN a.entry_seq IS NULL THEN a.bytes ELSE d.payload END AS bytes
         FROM run_attachments a LEFT JOIN deliveries d ON d.seq = a.entry_seq AND d.payload IS NOT NULL
         WHERE a.run_id = ? ORDER BY a.name`),
-      // The claim: one statement, so two claimers can never both move the same run (docs/runs.md).
-      // Factories take turns (docs/runs.md#the-pool): of each factory's oldest QUEUED run (found by
-      // a skip along runs_queued_by_owner, migration 024, one step per factory), the one whose
-      // factory has the fewest runs INPROGRESS, the oldest of those on a tie.
-      fairClaim: db.prepare(`UPDATE runs SET state = 'INPROGRESS', started_at = @now, updated_at = @now
-        WHERE run_id = (${fairNext(ctx.dialect)}) AND state = 'QUEUED'
-        RETURNING ${COLUMNS}`),
-      // The oldest QUEUED run, whoever's: what a fair claim falls back to when the run it chose was
-      // taken meanwhile by another replica (PostgreSQL). There, the row is locked by the first
-      // claimer and skipped by the others, which take the next one instead of waiting
-      // (docs/runtime.md#postgresql).
-      claim: db.prepare(`UPDATE runs SET state = 'INPROGRESS', started_at = @now, updated_at = @now
-        WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' ORDER BY created_at, seq LIMIT 1${ctx.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : ''})
-          AND state = 'QUEUED'
-        RETURNING ${COLUMNS}`),
       nextEventSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM run_events WHERE run_id = ?'),
       insertEvent: db.prepare('INSERT INTO run_events (run_id, seq, time, type, data) VALUES (?, ?, ?, ?, ?)'),
       events: db.prepare('SELECT seq, time, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
@@ -775,23 +770,34 @@ export class RunStore {
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
-  /** `claimNext`'s two statements for a claimer limited to `owners`, prepared once per list. */
-  private limitedClaim(owners: readonly string[]): { fair: Statement; fifo: Statement } {
-    const key = owners.join('\n');
-    let stmts = this.limitedClaims.get(key);
+  /**
+   * `claimNext`'s statements for a claimer limited to `owners` (undefined: any run), prepared once per
+   * list. The claim is one statement, so two claimers can never both move the same run
+   * (docs/runs.md): the turn-taking choice of `fairNext`, and on PostgreSQL a fallback for when that
+   * run was taken meanwhile by another replica. There the row is locked by the first claimer and
+   * skipped by the others, which take the oldest run no one holds instead of waiting
+   * (docs/runtime.md#postgresql). SQLite has one writer, so a fair claim that finds nothing means
+   * nothing is queued.
+   */
+  private claimStatements(owners: readonly string[] | undefined): ClaimStatements {
+    const key = owners?.join('\n') ?? '';
+    let stmts = this.claims.get(key);
     if (!stmts) {
+      const { db, dialect } = this.ctx;
       const set = `UPDATE runs SET state = 'INPROGRESS', started_at = ?, updated_at = ?`;
-      const listed = owners.map(() => '?').join(', ');
-      const lock = this.ctx.dialect === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
+      const mine = owners ? ` AND COALESCE(owner, '') IN (${owners.map(() => '?').join(', ')})` : '';
       stmts = {
-        fair: this.ctx.db.prepare(`${set} WHERE run_id = (${fairNext(this.ctx.dialect, owners.length)}) AND state = 'QUEUED' RETURNING ${COLUMNS}`),
-        fifo: this.ctx.db.prepare(
-          `${set} WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED' AND COALESCE(owner, '') IN (${listed}) ORDER BY created_at, seq LIMIT 1${lock})
-             AND state = 'QUEUED' RETURNING ${COLUMNS}`,
-        ),
+        fair: db.prepare(`${set} WHERE run_id = (${fairNext(dialect, owners?.length)}) AND state = 'QUEUED' RETURNING ${COLUMNS}`),
+        taken:
+          dialect === 'postgres'
+            ? db.prepare(
+                `${set} WHERE run_id = (SELECT run_id FROM runs WHERE state = 'QUEUED'${mine} ORDER BY created_at, seq LIMIT 1 FOR UPDATE SKIP LOCKED)
+                   AND state = 'QUEUED' RETURNING ${COLUMNS}`,
+              )
+            : undefined,
       };
-      if (this.limitedClaims.size >= 100) this.limitedClaims.clear();
-      this.limitedClaims.set(key, stmts);
+      if (this.claims.size >= 100) this.claims.clear();
+      this.claims.set(key, stmts);
     }
     return stmts;
   }
@@ -805,12 +811,9 @@ export class RunStore {
     if (owners && owners.length === 0) return undefined;
     return this.ctx.db.transaction(() => {
       const now = this.now();
-      let row: Row | undefined;
-      if (!owners) row = (this.stmts.fairClaim.get({ now }) ?? this.stmts.claim.get({ now })) as Row | undefined;
-      else {
-        const limited = this.limitedClaim(owners);
-        row = (limited.fair.get(now, now, ...owners) ?? limited.fifo.get(now, now, ...owners)) as Row | undefined;
-      }
+      const claim = this.claimStatements(owners ?? undefined);
+      const params = [now, now, ...(owners ?? [])];
+      const row = (claim.fair.get(...params) ?? claim.taken?.get(...params)) as Row | undefined;
       if (!row) return undefined;
       this.appendEventInTx(row.run_id, 'state', { from: 'QUEUED', to: 'INPROGRESS' }, now);
       const record = this.toRecord(row);

@@ -102,6 +102,7 @@ test('a limited key creates runs on its factories\' environments only; another f
   // The admin key is told of both and must choose.
   const ambiguous = await createRun(rt, { prompt: 'x' });
   assert.equal(ambiguous.res.status, 400);
+  assert.equal(ambiguous.body.code, 'invalid_request');
   assert.match(ambiguous.body.detail, /this runtime has 2: mine-env, theirs-env/);
   assert.equal((await waitForRun(rt, implicit.body.run_id)).state, 'FAILED');
 });
@@ -113,9 +114,12 @@ test('a run keeps its factory when its environment moves: the limited key cannot
   assert.equal((await rt.fetch(`/api/v1/agent/runs/${ownRun}`, { key: limited })).status, 200);
   const retry = await rt.fetch(`/api/v1/agent/runs/${ownRun}/retry`, { method: 'POST', key: limited });
   assert.equal(retry.status, 409);
-  const body = (await retry.json()) as { detail: string };
+  const body = (await retry.json()) as { code: string; detail: string };
+  assert.equal(body.code, 'conflict');
   assert.match(body.detail, /now belongs to a factory this API key may not use/);
   assert.ok(!body.detail.includes('theirs'), body.detail);
   // A new run on it is now theirs: refused to the limited key as an unknown environment.
-  assert.equal((await createRun(rt, { prompt: 'x', config: { environment_id: 'mine-env' } }, { key: limited })).res.status, 400);
+  const moved = await createRun(rt, { prompt: 'x', config: { environment_id: 'mine-env' } }, { key: limited });
+  assert.equal(moved.res.status, 400);
+  assert.equal(moved.body.code, 'invalid_request');
 });
