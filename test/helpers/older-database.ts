@@ -13,6 +13,8 @@ const UNDO: Readonly<Record<number, string>> = {
   22: '',
   23: 'ALTER TABLE runs DROP COLUMN owner',
   24: 'DROP INDEX runs_queued_by_owner',
+  // PostgreSQL's rate windows out of its WAL: nothing on SQLite.
+  25: '',
 };
 
 /**

@@ -144,6 +144,21 @@ describe('rate limits shared by two replicas on PostgreSQL', () => {
     assert.equal(b.take('wh_a', '9.9.9.9').ok, true);
     assert.equal(a.take('wh_b', 's').ok, true);
   });
+
+  it('are counted in a table kept out of the WAL, so a request waits for no WAL flush of its own', async (t) => {
+    const db = await testDatabase(t, 'postgres');
+    if (!db) return;
+    const store = db.open({ clock: new FakeClock() });
+    // 'u': unlogged (migration 025). Its index follows the table; 'p' would be an ordinary table.
+    const persistence = store.db
+      .prepare(`SELECT relname, relpersistence FROM pg_class WHERE relname IN ('rate_windows', 'rate_windows_pkey', 'rate_windows_by_start') AND relnamespace = current_schema()::regnamespace ORDER BY relname`)
+      .all();
+    assert.deepEqual(persistence, [
+      { relname: 'rate_windows', relpersistence: 'u' },
+      { relname: 'rate_windows_by_start', relpersistence: 'u' },
+      { relname: 'rate_windows_pkey', relpersistence: 'u' },
+    ]);
+  });
 });
 
 it('the in-memory limiter sweeps windows that have passed', () => {

@@ -36,6 +36,7 @@ const RELEASED: Record<string, string> = {
   '022-claim-hash-halfsiphash.sql': '0b449ecf245a76ae',
   '023-run-owner.sql': '8ba57ce946467238',
   '024-runs-queued-by-owner.sql': '37b83cd0a8d14e57',
+  '025-rate-windows-unlogged.sql': '9689c6eab24e8ed9',
   'postgres/001-core.sql': '323898ced5da0b65',
   'postgres/002-definitions.sql': 'ef6fed01167790c0',
   'postgres/003-runs.sql': 'fd188ae5826e1f5e',
@@ -60,6 +61,7 @@ const RELEASED: Record<string, string> = {
   'postgres/022-claim-hash-halfsiphash.sql': '29202bbee60c22b0',
   'postgres/023-run-owner.sql': '9a04581d4b28350c',
   'postgres/024-runs-queued-by-owner.sql': 'abae88216a4ccab6',
+  'postgres/025-rate-windows-unlogged.sql': '7ecac09bf1afaeb1',
 };
 
 test('every migration file is one of the released ones, unchanged', () => {

@@ -1,0 +1,3 @@
+-- PostgreSQL's migration 025 keeps its shared rate windows out of its WAL. The single-process
+-- SQLite runtime counts its windows in memory and leaves this table empty, so nothing changes here:
+-- the migration exists so that both engines' schemas keep the same versions.
