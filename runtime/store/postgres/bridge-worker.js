@@ -197,6 +197,63 @@ function transactionGone(req) {
   return req.inTx === true && txStatus === 'I' && !/^\s*ROLLBACK\s*$/i.test(req.sql ?? '');
 }
 
+/**
+ * Named statements (docs/runtime.md#postgresql): the first time the query connection runs a SQL
+ * text, it is parsed and planned under a name of its own, and later runs only bind its values, so
+ * PostgreSQL no longer parses and plans every statement it executes. At most NAMED_MAX texts are
+ * named (the store prepares a few hundred; texts built per request, such as an IN list per key,
+ * could be any number): the rest run unnamed, as every statement did before. A connection opened
+ * again after one was lost starts without them, and `pg` parses each name again on its first run.
+ */
+const NAMED_MAX = 2000;
+/** @type {Map<string, string>} */
+let names = new Map();
+/** Bumped when the names are forgotten: the server may still hold the old ones, so new names never reuse theirs. */
+let generation = 0;
+
+/** @param {string} sql */
+function nameOf(sql) {
+  let name = names.get(sql);
+  if (name === undefined && names.size < NAMED_MAX) {
+    name = `factory_${generation}_${names.size}`;
+    names.set(sql, name);
+  }
+  return name;
+}
+
+/**
+ * A named statement that cannot run as it was planned: a migration by another replica changed the
+ * columns a `SELECT *` returns (PostgreSQL then refuses the old plan rather than re-plan it with
+ * another result type), or the server no longer has the name. Both fail before the statement does
+ * anything.
+ * @param {unknown} err
+ */
+function stalePlan(err) {
+  const e = /** @type {any} */ (err);
+  return (e?.code === '0A000' && /cached plan must not change result type/.test(String(e.message))) || e?.code === '26000';
+}
+
+/**
+ * Runs one statement of the store. On a stale plan every name is forgotten (the next run of each
+ * text parses it again under a new name), and a statement that ran outside a transaction is run
+ * again at once; in a transaction, PostgreSQL has ended the transaction, so the error goes back
+ * to the caller, as any failed statement's does.
+ * @param {pg.Client} c
+ * @param {Request} req
+ */
+async function run(c, req) {
+  const values = (req.params ?? []).map(toPg);
+  try {
+    return await c.query({ name: nameOf(req.sql), text: req.sql, values });
+  } catch (err) {
+    if (!stalePlan(err)) throw err;
+    names = new Map();
+    generation += 1;
+    if (req.inTx) throw err;
+    return await c.query({ name: nameOf(req.sql), text: req.sql, values });
+  }
+}
+
 /** @param {Request} req */
 async function handle(req) {
   if ((req.mode === 'query' || req.mode === 'exec') && transactionGone(req)) {
@@ -209,7 +266,7 @@ async function handle(req) {
     }
     case 'query': {
       const c = await query.get();
-      const r = await c.query({ text: req.sql, values: (req.params ?? []).map(toPg) });
+      const r = await run(c, /** @type {Request & { sql: string }} */ (req));
       return { rows: r.rows, rowCount: r.rowCount ?? 0, fields: (r.fields ?? []).map((f) => f.name) };
     }
     case 'exec': {

@@ -91,6 +91,34 @@ test('transactions: commit, rollback on throw, nested ones are savepoints, inTra
   assert.equal(db.inTransaction, false);
 });
 
+test('a statement is parsed and planned once per connection, and follows a change of its columns made after', async (t) => {
+  const db = await database(t);
+  if (!db) return;
+  db.exec('CREATE TABLE w (id BIGINT PRIMARY KEY, a TEXT)');
+  db.prepare('INSERT INTO w VALUES (?, ?)').run(1, 'x');
+  const whole = db.prepare('SELECT * FROM w WHERE id = ?');
+  const inTx = db.prepare('SELECT * FROM w WHERE id >= ?');
+  const named = db.prepare(`SELECT statement FROM pg_prepared_statements WHERE statement LIKE 'SELECT * FROM w %' ORDER BY statement`).pluck();
+  for (let i = 0; i < 3; i++) assert.deepEqual(whole.get(1), { id: 1, a: 'x' });
+  assert.deepEqual(inTx.all(0), [{ id: 1, a: 'x' }]);
+  // Each text once, under a name of this connection, however often it ran.
+  assert.deepEqual(named.all(), ['SELECT * FROM w WHERE id = $1', 'SELECT * FROM w WHERE id >= $1']);
+
+  // A migration (here on the same connection; another replica's does the same) adds a column:
+  // PostgreSQL refuses to run the old plans, whose rows had one column less.
+  db.exec(`ALTER TABLE w ADD COLUMN b TEXT NOT NULL DEFAULT 'y'`);
+  // Outside a transaction the statement is parsed again at once, and answers with the new column.
+  assert.deepEqual(whole.get(1), { id: 1, a: 'x', b: 'y' });
+  assert.deepEqual(inTx.all(0), [{ id: 1, a: 'x', b: 'y' }]);
+  // Inside a transaction, PostgreSQL ends the transaction with the refusal: the statement fails, as
+  // any failed statement fails its transaction, and the next run parses the text again.
+  db.exec(`ALTER TABLE w ADD COLUMN c TEXT NOT NULL DEFAULT 'z'`);
+  assert.throws(() => db.transaction(() => inTx.all(0))(), (err: Error & { code?: string }) => err.code === '0A000');
+  assert.equal(db.inTransaction, false);
+  assert.deepEqual(inTx.all(0), [{ id: 1, a: 'x', b: 'y', c: 'z' }]);
+  assert.deepEqual(whole.get(1), { id: 1, a: 'x', b: 'y', c: 'z' });
+});
+
 test('constraint errors of every kind are recognised; other errors are not', async (t) => {
   const db = await database(t);
   if (!db) return;
