@@ -38,14 +38,16 @@ export interface Claims {
   loading(): { loaded: number } | undefined;
 }
 
+/**
+ * How a claim on PostgreSQL ends: a new row, or an expired one (older than the cutoff, the last
+ * parameter, not yet pruned) taken over. A live claim changes nothing.
+ */
+const TAKE_OVER_EXPIRED = `ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq
+     WHERE delivery_identities.accepted_ms < ?`;
+
 /** The claims on PostgreSQL: a UNIQUE key, one upsert per claim. */
 export function tableClaims(db: DB): Claims {
-  // One statement claims the identity: a new row, or an expired one (older than the cutoff, not
-  // yet pruned) taken over. A live claim changes nothing.
-  const claimStmt = db.prepare(
-    `INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (?, ?, ?, ?)
-     ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq WHERE delivery_identities.accepted_ms < ?`,
-  );
+  const claimStmt = db.prepare(`INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (?, ?, ?, ?) ${TAKE_OVER_EXPIRED}`);
   const entryStmt = db.prepare('SELECT seq FROM delivery_identities WHERE webhook_uid = ? AND identity = ?').pluck();
   // A claim outlives its entry (30 days against 7), never the other way round: one whose Accepted
   // entry is still in the log (among the newest 50 of a quiet webhook) stays, as the way to find
@@ -63,6 +65,26 @@ export function tableClaims(db: DB): Claims {
     committed: () => {},
     loadStep: () => true,
     loading: () => undefined,
+  };
+}
+
+/**
+ * PostgreSQL only: an insert of a log entry (`entrySql`, `INSERT ... VALUES (...)` of one row with
+ * the column `seq` generated) and the claim of its identity for it, as `tableClaims`'s `claim`
+ * would make it, in ONE statement: each statement is a round trip through the store's bridge, and
+ * this one is on the path of every delivery (docs/runtime.md#postgresql). Its parameters: the
+ * entry's, then the webhook UID, the identity, the time of the claim and the cutoff. Answers the
+ * entry's seq and whether the claim was taken (false: a live claim holds it, a Duplicate).
+ */
+export function entryWithClaim(db: DB, entrySql: string): (entry: readonly unknown[], uid: string, identity: string, nowMs: number, cutoffMs: number) => { seq: number; claimed: boolean } {
+  const stmt = db.prepare(
+    `WITH e AS (${entrySql} RETURNING seq),
+     c AS (INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) SELECT ?, ?, ?, e.seq FROM e ${TAKE_OVER_EXPIRED} RETURNING 1)
+     SELECT e.seq, (SELECT COUNT(*) FROM c) AS claimed FROM e`,
+  );
+  return (entry, uid, identity, nowMs, cutoffMs) => {
+    const row = stmt.get(...entry, uid, identity, nowMs, cutoffMs) as { seq: number; claimed: number };
+    return { seq: row.seq, claimed: row.claimed === 1 };
   };
 }
 

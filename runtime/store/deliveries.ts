@@ -1,7 +1,7 @@
 import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
-import { memoryClaims, tableClaims, type Claims } from './claims.ts';
+import { entryWithClaim, memoryClaims, tableClaims, type Claims } from './claims.ts';
 import type { SqliteDB, Statement } from './db.ts';
 
 /**
@@ -216,22 +216,31 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
 
   // The entry insert's parameters, in its column order. Positional: binding by name looks every
   // name up in an object, a measurable part of a statement this small (docs/ingress.md#a-lighter-write).
-  const logEntry = (f: DeliveryFacts, outcome: DeliveryOutcome, reason: string | null, payload: Buffer | null = null): number =>
-    insertEntry(
-      f.webhookUid,
-      f.deliveryId,
-      outcome,
-      reason ?? f.note ?? null,
-      f.size,
-      iso(f.receivedAt),
-      f.receivedAt.getTime(),
-      cut(f.sender),
-      cut(f.contentType),
-      cut(f.userAgent),
-      // Only a request that authenticated says which version did.
-      outcome === 'accepted' || outcome === 'duplicate' ? (f.secretVersion ?? null) : null,
-      payload,
-    );
+  const entryParams = (f: DeliveryFacts, outcome: DeliveryOutcome, reason: string | null, payload: Buffer | null = null): unknown[] => [
+    f.webhookUid,
+    f.deliveryId,
+    outcome,
+    reason ?? f.note ?? null,
+    f.size,
+    iso(f.receivedAt),
+    f.receivedAt.getTime(),
+    cut(f.sender),
+    cut(f.contentType),
+    cut(f.userAgent),
+    // Only a request that authenticated says which version did.
+    outcome === 'accepted' || outcome === 'duplicate' ? (f.secretVersion ?? null) : null,
+    payload,
+  ];
+  const logEntry = (f: DeliveryFacts, outcome: DeliveryOutcome, reason: string | null): number => insertEntry(...entryParams(f, outcome, reason));
+  // The Accepted entry and its claim: on SQLite the insert, then the claim in memory and its row;
+  // on PostgreSQL one statement for both (claims.ts `entryWithClaim`).
+  const withClaim = ctx.dialect === 'postgres' ? entryWithClaim(db, insertSql) : undefined;
+  const acceptEntry = (f: DeliveryFacts, payload: Buffer, nowMs: number, cutoffMs: number): { seq: number; claimed: boolean } => {
+    const entry = entryParams(f, 'accepted', null, payload);
+    if (withClaim) return withClaim(entry, f.webhookUid, f.deliveryId, nowMs, cutoffMs);
+    const seq = insertEntry(...entry);
+    return { seq, claimed: claims.claim(f.webhookUid, f.deliveryId, nowMs, seq, cutoffMs) };
+  };
 
   // Steps 8 and 9 for one delivery, inside a transaction: the group commit's (store/group-commit.ts
   // `savepointBatch`), or its own (`acceptOrDuplicate`). The entry is logged as Accepted first, so
@@ -244,9 +253,8 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     onAccepted: readonly ((delivery: AcceptedDelivery) => void)[],
   ): AcceptResult => {
     const nowMs = f.receivedAt.getTime();
-    const cutoff = nowMs - identityDays * DAY_MS;
-    const seq = logEntry(f, 'accepted', null, payload);
-    if (!claims.claim(f.webhookUid, f.deliveryId, nowMs, seq, cutoff)) {
+    const { seq, claimed } = acceptEntry(f, payload, nowMs, nowMs - identityDays * DAY_MS);
+    if (!claimed) {
       markDuplicate.run(seq);
       return { outcome: 'duplicate', seq };
     }
