@@ -340,7 +340,7 @@ export class RunStore {
    * pool's): few lists, one per worker key limited to some factories.
    */
   private readonly claims = new Map<string, ClaimStatements>();
-  private readonly createOne: Transaction<(item: NewRunItem) => { run: RunRecord; created: boolean }>;
+  private readonly createOne: Transaction<(item: NewRunItem & { idem: RunIdempotency }) => { run: RunRecord; created: boolean }>;
   private readonly createAll: (items: readonly NewRunItem[]) => BatchOutcome<{ run: RunRecord; created: boolean }>[];
 
   constructor(ctx: StoreContext) {
@@ -396,9 +396,8 @@ export class RunStore {
       attemptsOf: db.prepare(`SELECT a.notification_seq, a.attempt, a.at, a.status_code, a.error FROM run_notification_attempts a
         JOIN run_notifications n ON n.seq = a.notification_seq WHERE n.run_id = ? ORDER BY a.notification_seq, a.attempt`),
     };
-    // One item of `createBatch`, in its own savepoint.
-    this.createOne = db.transaction(({ input, idem }: NewRunItem): { run: RunRecord; created: boolean } => {
-      if (!idem) return { run: this.createInTx([input])[0], created: true };
+    // One item of `createBatch` with an Idempotency-Key, in its own savepoint.
+    this.createOne = db.transaction(({ input, idem }: NewRunItem & { idem: RunIdempotency }): { run: RunRecord; created: boolean } => {
       const nowDate = this.ctx.clock.now();
       const seen = this.stmts.idemGet.get(idem.keyId, idem.key) as { request_hash: string; run_id: string; created_at: string } | undefined;
       if (seen && Date.parse(seen.created_at) > nowDate.getTime() - IDEMPOTENCY_TTL_MS) {
@@ -417,11 +416,15 @@ export class RunStore {
     });
 
     this.createAll = savepointBatch(db, (item: NewRunItem) => {
+      // Without an Idempotency-Key nothing can race: no savepoint of its own (the batch gives it
+      // one should another item throw, group-commit.ts).
+      const { input, idem } = item;
+      if (!idem) return { run: this.createInTx([input])[0], created: true };
       try {
-        return this.createOne(item);
+        return this.createOne({ input, idem });
       } catch (err) {
         if (err !== IDEMPOTENCY_RACE) throw err;
-        return this.createOne(item);
+        return this.createOne({ input, idem });
       }
     });
   }
@@ -430,7 +433,8 @@ export class RunStore {
     return iso(this.ctx.clock.now());
   }
 
-  private toRecord(row: Row): RunRecord {
+  /** `attachments`: when the caller knows them (a run it has just created), else read. */
+  private toRecord(row: Row, attachments?: RunRecord['attachments']): RunRecord {
     const oz = row.oz === null ? undefined : (JSON.parse(row.oz) as OzFields);
     const skill = oz?.skill ?? (typeof oz?.config?.skill_spec === 'string' ? oz.config.skill_spec : undefined);
     return {
@@ -448,7 +452,7 @@ export class RunStore {
       status_message: row.status_message,
       error_code: row.error_code,
       retryable: row.retryable === null ? null : row.retryable === 1,
-      attachments: this.stmts.attachmentMeta.all(row.run_id) as RunRecord['attachments'],
+      attachments: attachments ?? (this.stmts.attachmentMeta.all(row.run_id) as RunRecord['attachments']),
       metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as Record<string, unknown>),
       factory: row.factory,
       automation: row.automation,
@@ -579,11 +583,19 @@ export class RunStore {
    * (docs/automations.md). Inputs must already be valid.
    */
   createInTx(inputs: NewRun[]): RunRecord[] {
-    return this.insertInTx(inputs).map((id) => this.get(id)!);
+    const attachments: RunRecord['attachments'][] = [];
+    // The row is read back for what the database gives it (its seq, the forms of its fields); the
+    // attachments' list is known from the insert itself.
+    return this.insertRuns(inputs, attachments).map((id, i) => this.toRecord(this.stmts.get.get(id) as Row, attachments[i]));
   }
 
   /** `createInTx` without reading the runs back: their ids (the ingress's hot path needs no more). */
   insertInTx(inputs: NewRun[]): string[] {
+    return this.insertRuns(inputs);
+  }
+
+  /** The inserts of `insertInTx`; with `attachments`, pushes each run's list of attachments there, as a read of them would give it. */
+  private insertRuns(inputs: NewRun[], attachments?: RunRecord['attachments'][]): string[] {
     const at = this.ctx.clock.now();
     const now = iso(at);
     const ids: string[] = [];
@@ -616,12 +628,16 @@ export class RunStore {
         now,
         input.factory ?? ((this.stmts.environmentFactory.get(input.environmentId) as string | undefined) ?? null),
       );
+      const listed: RunRecord['attachments'] = [];
       for (const a of input.attachments ?? []) {
         const entrySeq = a.inEntry && input.deliverySeq != null ? input.deliverySeq : null;
         let sha256 = digests.get(a.bytes);
         if (sha256 === undefined) digests.set(a.bytes, (sha256 = sha256Hex(a.bytes)));
         this.stmts.insertAttachment.run(run_id, a.name, entrySeq === null ? a.bytes : NO_BYTES, a.bytes.length, sha256, entrySeq);
+        if (attachments) listed.push({ name: a.name, size: a.bytes.length, sha256 });
       }
+      // In the read's order: by name, byte by byte (the C collation of both engines).
+      if (attachments) attachments.push(listed.sort((x, y) => Buffer.compare(Buffer.from(x.name), Buffer.from(y.name))));
       ids.push(run_id);
     }
     return ids;

@@ -34,6 +34,15 @@ describe('the runs store', { concurrency: 4 }, () => {
     assert.deepEqual(run.attachments, [{ name: 'event-payload.json', size: 2, sha256: '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a' }]);
     assert.deepEqual(store.runs.attachmentBytes(run.run_id), [{ name: 'event-payload.json', bytes: Buffer.from('{}') }]);
     assert.equal(run.started_at, null);
+    // What the create answered is what a read gives, attachments in the read's order (by name,
+    // byte by byte: 'B' < 'a' < 'é', and one payload shared by two names hashed once each).
+    const bytes = Buffer.from('[1]');
+    const several = store.runs.create(
+      input({ attachments: [{ name: 'é.txt', bytes }, { name: 'a.json', bytes: Buffer.from('{}') }, { name: 'B.md', bytes }] }),
+    );
+    assert.deepEqual(several.attachments.map((a) => a.name), ['B.md', 'a.json', 'é.txt']);
+    assert.deepEqual(several, store.runs.get(several.run_id));
+    assert.deepEqual(run, store.runs.get(run.run_id));
   });
 
   forEachEngine('claims take the oldest QUEUED run, each run exactly once, with a state event', (t, db) => {
