@@ -79,6 +79,9 @@ export class LeaseSweeper implements Service {
       // This process's own pool renews first: after the process was paused (a laptop asleep, a
       // stopped VM) its runs' leases look expired although their executor is alive and here.
       this.deps.services?.executor?.heartbeat();
+      // This machine's clock is far from the database's (runtime/clock-check.ts): its "now" would
+      // end other replicas' runs whose leases are live. The other replicas sweep meanwhile.
+      if (this.deps.services?.clock?.skewed) return [];
       const groups = new Map<string, number[]>();
       const ended = this.deps.store.leases.sweep(groups);
       if (ended.length) this.deps.log.warn({ runs: ended }, 'runs whose executor stopped renewing its lease are now ERROR (worker_lost)');

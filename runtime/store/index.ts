@@ -95,7 +95,7 @@ export class Store {
    */
   walSync: WalSync | undefined;
   /** PostgreSQL only: NOTIFY and the advisory lock, prepared once (notify() runs per cancel request). */
-  private readonly pg: { notify: Statement; lock: Statement } | undefined;
+  private readonly pg: { notify: Statement; lock: Statement; time: Statement } | undefined;
 
   /** `ctx` without `announce` and `lockUntilCommit`: the store makes them for its engine. */
   constructor(base: Omit<StoreContext, 'announce' | 'lockUntilCommit'>) {
@@ -103,7 +103,12 @@ export class Store {
     this.engine = base.dialect;
     this.pg =
       base.db instanceof PostgresDatabase
-        ? { notify: base.db.prepare('SELECT pg_notify(?, ?)'), lock: base.db.prepare('SELECT pg_advisory_xact_lock(hashtext(?)) AS locked') }
+        ? {
+            notify: base.db.prepare('SELECT pg_notify(?, ?)'),
+            lock: base.db.prepare('SELECT pg_advisory_xact_lock(hashtext(?)) AS locked'),
+            // The server's own clock when it runs the statement (not the transaction's start).
+            time: base.db.prepare('SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::float8 AS ms').pluck(),
+          }
         : undefined;
     const ctx: StoreContext = { ...base, announce: announcer(base.db, this.channels), lockUntilCommit: (name) => this.lockUntilCommit(name) };
     this.location = ctx.db instanceof PostgresDatabase ? ctx.db.url : String((ctx.db as { name?: string }).name ?? '');
@@ -161,6 +166,15 @@ export class Store {
   lockUntilCommit(name: string): void {
     if (!this.db.inTransaction) throw new Error('lockUntilCommit needs a transaction');
     this.pg?.lock.get(name);
+  }
+
+  /**
+   * PostgreSQL: the database server's clock, in epoch milliseconds, read by one statement (the
+   * replicas' common time, runtime/clock-check.ts). Undefined on SQLite, whose one process has no
+   * other clock to agree with.
+   */
+  databaseTimeMs(): number | undefined {
+    return this.pg ? (this.pg.time.get() as number) : undefined;
   }
 
   /** True when the database answers a trivial query (`GET /readyz`). */
