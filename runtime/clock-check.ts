@@ -14,9 +14,9 @@ const READINGS = 3;
  * rate window starts at the time of the replica that opened it. So a replica whose clock is far
  * from the others' ends their runs as lost, or keeps its own alive past their end.
  *
- * At start, the machine's clock is compared with the database server's (three readings, the
- * tightest taken); more than `skewLimitMs` apart (a third of a lease, at most 5 s), `serve` refuses
- * to start, in one sentence. While it runs, the check is made again every minute: past the limit,
+ * At start (`verify`, before the runtime writes anything), the machine's clock is compared with
+ * the database server's (three readings, the tightest taken); more than `skewLimitMs` apart (a
+ * third of a lease, at most 5 s), `serve` refuses to start, in one sentence. While it runs, the check is made again every minute: past the limit,
  * an error is logged and this replica's lease sweep holds off (`skewed`) until the clocks agree
  * again, which is logged too. The database's clock is the reference because it is the one clock
  * every replica reads; any two replicas within the limit of it are within twice the limit of each
@@ -53,7 +53,11 @@ export class ClockCheck implements Service {
     return (this.last = skewOf(readings));
   }
 
-  start(): void {
+  /**
+   * The check at start (server.ts, right after the store opens, before anything is written): a
+   * CliError when the clocks are too far apart.
+   */
+  verify(): void {
     const skew = this.measure();
     if (skew === undefined) return;
     if (beyond(skew, this.limitMs)) {
@@ -62,6 +66,10 @@ export class ClockCheck implements Service {
       );
     }
     this.deps.log.info({ skewMs: Math.round(skew.skewMs), uncertaintyMs: Math.round(skew.uncertaintyMs) }, 'this machine\'s clock agrees with the database\'s');
+  }
+
+  /** The checks while the replica runs, every minute. */
+  start(): void {
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS);
     this.timer.unref();
   }

@@ -10,6 +10,7 @@ import { fsReason } from '../core/fs-reason.ts';
 import { answerClientError } from './http/client-error.ts';
 import { capConnections, connectionCap, HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './http/connection-cap.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { ClockCheck } from './clock-check.ts';
 import type { Config } from './config.ts';
 import { loadOrCreateMasterKey } from './crypto.ts';
 import { writeFileDurably } from './durable-file.ts';
@@ -146,6 +147,9 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   if (store.engine === 'sqlite') store.health.startQuickCheck(join(config.dataDir, 'factory.db'), log);
 
   try {
+    // Replicas compare the times each of them writes: a machine whose clock is far from the
+    // database's starts nothing (docs/deploy.md#clocks).
+    if (store.engine === 'postgres') new ClockCheck({ store, log, config }).verify();
     const admin = bootstrapAdminKey(store, config.dataDir, log);
     tightenDataDir(config.dataDir, log);
 

@@ -32,22 +32,21 @@ test('a machine whose clock agrees with the database starts; one a minute off ei
   if (!db) return;
   const store = db.open({ clock: new FakeClock() });
   const { check, logs, offset } = setup(t, store);
-  check.start();
+  check.verify();
   // The same machine: well within a second (the reading's uncertainty is half a round trip).
   assert.ok(Math.abs(check.last!.skewMs) < 1000, `skew ${check.last!.skewMs} ms`);
   assert.equal(check.skewed, false);
   assert.match(logs.text, /clock agrees with the database/);
-  check.stop();
 
   offset.ms = 60_000;
   assert.throws(
-    () => check.start(),
+    () => check.verify(),
     (err: Error) =>
       err instanceof CliError &&
       /^this machine's clock is 60\.0 s ahead of the clock of PostgreSQL at postgres:\/\/.*, more than the 5 s replicas may differ by .*; set the clock right \(NTP\) and start again\.$/.test(err.message),
   );
   offset.ms = -60_000;
-  assert.throws(() => check.start(), /60\.0 s behind the clock of PostgreSQL/);
+  assert.throws(() => check.verify(), /60\.0 s behind the clock of PostgreSQL/);
 });
 
 test('a running replica whose clock drifts away logs it, holds off its lease sweep, and goes on when the clocks agree again', async (t) => {
@@ -56,6 +55,7 @@ test('a running replica whose clock drifts away logs it, holds off its lease swe
   const clock = new FakeClock();
   const store = db.open({ clock });
   const { check, logs, config, log, offset } = setup(t, store);
+  check.verify();
   check.start();
   const sweeper = new LeaseSweeper({ store, log, config, services: { clock: check } });
 
@@ -86,7 +86,7 @@ test('on SQLite there is no other clock: nothing is checked', async (t) => {
   const store = db.open({ clock: new FakeClock() });
   const { check, offset } = setup(t, store);
   offset.ms = 3_600_000;
-  check.start();
+  check.verify();
   assert.equal(check.last, undefined);
   assert.equal(check.skewed, false);
 });

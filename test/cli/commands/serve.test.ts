@@ -1,9 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { arch, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execCli, startCli } from '../../helpers/cli.ts';
+import { postgresUrl } from '../../helpers/postgres.ts';
 
 /** Starts `factory serve` as a child process; `started` resolves once it printed its URL and key line. */
 function serve(dataDir: string) {
@@ -64,4 +66,37 @@ test('factory serve: a --host it cannot listen on is one sentence naming the add
     assert.equal(res.stdout, '', host);
     assert.deepEqual(readdirSync(dataDir), ['runtime.lock'], `no admin.key, master.key or database for ${host}`);
   }
+});
+
+/** libfaketime (Debian's `faketime`), which moves a process's clock; why it cannot be used, or false. In CI a missing one is a failure. */
+const FAKETIME_LIB = `/usr/lib/${arch() === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu/faketime/libfaketime.so.1`;
+function faketimeMissing(): string | false {
+  if (existsSync(FAKETIME_LIB)) return false;
+  if (process.env.CI === 'true') throw new Error('CI=true and libfaketime is not installed (apt-get install faketime)');
+  return 'libfaketime is not installed (apt-get install faketime)';
+}
+
+test('factory serve on PostgreSQL: a machine whose clock is 90 s ahead of the database refuses to start, in one sentence, exit 1, writing no key', { skip: faketimeMissing() }, async (t) => {
+  const url = await postgresUrl(t);
+  if (url === undefined) return;
+  const dataDir = mkdtempSync(join(tmpdir(), 'factory-serve-clock-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env = { PATH: process.env.PATH ?? '', FACTORY_LOG_LEVEL: 'warn', FACTORY_MASTER_KEY: randomBytes(32).toString('base64') };
+  const args = ['serve', '--port', '0', '--data-dir', dataDir, '--database', url, '--executor', 'direct'];
+  // The whole process, its threads included, reads a clock 90 s ahead of the machine's.
+  const ahead = await execCli(args, { env: { ...env, LD_PRELOAD: FAKETIME_LIB, FAKETIME: '+90s' }, limitMs: 60_000 });
+  assert.equal(ahead.code, 1, ahead.stderr);
+  assert.match(
+    ahead.stderr,
+    /^error: this machine's clock is 9\d\.\d s ahead of the clock of PostgreSQL at postgres:\/\/[^ ]*, more than the 5 s replicas may differ by \(they compare the times each of them writes, such as when a run's lease runs out\); set the clock right \(NTP\) and start again\.\n$/,
+  );
+  assert.equal(ahead.stdout, '');
+  assert.deepEqual(readdirSync(dataDir), ['runtime.lock'], 'no admin.key');
+
+  // The same machine with its own clock starts, and says how far the clocks are apart.
+  const serving = startCli(args, { env: { ...env, FACTORY_LOG_LEVEL: 'info' } });
+  await serving.waitFor(() => /listening on http:\/\/\S+\n/.test(serving.stdout()), 'the URL');
+  assert.match(serving.stdout(), /"msg":"this machine's clock agrees with the database's"/);
+  serving.child.kill('SIGTERM');
+  assert.equal(await serving.closed, 0);
 });
