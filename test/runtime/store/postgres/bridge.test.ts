@@ -119,6 +119,23 @@ test('a statement is parsed and planned once per connection, and follows a chang
   assert.deepEqual(whole.get(1), { id: 1, a: 'x', b: 'y', c: 'z' });
 });
 
+test('a name the server no longer has is parsed again; past 2,000 texts the rest run unnamed', async (t) => {
+  const db = await database(t);
+  if (!db) return;
+  const one = db.prepare('SELECT 1 AS one').pluck();
+  assert.equal(one.get(), 1);
+  // Something dropped the connection's statements (a pooler's reset, DEALLOCATE): the next run of
+  // the text finds its name gone, and it runs again under a new one.
+  db.exec('DEALLOCATE ALL');
+  assert.equal(one.get(), 1);
+  const named = db.prepare('SELECT COUNT(*) AS n FROM pg_prepared_statements').pluck();
+  // Texts made per request (an IN list per key) could be any number: 2,100 of them all run, and
+  // the connection holds no more than 2,000 named statements.
+  for (let i = 0; i < 2100; i++) assert.equal(db.prepare(`SELECT ${i} AS n`).pluck().get(), i);
+  const held = named.get() as number;
+  assert.ok(held <= 2000 && held > 1900, `${held} named statements`);
+});
+
 test('constraint errors of every kind are recognised; other errors are not', async (t) => {
   const db = await database(t);
   if (!db) return;
