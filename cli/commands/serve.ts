@@ -74,17 +74,9 @@ export function registerServe(program: Command, io: CliIO): void {
       const [{ startServer }, { flushLogs }] = await Promise.all([import('../../runtime/server.ts'), import('../../runtime/log.ts')]);
       await probe;
       const server = await startServer(config);
-      // The log writes its lines at the end of each turn (runtime/log.ts): the ones start-up logged
-      // go out first, so stdout reads in the order things happened.
-      flushLogs();
-      io.stdout(`factory runtime listening on ${server.url}\n`);
-      io.stdout(
-        server.adminKeyHere
-          ? `admin key: ${server.adminKeyPath}${server.adminKeyCreated ? ' (created now; keep it safe)' : ''}\n`
-          : 'admin key: not in this data dir; the replica that first opened the database wrote it to its own (docs/deploy.md#the-admin-key)\n',
-      );
       // Signal handlers belong to the serve command only: startServer (used by tests) installs none.
-      const signal = await new Promise<string>((resolve) => {
+      // Installed before the lines below, so a SIGTERM sent as soon as they are read is handled.
+      const stopped = new Promise<string>((resolve) => {
         const on = (name: string) => () => {
           process.off('SIGTERM', onTerm);
           process.off('SIGINT', onInt);
@@ -95,6 +87,16 @@ export function registerServe(program: Command, io: CliIO): void {
         process.on('SIGTERM', onTerm);
         process.on('SIGINT', onInt);
       });
+      // The log writes its lines at the end of each turn (runtime/log.ts): the ones start-up logged
+      // go out first, so stdout reads in the order things happened.
+      flushLogs();
+      io.stdout(`factory runtime listening on ${server.url}\n`);
+      io.stdout(
+        server.adminKeyHere
+          ? `admin key: ${server.adminKeyPath}${server.adminKeyCreated ? ' (created now; keep it safe)' : ''}\n`
+          : 'admin key: not in this data dir; the replica that first opened the database wrote it to its own (docs/deploy.md#the-admin-key)\n',
+      );
+      const signal = await stopped;
       flushLogs();
       io.stdout(`received ${signal}: finishing in-flight requests, then stopping\n`);
       await server.close();
