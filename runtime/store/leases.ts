@@ -60,24 +60,26 @@ export class LeaseStore {
     this.ctx = ctx;
     this.runs = runs;
     const db = ctx.db;
+    // What lets a holder keep a lease: no cancel asked longer ago than the grace (ISO 8601 UTC
+    // compares as text), and the run not past the deadline of a worker's claim.
+    const RENEWABLE = '(cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)';
     this.stmts = {
       take: db.prepare(`UPDATE runs SET lease_holder = @holder, lease_name = @name, lease_until_ms = @until, cancel_requested_at = NULL, lease_deadline_ms = NULL
         WHERE run_id = @run AND state = 'INPROGRESS'`),
       setDeadline: db.prepare(`UPDATE runs SET lease_deadline_ms = @deadline WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder`),
-      // A cancel asked longer ago than the grace stops the renewals (ISO 8601 UTC compares as text).
       renew: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder AND lease_until_ms >= @now
-          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
+          AND ${RENEWABLE}
         RETURNING cancel_requested_at AS "cancelRequestedAt", reported_events AS "reportedEvents", reported_bytes AS "reportedBytes"`),
       renewAll: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE lease_holder = @holder AND state = 'INPROGRESS' AND lease_until_ms >= @now
-          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
+          AND ${RENEWABLE}
         RETURNING run_id AS "runId", cancel_requested_at AS "cancelRequestedAt"`),
       // A run the in-process pool is executing whose lease ran out but that no sweep has ended yet
       // (the whole process was paused: a laptop asleep) is still its own, and taken back.
       reclaim: db.prepare(`UPDATE runs SET lease_until_ms = @until
         WHERE run_id = @run AND state = 'INPROGRESS' AND lease_holder = @holder
-          AND (cancel_requested_at IS NULL OR cancel_requested_at >= @cancelCutoff) AND (lease_deadline_ms IS NULL OR lease_deadline_ms >= @now)
+          AND ${RENEWABLE}
         RETURNING cancel_requested_at AS "cancelRequestedAt"`),
       setReported: db.prepare(`UPDATE runs SET reported_events = @events, reported_bytes = @bytes WHERE run_id = @run`),
       expire: db.prepare(`UPDATE runs SET lease_holder = NULL
