@@ -68,8 +68,9 @@ export class ClockCheck implements Service {
     this.deps.log.info({ skewMs: Math.round(skew.skewMs), uncertaintyMs: Math.round(skew.uncertaintyMs) }, 'this machine\'s clock agrees with the database\'s');
   }
 
-  /** The checks while the replica runs, every minute. */
+  /** The checks while the replica runs: one now (for `last`, the metric), then every minute. */
   start(): void {
+    this.check();
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS);
     this.timer.unref();
   }

@@ -8,6 +8,7 @@ import { WEBHOOK_OUTCOMES } from './ingress/metrics.ts';
 import type { IngressState } from './ingress/state.ts';
 import { capConnections, HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, type ConnectionStats } from './http/connection-cap.ts';
 import type { Service, ServiceFactory } from './services.ts';
+import type { ClockCheck } from './clock-check.ts';
 import type { RunRecord } from './store/runs.ts';
 import { listen } from './listen.ts';
 
@@ -49,6 +50,8 @@ export function buildRegistry(prom: PromClient, deps: {
   ingress: IngressState | undefined;
   executor: ExecutorPool | undefined;
   connections?: ConnectionStats;
+  /** Replicas on PostgreSQL: the last difference between this machine's clock and the database's (runtime/clock-check.ts). */
+  clock?: Pick<ClockCheck, 'last'>;
 }): { registry: Registry; runEnded: (run: RunRecord) => void } {
   const { collectDefaultMetrics, Gauge, Histogram, Registry } = prom;
   const own = new Registry();
@@ -110,6 +113,17 @@ export function buildRegistry(prom: PromClient, deps: {
       },
     });
     new Gauge({ name: 'factory_http_max_connections', help: 'Connections the HTTP server holds at once (--max-connections).', registers: [own] }).set(connections.max);
+  }
+  const clock = deps.clock;
+  if (clock) {
+    new Gauge({
+      name: 'factory_clock_skew_seconds',
+      help: "This machine's clock minus the database server's, at the last check (replicas on PostgreSQL).",
+      registers: [own],
+      collect() {
+        if (clock.last) this.set(clock.last.skewMs / 1000);
+      },
+    });
   }
   return { registry: own, runEnded };
 }
@@ -213,6 +227,7 @@ export const metricsService: ServiceFactory = {
           ingress: services.ingress,
           executor,
           connections: services.connections,
+          clock: services.clock,
         });
         built = metrics;
         executor?.onRunEnd.push(metrics.runEnded);

@@ -9,8 +9,8 @@ import { ClockCheck } from '../../runtime/clock-check.ts';
 import { parseConfig } from '../../runtime/config.ts';
 import { LeaseSweeper } from '../../runtime/executor/lease-sweeper.ts';
 import { createLogger } from '../../runtime/log.ts';
-import { testDatabase } from '../helpers/postgres.ts';
-import { LogCapture } from './helpers.ts';
+import { postgresUrl, testDatabase } from '../helpers/postgres.ts';
+import { LogCapture, startTestRuntime } from './helpers.ts';
 
 /** The clock check of replicas on PostgreSQL (runtime/clock-check.ts, docs/deploy.md#clocks), against a real server. */
 
@@ -89,4 +89,22 @@ test('on SQLite there is no other clock: nothing is checked', async (t) => {
   check.verify();
   assert.equal(check.last, undefined);
   assert.equal(check.skewed, false);
+});
+
+test("a replica's metrics say how far its clock is from the database's; a SQLite runtime's have no such series", async (t) => {
+  const url = await postgresUrl(t);
+  if (url === undefined) return;
+  for (const options of [{ postgres: url }, { sqlite: true }]) {
+    const rt = await startTestRuntime({ ...options, flags: { metricsPort: 0 } });
+    t.after(() => rt.stop());
+    const text = await (await fetch(`http://127.0.0.1:${rt.services.metrics!.port}/metrics`)).text();
+    const line = /^factory_clock_skew_seconds (\S+)$/m.exec(text);
+    if (options.sqlite) {
+      assert.equal(line, null);
+      continue;
+    }
+    assert.ok(line, 'the gauge is there');
+    assert.ok(Math.abs(Number(line[1])) < 1, `the same machine: ${line[1]} s`);
+    assert.match(text, /^# HELP factory_clock_skew_seconds This machine's clock minus the database server's/m);
+  }
 });
