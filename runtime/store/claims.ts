@@ -88,6 +88,47 @@ export function entryWithClaim(db: DB, entrySql: string): (entry: readonly unkno
   };
 }
 
+/** A group commit's log entries as columns, each an array with one value per entry in arrival order (`entriesWithClaims`). */
+export type EntryColumns = readonly (readonly unknown[])[];
+
+/**
+ * PostgreSQL only: every log entry of a group commit, in arrival order, and the claims of its
+ * entries logged as Accepted, in ONE statement: a round trip through the store's bridge per batch
+ * instead of one per delivery (docs/runtime.md#postgresql). `columns` are the entry insert's twelve
+ * columns (`entrySql`'s order), as arrays. The entries' seqs are drawn from the log's sequence and
+ * handed out in ascending order to the entries in arrival order, so the log's order is the
+ * arrival order, whatever order PostgreSQL runs the insert in. The Accepted entries must have
+ * distinct identities (a claim per identity and statement). A claim is taken as `tableClaims`'s
+ * `claim` takes it, the cutoff being each entry's time less `identityMs`. Answers, in arrival
+ * order, each entry's seq and whether its claim was taken (always false for entries not logged as
+ * Accepted).
+ */
+export function entriesWithClaims(db: DB): (columns: EntryColumns, identityMs: number) => { seq: number; claimed: boolean }[] {
+  const stmt = db.prepare(
+    `WITH i AS (
+       SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::bytea[])
+         WITH ORDINALITY AS t(webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version, payload, ord)
+     ),
+     drawn AS (SELECT nextval(pg_get_serial_sequence('deliveries', 'seq')) AS seq FROM i),
+     numbered AS (SELECT seq, row_number() OVER (ORDER BY seq) AS ord FROM drawn),
+     e AS (
+       INSERT INTO deliveries (seq, webhook_uid, delivery_id, outcome, reason, size, received_at, received_ms, sender, content_type, user_agent, secret_version, payload)
+       SELECT n.seq, i.webhook_uid, i.delivery_id, i.outcome, i.reason, i.size, i.received_at, i.received_ms, i.sender, i.content_type, i.user_agent, i.secret_version, i.payload
+       FROM i JOIN numbered n ON n.ord = i.ord
+       RETURNING seq, webhook_uid, delivery_id, outcome, received_ms
+     ),
+     c AS (
+       INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq)
+       SELECT webhook_uid, delivery_id, received_ms, seq FROM e WHERE outcome = 'accepted'
+       ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq
+         WHERE delivery_identities.accepted_ms < excluded.accepted_ms - ?
+       RETURNING seq
+     )
+     SELECT e.seq, EXISTS (SELECT 1 FROM c WHERE c.seq = e.seq) AS claimed FROM e ORDER BY e.seq`,
+  );
+  return (columns, identityMs) => (stmt.all(...columns, identityMs) as { seq: number; claimed: boolean }[]).map((r) => ({ seq: r.seq, claimed: r.claimed === true }));
+}
+
 /** Hashes fit a small integer, so the index's keys and most values take no memory of their own. */
 const HASH_MASK = 0x3fffffff;
 

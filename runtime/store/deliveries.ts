@@ -1,7 +1,7 @@
 import { iso } from '../clock.ts';
 import type { StoreContext } from './index.ts';
 import { savepointBatch, type BatchOutcome } from './group-commit.ts';
-import { entryWithClaim, memoryClaims, tableClaims, type Claims } from './claims.ts';
+import { entriesWithClaims, entryWithClaim, memoryClaims, tableClaims, type Claims } from './claims.ts';
 import type { SqliteDB, Statement } from './db.ts';
 
 /**
@@ -291,6 +291,52 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
   };
   const writeAll = savepointBatch(db, writeOne, afterWrites);
 
+  // PostgreSQL: a group commit's entries and claims in one statement (claims.ts
+  // `entriesWithClaims`), then its rare Duplicates re-marked in one more and its hooks run, all in
+  // one transaction. If anything of it throws (a hook, above all), that transaction is rolled back
+  // and the batch is written again item by item, each in a savepoint (`writeAll.oneByOne`), whose
+  // meaning it has: the same identity twice in a batch is Accepted, then Duplicate; a throwing hook
+  // fails its own delivery; a failure of the transaction itself fails the batch.
+  const allWithClaims = ctx.dialect === 'postgres' ? entriesWithClaims(db) : undefined;
+  const markDuplicates = allWithClaims && db.prepare(`UPDATE deliveries SET outcome = 'duplicate', payload = NULL WHERE seq = ANY(?::bigint[])`);
+  const inOneStatement = db.transaction((items: readonly DeliveryWrite[], limits: WriteLimits): BatchOutcome<WriteResult>[] => {
+    // Only the first of the batch's entries with one identity is logged as Accepted and claims it;
+    // the later ones are Duplicates whatever the claim does (it is either this batch's or older).
+    const first = new Set<string>();
+    const rows = items.map((item) => {
+      if (item.kind === 'reject') return entryParams(item.facts, item.outcome, item.reason);
+      const key = `${item.facts.webhookUid}\n${item.facts.deliveryId}`;
+      if (first.has(key)) return entryParams(item.facts, 'duplicate', null);
+      first.add(key);
+      return entryParams(item.facts, 'accepted', null, item.payload);
+    });
+    const written = allWithClaims!(rows[0].map((_, column) => rows.map((row) => row[column])), limits.identityDays * DAY_MS);
+    const lost = written.filter((w, k) => rows[k][2] === 'accepted' && !w.claimed).map((w) => w.seq);
+    if (lost.length > 0) markDuplicates!.run(lost);
+    const outcomes = items.map((item, k): BatchOutcome<WriteResult> => {
+      const { seq, claimed } = written[k];
+      if (item.kind === 'reject') return { ok: true, result: { outcome: item.outcome, seq } };
+      if (!claimed) return { ok: true, result: { outcome: 'duplicate', seq } };
+      item.onAccepted?.({ ...item.facts, seq, payload: item.payload });
+      return { ok: true, result: { outcome: 'accepted', seq } };
+    });
+    afterWrites(items, outcomes, limits);
+    return outcomes;
+  });
+  /** Most payload bytes one such statement carries (a bytea array travels as text, twice its size). */
+  const ONE_STATEMENT_BYTES = 1024 * 1024;
+  const writeMany = (items: readonly DeliveryWrite[], limits: WriteLimits): BatchOutcome<WriteResult>[] => {
+    if (allWithClaims && items.length > 1 && items.reduce((n, item) => n + (item.kind === 'accept' ? item.payload.length : 0), 0) <= ONE_STATEMENT_BYTES) {
+      try {
+        return inOneStatement.immediate(items, limits);
+      } catch {
+        // Written again item by item, which gives each item its own outcome, or throws.
+        return writeAll.oneByOne(items, limits);
+      }
+    }
+    return writeAll(items, limits);
+  };
+
   // Where the background upkeep stopped: the seq its retention walk reached, and the webhook UID
   // its sweep of Rejected entries reached ('' = from the start).
   let entryCursor = 0;
@@ -389,7 +435,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
      * come in since its last trim.
      */
     writeBatch(items: readonly DeliveryWrite[], limits: WriteLimits): BatchOutcome<WriteResult>[] {
-      return writeAll(items, limits);
+      return writeMany(items, limits);
     },
 
     /**
@@ -418,7 +464,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
      * committed, when the transaction itself fails (BEGIN, COMMIT, or SQLite aborted it).
      */
     acceptBatch(items: readonly AcceptItem[], identityDays: number): BatchOutcome<AcceptResult>[] {
-      return writeAll(
+      return writeMany(
         items.map((item) => ({ kind: 'accept', ...item })),
         { identityDays, rejectedKeep: Number.MAX_SAFE_INTEGER },
       ) as BatchOutcome<AcceptResult>[];

@@ -24,7 +24,10 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
   db: DB,
   one: (item: I, ...args: A) => R,
   finish?: (items: readonly I[], outcomes: readonly BatchOutcome<R>[], ...args: A) => void,
-): (items: readonly I[], ...args: A) => BatchOutcome<R>[] {
+): ((items: readonly I[], ...args: A) => BatchOutcome<R>[]) & {
+  /** The second attempt alone: for a caller whose own first attempt of the batch failed. */
+  oneByOne(items: readonly I[], ...args: A): BatchOutcome<R>[];
+} {
   const guarded = db.transaction(one);
   /** Whether the last attempt without savepoints stopped at an item that threw (and not elsewhere). */
   let itemThrew = false;
@@ -56,7 +59,7 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
       return { ok: false, error };
     }
   });
-  return (items, ...args) => {
+  const write = (items: readonly I[], ...args: A): BatchOutcome<R>[] => {
     itemThrew = false;
     try {
       return direct.immediate(items, args);
@@ -65,6 +68,7 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
       return oneByOne.immediate(items, args);
     }
   };
+  return Object.assign(write, { oneByOne: (items: readonly I[], ...args: A) => oneByOne.immediate(items, args) });
 }
 
 /**

@@ -77,8 +77,9 @@ const query = connection((c) => {
   c.on('end', gone);
 });
 
-/** Structured clone turns Buffers into Uint8Arrays: turn them back, so pg sends them as bytea. */
+/** Structured clone turns Buffers into Uint8Arrays: turn them back (in arrays too), so pg sends them as bytea. */
 function toPg(value) {
+  if (Array.isArray(value)) return value.map(toPg);
   return value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value;
 }
 

@@ -7,7 +7,8 @@ import Database from 'better-sqlite3';
 import { FakeClock } from '../../../runtime/clock.ts';
 import { migrate, readMigrations } from '../../../runtime/store/db.ts';
 import { openStore, type Store } from '../../../runtime/store/index.ts';
-import { forEachEngine, type TestDatabase } from '../../helpers/postgres.ts';
+import { forEachEngine, testDatabase, type TestDatabase } from '../../helpers/postgres.ts';
+import { PostgresDatabase } from '../../../runtime/store/postgres/db.ts';
 import { PRUNE_BATCH, PRUNE_STEP_BYTES, type AcceptItem, type DeliveryFacts, type DeliveryWrite } from '../../../runtime/store/deliveries.ts';
 
 /** Group commit in the store (pipeline steps 8-9 and identity, docs/ingress.md): acceptBatch keeps one-by-one semantics. */
@@ -51,6 +52,75 @@ forEachEngine('a batch commits every delivery in arrival order; the same identit
   // Identities are per webhook.
   const other = store.deliveries.acceptBatch([{ ...item(store, 'a'), facts: facts(store, 'a', 'wh_b') }], 30);
   assert.equal(other[0].ok && other[0].result.outcome, 'accepted');
+});
+
+forEachEngine('a mixed batch: rejections, one identity thrice, a live claim and an expired one, each as one by one would have it', (t, db) => {
+  const { store, clock } = setup(t, db);
+  const DAY = 86_400_000;
+  const at = (id: string, ms: number, extra: Partial<AcceptItem> = {}): DeliveryWrite => ({ kind: 'accept', ...item(store, id, extra), facts: { ...facts(store, id), receivedAt: new Date(ms) } });
+  // 'old' is claimed 40 days before the batch (expired at 30), 'live' 10 days before.
+  store.deliveries.writeBatch([at('old', 0), at('live', 30 * DAY)], { identityDays: 30, rejectedKeep: 1000 });
+  clock.set(40 * DAY);
+  const hooked: string[] = [];
+  const onAccepted = (d: { deliveryId: string; seq: number }) => void hooked.push(`${d.deliveryId}@${d.seq}`);
+  const now = 40 * DAY;
+  const batch: DeliveryWrite[] = [
+    { kind: 'reject', facts: { ...facts(store, 'r1'), receivedAt: new Date(now) }, outcome: 'rejected_auth', reason: 'bad_credentials' },
+    at('n', now, { onAccepted }),
+    at('n', now, { onAccepted }),
+    at('old', now, { onAccepted }),
+    at('live', now, { onAccepted }),
+    { kind: 'reject', facts: { ...facts(store, 'n'), receivedAt: new Date(now) }, outcome: 'rejected_invalid_json', reason: null },
+    at('n', now, { onAccepted }),
+  ];
+  const results = store.deliveries.writeBatch(batch, { identityDays: 30, rejectedKeep: 1000 });
+  assert.deepEqual(
+    results.map((r) => (r.ok ? r.result.outcome : 'error')),
+    ['rejected_auth', 'accepted', 'duplicate', 'accepted', 'duplicate', 'rejected_invalid_json', 'duplicate'],
+  );
+  const seqs = results.map((r) => (r.ok ? r.result.seq : 0));
+  // The log's order is the arrival order.
+  assert.deepEqual([...seqs].sort((a, b) => a - b), seqs);
+  // Hooks ran for the Accepted ones only, once each, with their entries' seqs.
+  assert.deepEqual(hooked, [`n@${seqs[1]}`, `old@${seqs[3]}`]);
+  assert.deepEqual(outcomes(store, 'n'), ['accepted', 'duplicate', 'rejected_invalid_json', 'duplicate']);
+  assert.deepEqual(outcomes(store, 'old'), ['accepted', 'accepted'], 'the expired claim is taken over by a new Accepted entry');
+  assert.deepEqual(outcomes(store, 'live'), ['accepted', 'duplicate']);
+  assert.equal(store.deliveries.get('wh_a', 'old')!.seq, seqs[3], 'the identity now points at the new entry');
+  assert.equal(store.deliveries.get('wh_a', 'live')!.seq < seqs[0], true, 'the live claim still points at its own');
+  // Payloads stay with Accepted entries only.
+  const kept = store.deliveries.list('wh_a', 100).filter((e) => e.seq >= seqs[0]).map((e) => [e.deliveryId, e.outcome, e.hasPayload]).reverse();
+  assert.deepEqual(kept, [
+    ['r1', 'rejected_auth', false],
+    ['n', 'accepted', true],
+    ['n', 'duplicate', false],
+    ['old', 'accepted', true],
+    ['live', 'duplicate', false],
+    ['n', 'rejected_invalid_json', false],
+    ['n', 'duplicate', false],
+  ]);
+});
+
+test('on PostgreSQL a group commit of small deliveries is one statement, not one per delivery', async (t) => {
+  const db = await testDatabase(t, 'postgres');
+  if (!db) return;
+  const store = db.open({ clock: new FakeClock() });
+  const proto = PostgresDatabase.prototype as unknown as { request: (req: { mode: string; sql?: string }) => unknown };
+  const request = proto.request;
+  const sent: string[] = [];
+  proto.request = function (this: unknown, req: { mode: string; sql?: string }, ...rest: unknown[]) {
+    sent.push(`${req.mode} ${(req.sql ?? '').trim().split(/\s+/)[0]}`);
+    return (request as (...a: unknown[]) => unknown).call(this, req, ...rest);
+  };
+  t.after(() => {
+    proto.request = request;
+  });
+  const results = store.deliveries.acceptBatch(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => item(store, id)), 30);
+  proto.request = request;
+  assert.deepEqual(results.map((r) => r.ok && r.result.outcome), Array(8).fill('accepted'));
+  // The transaction's BEGIN and COMMIT, and between them the one statement of entries and claims.
+  assert.deepEqual(sent.filter((s) => s.startsWith('query')), ['query WITH']);
+  assert.ok(sent.length <= 3, sent.join(', '));
 });
 
 forEachEngine('a throwing hook rolls back only its own delivery; its identity stays free', (t, db) => {
