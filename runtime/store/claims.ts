@@ -120,6 +120,9 @@ export function entriesWithClaims(db: DB): (columns: EntryColumns, identityMs: n
      c AS (
        INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq)
        SELECT webhook_uid, delivery_id, received_ms, seq FROM e WHERE outcome = 'accepted'
+       -- In key order: two replicas' batches that share identities wait on each other's claims in
+       -- the same order, and do not deadlock on them.
+       ORDER BY webhook_uid, delivery_id
        ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq
          WHERE delivery_identities.accepted_ms < excluded.accepted_ms - ?
        RETURNING seq
