@@ -303,15 +303,18 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     // Only the first of the batch's entries with one identity is logged as Accepted and claims it;
     // the later ones are Duplicates whatever the claim does (it is either this batch's or older).
     const first = new Set<string>();
+    const claiming: boolean[] = [];
     const rows = items.map((item) => {
-      if (item.kind === 'reject') return entryParams(item.facts, item.outcome, item.reason);
       const key = `${item.facts.webhookUid}\n${item.facts.deliveryId}`;
+      claiming.push(item.kind === 'accept' && !first.has(key));
+      if (item.kind === 'reject') return entryParams(item.facts, item.outcome, item.reason);
       if (first.has(key)) return entryParams(item.facts, 'duplicate', null);
       first.add(key);
       return entryParams(item.facts, 'accepted', null, item.payload);
     });
     const written = allWithClaims!(rows[0].map((_, column) => rows.map((row) => row[column])), limits.identityDays * DAY_MS);
-    const lost = written.filter((w, k) => rows[k][2] === 'accepted' && !w.claimed).map((w) => w.seq);
+    // Logged as Accepted, but a live claim held their identity: Duplicates after all.
+    const lost = written.filter((w, k) => claiming[k] && !w.claimed).map((w) => w.seq);
     if (lost.length > 0) markDuplicates!.run(lost);
     const outcomes = items.map((item, k): BatchOutcome<WriteResult> => {
       const { seq, claimed } = written[k];
