@@ -101,7 +101,7 @@ forEachEngine('a mixed batch: rejections, one identity thrice, a live claim and 
   ]);
 });
 
-test('on PostgreSQL a group commit of small deliveries is one statement, not one per delivery', async (t) => {
+test('on PostgreSQL a group commit of small deliveries is one statement, not one per delivery; past 1 MB of payloads, one per delivery', async (t) => {
   const db = await testDatabase(t, 'postgres');
   if (!db) return;
   const store = db.open({ clock: new FakeClock() });
@@ -116,11 +116,20 @@ test('on PostgreSQL a group commit of small deliveries is one statement, not one
     proto.request = request;
   });
   const results = store.deliveries.acceptBatch(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => item(store, id)), 30);
-  proto.request = request;
   assert.deepEqual(results.map((r) => r.ok && r.result.outcome), Array(8).fill('accepted'));
   // The transaction's BEGIN and COMMIT, and between them the one statement of entries and claims.
   assert.deepEqual(sent.filter((s) => s.startsWith('query')), ['query WITH']);
   assert.ok(sent.length <= 3, sent.join(', '));
+
+  // Past 1 MB of payloads a batch goes item by item (a bytea array would travel as text, twice
+  // its size): one statement per delivery, the same outcomes, the payloads whole.
+  sent.length = 0;
+  const big = (id: string) => item(store, id, { payload: Buffer.alloc(600 * 1024, id) });
+  const large = store.deliveries.acceptBatch([big('i'), big('j'), big('i')], 30);
+  proto.request = request;
+  assert.deepEqual(large.map((r) => r.ok && r.result.outcome), ['accepted', 'accepted', 'duplicate']);
+  assert.equal(sent.filter((s) => s === 'query WITH').length, 3, sent.join(', '));
+  assert.deepEqual(store.deliveries.payload(store.deliveries.get('wh_a', 'j')!.seq), Buffer.alloc(600 * 1024, 'j'));
 });
 
 forEachEngine('a throwing hook rolls back only its own delivery; its identity stays free', (t, db) => {
