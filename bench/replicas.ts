@@ -26,6 +26,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { compile } from '../cli/compiler/compile.ts';
 import { factoryFiles, median, SECRET, SECRET_NAME, signedBodies, uidOf } from './ingress.ts';
@@ -228,7 +229,7 @@ export async function benchReplicas(print: (line: string) => void, opts: { quick
           const idPrefix = `r${++runNumber}`;
           const target =
             kind === 'ingress'
-              ? { url: `${replica.url}/webhooks/w/${uidOf('one')}`, bodies, idHeader: 'X-GitHub-Delivery', idPrefix, collectIds: false }
+              ? { url: `${replica.url}/webhooks/w/${uidOf('one')}`, bodies, idHeader: 'X-GitHub-Delivery', idPrefix, collectIds: true }
               : { url: `${replica.url}/api/v1/agent/runs`, bodies: createBody(setup.key), idHeader: 'X-Bench-Request', idPrefix, collectIds: false, expectStatus: 201 };
           return runWrk(dir, target, { seconds: secs, connections });
         }),
@@ -272,6 +273,32 @@ export async function benchReplicas(print: (line: string) => void, opts: { quick
     };
     table('ingress', 'ingress: 1 KB GitHub-signed push, a unique delivery id each, 1 automation whose filter misses', 202);
     table('create', `run creation: POST /api/v1/agent/runs, no executor (runs stay QUEUED); target p99 under ${TARGET_P99_MS} ms at ${CREATE_CONNECTIONS} connections`, 201);
+    // Every delivery answered 202 has an Accepted entry with its payload, on every engine, read
+    // from the database itself (the SQLite file read alongside its runtime, as WAL allows).
+    const logged = async (setup: Setup): Promise<Set<string>> => {
+      const sql = "SELECT delivery_id FROM deliveries WHERE webhook_uid = ? AND outcome = 'accepted' AND payload IS NOT NULL";
+      if (!setup.appName) {
+        const file = new Database(path.join(setup.replicas[0].dataDir, 'factory.db'), { readonly: true, fileMustExist: true });
+        try {
+          return new Set(file.prepare(sql).pluck().all(uidOf('one')) as string[]);
+        } finally {
+          file.close();
+        }
+      }
+      const schema = setup.appName.slice('factory-'.length);
+      const res = await admin.query<{ delivery_id: string }>(sql.replace('FROM deliveries', `FROM ${schema}.deliveries`).replace('?', '$1'), [uidOf('one')]);
+      return new Set(res.rows.map((r) => r.delivery_id));
+    };
+    const checks: string[] = [];
+    let missing = 0;
+    for (const row of rows.filter((x) => x.kind === 'ingress')) {
+      const ids = row.samples.flatMap((s) => s.perReplica.flatMap((r) => r.ids));
+      const inLog = await logged(row.setup);
+      const absent = ids.filter((id) => !inLog.has(id)).length;
+      missing += absent;
+      checks.push(`${row.setup.label}: ${(ids.length - absent).toLocaleString('en-US')}/${ids.length.toLocaleString('en-US')}`);
+    }
+    print(`  every 202 in the log (an Accepted entry with its payload): ${checks.join('; ')} (${missing === 0 ? 'met' : 'NOT met'})`);
     for (const row of rows) {
       const failed = sum(row.samples.flatMap((s) => s.perReplica.map((r) => r.failed)));
       if (failed === 0) continue;
