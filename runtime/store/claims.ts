@@ -39,15 +39,15 @@ export interface Claims {
 }
 
 /**
- * How a claim on PostgreSQL ends: a new row, or an expired one (older than the cutoff, the last
- * parameter, not yet pruned) taken over. A live claim changes nothing.
+ * How a claim on PostgreSQL ends: a new row, or an expired one (older than `cutoff`, an SQL
+ * expression; not yet pruned) taken over. A live claim changes nothing.
  */
-const TAKE_OVER_EXPIRED = `ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq
-     WHERE delivery_identities.accepted_ms < ?`;
+const takeOverExpired = (cutoff: string) => `ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq
+     WHERE delivery_identities.accepted_ms < ${cutoff}`;
 
 /** The claims on PostgreSQL: a UNIQUE key, one upsert per claim. */
 export function tableClaims(db: DB): Claims {
-  const claimStmt = db.prepare(`INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (?, ?, ?, ?) ${TAKE_OVER_EXPIRED}`);
+  const claimStmt = db.prepare(`INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) VALUES (?, ?, ?, ?) ${takeOverExpired('?')}`);
   const entryStmt = db.prepare('SELECT seq FROM delivery_identities WHERE webhook_uid = ? AND identity = ?').pluck();
   // A claim outlives its entry (30 days against 7), never the other way round: one whose Accepted
   // entry is still in the log (among the newest 50 of a quiet webhook) stays, as the way to find
@@ -79,7 +79,7 @@ export function tableClaims(db: DB): Claims {
 export function entryWithClaim(db: DB, entrySql: string): (entry: readonly unknown[], uid: string, identity: string, nowMs: number, cutoffMs: number) => { seq: number; claimed: boolean } {
   const stmt = db.prepare(
     `WITH e AS (${entrySql} RETURNING seq),
-     c AS (INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) SELECT ?, ?, ?, e.seq FROM e ${TAKE_OVER_EXPIRED} RETURNING 1)
+     c AS (INSERT INTO delivery_identities (webhook_uid, identity, accepted_ms, seq) SELECT ?, ?, ?, e.seq FROM e ${takeOverExpired('?')} RETURNING 1)
      SELECT e.seq, (SELECT COUNT(*) FROM c) AS claimed FROM e`,
   );
   return (entry, uid, identity, nowMs, cutoffMs) => {
@@ -123,8 +123,7 @@ export function entriesWithClaims(db: DB): (columns: EntryColumns, identityMs: n
        -- In key order: two replicas' batches that share identities wait on each other's claims in
        -- the same order, and do not deadlock on them.
        ORDER BY webhook_uid, delivery_id
-       ON CONFLICT (webhook_uid, identity) DO UPDATE SET accepted_ms = excluded.accepted_ms, seq = excluded.seq
-         WHERE delivery_identities.accepted_ms < excluded.accepted_ms - ?
+       ${takeOverExpired('excluded.accepted_ms - ?')}
        RETURNING seq
      )
      SELECT e.seq, EXISTS (SELECT 1 FROM c WHERE c.seq = e.seq) AS claimed FROM e ORDER BY e.seq`,

@@ -289,17 +289,14 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
       else sinceTrim.set(uid, n);
     }
   };
-  const writeAll = savepointBatch(db, writeOne, afterWrites);
-
   // PostgreSQL: a group commit's entries and claims in one statement (claims.ts
-  // `entriesWithClaims`), then its rare Duplicates re-marked in one more and its hooks run, all in
-  // one transaction. If anything of it throws (a hook, above all), that transaction is rolled back
-  // and the batch is written again item by item, each in a savepoint (`writeAll.oneByOne`), whose
-  // meaning it has: the same identity twice in a batch is Accepted, then Duplicate; a throwing hook
-  // fails its own delivery; a failure of the transaction itself fails the batch.
+  // `entriesWithClaims`), then its rare Duplicates re-marked in one more, then its hooks, with the
+  // meaning of the item-by-item writes: the same identity twice in a batch is Accepted, then
+  // Duplicate. The group commit falls back to item by item when any of it throws (a hook, above
+  // all), and for a batch of one or one with more than ONE_STATEMENT_BYTES of payloads.
   const allWithClaims = ctx.dialect === 'postgres' ? entriesWithClaims(db) : undefined;
   const markDuplicates = allWithClaims && db.prepare(`UPDATE deliveries SET outcome = 'duplicate', payload = NULL WHERE seq = ANY(?::bigint[])`);
-  const inOneStatement = db.transaction((items: readonly DeliveryWrite[], limits: WriteLimits): BatchOutcome<WriteResult>[] => {
+  const inOneStatement = (items: readonly DeliveryWrite[], limits: WriteLimits): WriteResult[] => {
     // Only the first of the batch's entries with one identity is logged as Accepted and claims it;
     // the later ones are Duplicates whatever the claim does (it is either this batch's or older).
     const first = new Set<string>();
@@ -316,29 +313,25 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
     // Logged as Accepted, but a live claim held their identity: Duplicates after all.
     const lost = written.filter((w, k) => claiming[k] && !w.claimed).map((w) => w.seq);
     if (lost.length > 0) markDuplicates!.run(lost);
-    const outcomes = items.map((item, k): BatchOutcome<WriteResult> => {
+    return items.map((item, k): WriteResult => {
       const { seq, claimed } = written[k];
-      if (item.kind === 'reject') return { ok: true, result: { outcome: item.outcome, seq } };
-      if (!claimed) return { ok: true, result: { outcome: 'duplicate', seq } };
+      if (item.kind === 'reject') return { outcome: item.outcome, seq };
+      if (!claimed) return { outcome: 'duplicate', seq };
       item.onAccepted?.({ ...item.facts, seq, payload: item.payload });
-      return { ok: true, result: { outcome: 'accepted', seq } };
+      return { outcome: 'accepted', seq };
     });
-    afterWrites(items, outcomes, limits);
-    return outcomes;
-  });
+  };
   /** Most payload bytes one such statement carries (a bytea array travels as text, twice its size). */
   const ONE_STATEMENT_BYTES = 1024 * 1024;
-  const writeMany = (items: readonly DeliveryWrite[], limits: WriteLimits): BatchOutcome<WriteResult>[] => {
-    if (allWithClaims && items.length > 1 && items.reduce((n, item) => n + (item.kind === 'accept' ? item.payload.length : 0), 0) <= ONE_STATEMENT_BYTES) {
-      try {
-        return inOneStatement.immediate(items, limits);
-      } catch {
-        // Written again item by item, which gives each item its own outcome, or throws.
-        return writeAll.oneByOne(items, limits);
-      }
-    }
-    return writeAll(items, limits);
-  };
+  const writeAll = savepointBatch(
+    db,
+    writeOne,
+    afterWrites,
+    allWithClaims && {
+      fits: (items) => items.length > 1 && items.reduce((n, item) => n + (item.kind === 'accept' ? item.payload.length : 0), 0) <= ONE_STATEMENT_BYTES,
+      write: inOneStatement,
+    },
+  );
 
   // Where the background upkeep stopped: the seq its retention walk reached, and the webhook UID
   // its sweep of Rejected entries reached ('' = from the start).
@@ -438,7 +431,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
      * come in since its last trim.
      */
     writeBatch(items: readonly DeliveryWrite[], limits: WriteLimits): BatchOutcome<WriteResult>[] {
-      return writeMany(items, limits);
+      return writeAll(items, limits);
     },
 
     /**
@@ -467,7 +460,7 @@ export function createDeliveryStore(ctx: Pick<StoreContext, 'db' | 'dialect'>) {
      * committed, when the transaction itself fails (BEGIN, COMMIT, or SQLite aborted it).
      */
     acceptBatch(items: readonly AcceptItem[], identityDays: number): BatchOutcome<AcceptResult>[] {
-      return writeMany(
+      return writeAll(
         items.map((item) => ({ kind: 'accept', ...item })),
         { identityDays, rejectedKeep: Number.MAX_SAFE_INTEGER },
       ) as BatchOutcome<AcceptResult>[];

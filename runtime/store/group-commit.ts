@@ -4,6 +4,12 @@ import type { Durability } from './wal-sync.ts';
 /** The result of one item of a group commit: its value, or the error that rolled back its savepoint. */
 export type BatchOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
 
+/** A group commit's attempt to write a whole batch at once (`savepointBatch`'s `whole`): for the batches it `fits`, each item's result. */
+export interface WholeBatch<I, R, A extends unknown[]> {
+  fits(items: readonly I[], ...args: A): boolean;
+  write(items: readonly I[], ...args: A): R[];
+}
+
 /**
  * The store's side of a group commit: `one` for each item, in order, with the batch's shared
  * `args`, inside ONE immediate transaction, with the meaning of one-by-one commits: an item that
@@ -19,47 +25,63 @@ export type BatchOutcome<R> = { ok: true; result: R } | { ok: false; error: unkn
  * a SAVEPOINT when nested), which gives the one-by-one meaning above. So `one` must have no
  * effect outside the transaction that matters when it runs twice: its writes are undone with the
  * first attempt, and anything else it does must be harmless to repeat (waking the executor is).
+ *
+ * `whole`, when given, is a first attempt of another kind for the batches it `fits`: all the
+ * items written at once (e.g. PostgreSQL's one statement for a whole batch of log entries,
+ * store/deliveries.ts), with the meaning of `one` for each, then `finish`, in one transaction. If
+ * anything of it throws, that attempt is rolled back and the batch is written item by item in
+ * savepoints, as above; the same rule on repeating applies to it.
  */
 export function savepointBatch<I, R, A extends unknown[] = []>(
   db: DB,
   one: (item: I, ...args: A) => R,
   finish?: (items: readonly I[], outcomes: readonly BatchOutcome<R>[], ...args: A) => void,
-): ((items: readonly I[], ...args: A) => BatchOutcome<R>[]) & {
-  /** The second attempt alone: for a caller whose own first attempt of the batch failed. */
-  oneByOne(items: readonly I[], ...args: A): BatchOutcome<R>[];
-} {
+  whole?: WholeBatch<I, R, A>,
+): (items: readonly I[], ...args: A) => BatchOutcome<R>[] {
   const guarded = db.transaction(one);
   /** Whether the last attempt without savepoints stopped at an item that threw (and not elsewhere). */
   let itemThrew = false;
-  // One attempt: every item through `attempt`, then `finish`, in one transaction.
-  const batchOf = (attempt: (item: I, args: A) => BatchOutcome<R>) =>
+  // One attempt: the items' outcomes by `attempt`, then `finish`, in one transaction.
+  const batchOf = (attempt: (items: readonly I[], args: A) => BatchOutcome<R>[]) =>
     db.transaction((items: readonly I[], args: A) => {
-      const outcomes = items.map((item) => attempt(item, args));
+      const outcomes = attempt(items, args);
       finish?.(items, outcomes, ...args);
       return outcomes;
     });
-  const direct = batchOf((item, args) => {
-    let result: R;
-    try {
-      result = one(item, ...args);
-    } catch (error) {
-      itemThrew = true;
-      throw error;
+  const together = whole && batchOf((items, args) => whole.write(items, ...args).map((result) => ({ ok: true, result })));
+  const direct = batchOf((items, args) =>
+    items.map((item) => {
+      let result: R;
+      try {
+        result = one(item, ...args);
+      } catch (error) {
+        itemThrew = true;
+        throw error;
+      }
+      // Something under the item ended the transaction without throwing: the rest must not be
+      // written outside it, one autocommit at a time.
+      if (!db.inTransaction) throw new Error('The transaction of a group commit ended before its last item.');
+      return { ok: true, result };
+    }),
+  );
+  const oneByOne = batchOf((items, args) =>
+    items.map((item) => {
+      try {
+        return { ok: true, result: guarded(item, ...args) };
+      } catch (error) {
+        if (!db.inTransaction) throw error;
+        return { ok: false, error };
+      }
+    }),
+  );
+  return (items, ...args) => {
+    if (together && whole.fits(items, ...args)) {
+      try {
+        return together.immediate(items, args);
+      } catch {
+        return oneByOne.immediate(items, args);
+      }
     }
-    // Something under the item ended the transaction without throwing: the rest must not be
-    // written outside it, one autocommit at a time.
-    if (!db.inTransaction) throw new Error('The transaction of a group commit ended before its last item.');
-    return { ok: true, result };
-  });
-  const oneByOne = batchOf((item, args) => {
-    try {
-      return { ok: true, result: guarded(item, ...args) };
-    } catch (error) {
-      if (!db.inTransaction) throw error;
-      return { ok: false, error };
-    }
-  });
-  const write = (items: readonly I[], ...args: A): BatchOutcome<R>[] => {
     itemThrew = false;
     try {
       return direct.immediate(items, args);
@@ -68,7 +90,6 @@ export function savepointBatch<I, R, A extends unknown[] = []>(
       return oneByOne.immediate(items, args);
     }
   };
-  return Object.assign(write, { oneByOne: (items: readonly I[], ...args: A) => oneByOne.immediate(items, args) });
 }
 
 /**
