@@ -1,6 +1,6 @@
 import { beyond, describeSkew, skewLimitMs, skewOf, type ClockReading, type Skew } from '../core/clock-skew.ts';
 import { CliError } from '../core/errors.ts';
-import type { Service, ServiceDeps, ServiceFactory } from './services.ts';
+import type { Service, ServiceDeps } from './services.ts';
 
 /** How often a running replica reads the clocks again. */
 const CHECK_EVERY_MS = 60_000;
@@ -68,9 +68,8 @@ export class ClockCheck implements Service {
     this.deps.log.info({ skewMs: Math.round(skew.skewMs), uncertaintyMs: Math.round(skew.uncertaintyMs) }, 'this machine\'s clock agrees with the database\'s');
   }
 
-  /** The checks while the replica runs: one now (for `last`, the metric), then every minute. */
+  /** The checks while the replica runs, every minute (`verify` measured the first). */
   start(): void {
-    this.check();
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS);
     this.timer.unref();
   }
@@ -108,10 +107,3 @@ declare module './services.ts' {
     clock?: ClockCheck;
   }
 }
-
-/** Only replicas on PostgreSQL: a SQLite runtime is one process with one clock. */
-export const clockCheckService: ServiceFactory = {
-  name: 'clock',
-  enabled: (config) => config.database.engine === 'postgres',
-  create: (deps) => new ClockCheck(deps),
-};

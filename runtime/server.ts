@@ -149,7 +149,8 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
   try {
     // Replicas compare the times each of them writes: a machine whose clock is far from the
     // database's starts nothing (docs/deploy.md#clocks).
-    if (store.engine === 'postgres') new ClockCheck({ store, log, config }).verify();
+    const clockCheck = store.engine === 'postgres' ? new ClockCheck({ store, log, config }) : undefined;
+    clockCheck?.verify();
     const admin = bootstrapAdminKey(store, config.dataDir, log);
     tightenDataDir(config.dataDir, log);
 
@@ -164,6 +165,12 @@ async function startLocked(config: Config, options: StartServerOptions, log: Log
       for (const s of started.reverse()) await s.stop?.();
     };
     try {
+      // The clock check that let the runtime start goes on every minute (the lease sweep reads it).
+      if (clockCheck) {
+        services.clock = clockCheck;
+        clockCheck.start();
+        started.push(clockCheck);
+      }
       for (const factory of SERVICES) {
         if (factory.enabled && !factory.enabled(finalConfig)) continue;
         const service = factory.create({ config: finalConfig, store, clock, log, services });

@@ -8,7 +8,6 @@ import { leaseSweeperService } from './executor/lease-sweeper.ts';
 import { schedulerService } from './automations/scheduler.ts';
 import { notifierService } from './notifications/notifier.ts';
 import { metricsService } from './metrics.ts';
-import { clockCheckService } from './clock-check.ts';
 
 /** Something that runs alongside the HTTP server, e.g. the executor pool. */
 export interface Service {
@@ -49,4 +48,4 @@ export interface ServiceFactory {
  * Every service startServer creates, in start order (stopped in reverse). Each owner adds one
  * import and one entry.
  */
-export const SERVICES: ServiceFactory[] = [clockCheckService, ingressService, executorService, leaseSweeperService, schedulerService, metricsService, notifierService];
+export const SERVICES: ServiceFactory[] = [ingressService, executorService, leaseSweeperService, schedulerService, metricsService, notifierService];

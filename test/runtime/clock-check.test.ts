@@ -69,6 +69,9 @@ test('a running replica whose clock drifts away logs it, holds off its lease swe
   assert.equal(check.skewed, true);
   const error = logs.records().find((r) => r.level === 50);
   assert.match(String(error?.msg), /clock is 30\.0 s ahead of the database's: this replica's lease sweep holds off/);
+  // The record's fields, for whoever alerts on the log: the skew measured (about 30 s) and the limit.
+  assert.equal(error?.limitMs, 5000);
+  assert.ok(Math.abs(Number(error?.skewMs) - 30_000) < 1000, `skewMs ${String(error?.skewMs)}`);
   assert.deepEqual(sweeper.sweep(), []);
   assert.equal(store.runs.get(run.run_id)?.state, 'INPROGRESS');
 
