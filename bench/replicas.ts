@@ -276,17 +276,17 @@ export async function benchReplicas(print: (line: string) => void, opts: { quick
     // Every delivery answered 202 has an Accepted entry with its payload, on every engine, read
     // from the database itself (the SQLite file read alongside its runtime, as WAL allows).
     const logged = async (setup: Setup): Promise<Set<string>> => {
-      const sql = "SELECT delivery_id FROM deliveries WHERE webhook_uid = ? AND outcome = 'accepted' AND payload IS NOT NULL";
+      const accepted = (table: string, param: string) => `SELECT delivery_id FROM ${table} WHERE webhook_uid = ${param} AND outcome = 'accepted' AND payload IS NOT NULL`;
       if (!setup.appName) {
         const file = new Database(path.join(setup.replicas[0].dataDir, 'factory.db'), { readonly: true, fileMustExist: true });
         try {
-          return new Set(file.prepare(sql).pluck().all(uidOf('one')) as string[]);
+          return new Set(file.prepare(accepted('deliveries', '?')).pluck().all(uidOf('one')) as string[]);
         } finally {
           file.close();
         }
       }
       const schema = setup.appName.slice('factory-'.length);
-      const res = await admin.query<{ delivery_id: string }>(sql.replace('FROM deliveries', `FROM ${schema}.deliveries`).replace('?', '$1'), [uidOf('one')]);
+      const res = await admin.query<{ delivery_id: string }>(accepted(`${schema}.deliveries`, '$1'), [uidOf('one')]);
       return new Set(res.rows.map((r) => r.delivery_id));
     };
     const checks: string[] = [];

@@ -19,6 +19,12 @@ function setup(_t: unknown, db: TestDatabase) {
   return { clock, store };
 }
 
+/** Creates QUEUED runs a millisecond apart, each of `factory` (none when left out); answers their ids. */
+const madeBy = (store: ReturnType<typeof setup>['store'], clock: FakeClock) => (factory?: string) => {
+  clock.advance(1);
+  return store.runs.create(input(factory ? { factory } : {})).run_id;
+};
+
 // A few side by side, each on a database of its own: a PostgreSQL test spends much of its time
 // waiting on the server (its schema's creation and drop).
 describe('the runs store', { concurrency: 4 }, () => {
@@ -60,10 +66,7 @@ describe('the runs store', { concurrency: 4 }, () => {
 
   forEachEngine('factories take turns: a claim takes the oldest run of the factory with the fewest runs in progress', (t, db) => {
     const { store, clock } = setup(t, db);
-    const made = (factory?: string) => {
-      clock.advance(1);
-      return store.runs.create(input(factory ? { factory } : {})).run_id;
-    };
+    const made = madeBy(store, clock);
     // Factory a floods the queue first; b and an API run that belongs to no factory come after.
     const a = [made('a'), made('a'), made('a'), made('a')];
     const b = [made('b'), made('b')];
@@ -83,10 +86,7 @@ describe('the runs store', { concurrency: 4 }, () => {
 
   forEachEngine('a claimer limited to some factories takes only their runs, the listed factories taking turns', (t, db) => {
     const { store, clock } = setup(t, db);
-    const made = (factory?: string) => {
-      clock.advance(1);
-      return store.runs.create(input(factory ? { factory } : {})).run_id;
-    };
+    const made = madeBy(store, clock);
     const [a1, b1, c1, a2, none, b2] = [made('a'), made('b'), made('c'), made('a'), made(), made('b')];
     assert.equal(store.runs.claimNext([]), undefined);
     assert.equal(store.runs.claimNext(['x']), undefined, 'a factory with nothing queued');
